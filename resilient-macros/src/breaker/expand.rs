@@ -1,0 +1,133 @@
+//! The expansion: the fn keeps its signature; its body runs inside the site's breaker.
+//!
+//! ```ignore
+//! async fn charge(card: &Card) -> Result<Receipt, PayError> {
+//!     {
+//!         static BREAKER: ::resilient::__private::BreakerSite = ::resilient::__private::BreakerSite::new(
+//!             "payments",
+//!             |breaker| breaker.capacity(0.75).timeout(::core::time::Duration::from_secs(2)),
+//!         );
+//!         BREAKER.breaker()
+//!     }
+//!     .call(async move { /* the original body */ })
+//!     .await
+//! }
+//! ```
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned as _;
+use syn::ItemFn;
+
+use super::ast::Breaker;
+use crate::args::duration_tokens;
+use crate::func;
+
+pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = func.clone();
+    let krate = match &attr.krate {
+        Some(k) => k
+            .value
+            .parse::<syn::Path>()
+            .map_or_else(|e| e.to_compile_error(), |p| p.into_token_stream()),
+        None => quote!(::resilient),
+    };
+    let name = match &attr.name {
+        Some(name) => name.value.to_token_stream(),
+        None => {
+            let ident = sig.ident.to_string();
+            let ident = ident.trim_start_matches("r#");
+            quote!(::core::concat!(::core::module_path!(), "::", #ident))
+        }
+    };
+    let options = options(attr);
+    let configure = quote!(|breaker| breaker #(#options)*);
+    let site = match &attr.key {
+        None => quote! {
+            static BREAKER: #krate::__private::BreakerSite =
+                #krate::__private::BreakerSite::new(#name, #configure);
+            BREAKER.breaker()
+        },
+        Some(key) => quote! {
+            static BREAKER: #krate::__private::KeyedSite =
+                #krate::__private::KeyedSite::new(#name, #configure);
+            BREAKER.breaker(&(#key))
+        },
+    };
+    // The `call` token carries the return type's span, so that a return type the breaker cannot
+    // refuse through is reported there.
+    let ret_span = func::return_type(&func).map_or_else(Span::call_site, |t| t.span());
+    let call = match &attr.count_if {
+        None => quote_spanned!(ret_span=> call(async move #block)),
+        Some(counts) => quote_spanned!(ret_span=> call_if(#counts, async move #block)),
+    };
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            { #site }.#call.await
+        }
+    }
+}
+
+/// The builder calls for every argument given, in the order of the attribute's documentation.
+fn options(attr: &Breaker) -> Vec<TokenStream> {
+    let mut out = Vec::new();
+    let mut push = |method: &str, value: TokenStream| {
+        let method = syn::Ident::new(method, Span::call_site());
+        out.push(quote!(.#method(#value)));
+    };
+    let count = |v: u64| proc_macro2::Literal::u64_unsuffixed(v).into_token_stream();
+    let number = |v: f64| {
+        let mut lit = proc_macro2::Literal::f64_unsuffixed(v);
+        lit.set_span(Span::call_site());
+        lit.into_token_stream()
+    };
+    if let Some(v) = &attr.error_threshold {
+        push("error_threshold", count(v.value.into()));
+    }
+    if let Some(v) = &attr.failure_rate {
+        push("failure_rate", number(v.value));
+    }
+    if let Some(v) = &attr.min_calls {
+        push("min_calls", count(v.value.into()));
+    }
+    if let Some(v) = &attr.error_window {
+        push("error_window", duration_tokens(v.value));
+    }
+    if let Some(v) = &attr.error_timeout {
+        push("error_timeout", duration_tokens(v.value));
+    }
+    if let Some(v) = &attr.capacity {
+        push("capacity", number(v.value));
+    }
+    if let Some(v) = &attr.timeout {
+        push("timeout", duration_tokens(v.value));
+    }
+    if let Some(v) = &attr.half_open_timeout {
+        push("half_open_timeout", duration_tokens(v.value));
+    }
+    if let Some(v) = &attr.success_threshold {
+        push("success_threshold", count(v.value.into()));
+    }
+    if let Some(v) = &attr.half_open_calls {
+        push("half_open_calls", count(v.value.into()));
+    }
+    if let Some(v) = &attr.backoff {
+        push("backoff", number(v.value));
+    }
+    if let Some(v) = &attr.max_error_timeout {
+        push("max_error_timeout", duration_tokens(v.value));
+    }
+    if let Some(v) = &attr.idle_timeout {
+        push("idle_timeout", duration_tokens(v.value));
+    }
+    if let Some(v) = &attr.max_keys {
+        push("max_keys", count(v.value));
+    }
+    out
+}

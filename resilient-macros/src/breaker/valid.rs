@@ -1,0 +1,108 @@
+//! Checks across arguments, each error pointing at the argument to change.
+
+use super::ast::Breaker;
+use crate::args::Errors;
+
+impl Breaker {
+    pub(crate) fn validate(&self, errors: &mut Errors) {
+        if let Some(c) = &self.capacity {
+            if !(c.value > 0.0 && c.value < 1.0) {
+                errors.push(
+                    c.span,
+                    format_args!(
+                        "`capacity` must lie between 0 and 1 (exclusive), got {}: it is the share of time a worker stays free, e.g. `capacity = 0.75`",
+                        c.value
+                    ),
+                );
+            }
+            if let Some(e) = &self.error_timeout {
+                errors.push(
+                    e.name,
+                    "`error_timeout` and `capacity` both set how long the breaker stays open; keep one",
+                );
+            } else if self.timeout.is_none() {
+                errors.push(
+                    c.name,
+                    "`capacity` needs `timeout`: error_timeout = timeout * capacity / (1 - capacity); add e.g. `timeout = \"2s\"`",
+                );
+            }
+        }
+        if let Some(rate) = &self.failure_rate {
+            if !(rate.value > 0.0 && rate.value <= 1.0) {
+                errors.push(
+                    rate.span,
+                    format_args!(
+                        "`failure_rate` must lie in (0, 1], got {}: the share of failed calls that opens the breaker, e.g. `failure_rate = 0.5`",
+                        rate.value
+                    ),
+                );
+            }
+            if let Some(t) = &self.error_threshold {
+                errors.push(
+                    t.name,
+                    "`error_threshold` (count rule) and `failure_rate` (rate rule) exclude each other; keep one",
+                );
+            }
+        } else if let Some(m) = &self.min_calls {
+            errors.push(
+                m.name,
+                "`min_calls` belongs to the rate rule; add `failure_rate = ...` or remove it",
+            );
+        }
+        if let (Some(h), Some(t)) = (&self.half_open_timeout, &self.timeout) {
+            if h.value >= t.value {
+                errors.push(
+                    h.span,
+                    format_args!(
+                        "`half_open_timeout` ({:?}) must be shorter than `timeout` ({:?})",
+                        h.value, t.value
+                    ),
+                );
+            }
+        }
+        if let Some(b) = &self.backoff {
+            if !(b.value >= 1.0 && b.value.is_finite()) {
+                errors.push(
+                    b.span,
+                    format_args!(
+                        "`backoff` must be a factor of at least 1, got {}, e.g. `backoff = 2.0`",
+                        b.value
+                    ),
+                );
+            }
+        } else if let Some(m) = &self.max_error_timeout {
+            errors.push(
+                m.name,
+                "`max_error_timeout` caps `backoff`; add `backoff = 2.0` or remove it",
+            );
+        }
+        if self.key.is_none() {
+            for (name, span) in [
+                ("idle_timeout", self.idle_timeout.as_ref().map(|a| a.name)),
+                ("max_keys", self.max_keys.as_ref().map(|a| a.name)),
+            ] {
+                if let Some(span) = span {
+                    errors.push(
+                        span,
+                        format_args!(
+                            "`{name}` applies to keyed breakers; add `key = ...` or remove it"
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(name) = &self.name {
+            if name.value.value().is_empty() {
+                errors.push(name.span, "`name` must not be empty");
+            }
+        }
+        if let Some(krate) = &self.krate {
+            if let Err(error) = krate.value.parse::<syn::Path>() {
+                errors.push(
+                    krate.span,
+                    format_args!("`crate` must be a path such as \"::resilient\": {error}"),
+                );
+            }
+        }
+    }
+}

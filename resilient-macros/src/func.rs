@@ -1,0 +1,66 @@
+//! The annotated item: an `async fn` (free function or method) that returns a `Result`.
+
+use proc_macro2::TokenStream;
+use syn::spanned::Spanned as _;
+use syn::{ItemFn, ReturnType, Type};
+
+use crate::args::Errors;
+
+/// Parses the item under `#[macro_name]`, reporting what keeps it from being wrapped.
+pub(crate) fn parse(item: TokenStream, macro_name: &str, errors: &mut Errors) -> Option<ItemFn> {
+    let func: ItemFn = match syn::parse2(item) {
+        Ok(func) => func,
+        Err(error) => {
+            errors.push(
+                error.span(),
+                format_args!("`#[{macro_name}]` goes on an `async fn` (a free function or a method with a body)"),
+            );
+            return None;
+        }
+    };
+    let sig = &func.sig;
+    if sig.asyncness.is_none() {
+        errors.push(
+            sig.fn_token.span,
+            format_args!(
+                "`#[{macro_name}]` needs an `async fn`: write `async fn {}`",
+                sig.ident
+            ),
+        );
+    }
+    match &sig.output {
+        ReturnType::Default => errors.push(
+            sig.ident.span(),
+            format_args!(
+                "`#[{macro_name}]` needs a return type: `-> Result<T, E>` with `E: From<resilient::Rejected>`"
+            ),
+        ),
+        ReturnType::Type(_, ty) if !could_be_result(ty) => errors.push(
+            ty.span(),
+            format_args!(
+                "`#[{macro_name}]` needs the fn to return `Result<T, E>` with `E: From<resilient::Rejected>`, so that it can refuse a call with `Err`"
+            ),
+        ),
+        ReturnType::Type(..) => {}
+    }
+    Some(func)
+}
+
+/// A path type may be a `Result` or an alias of one (`io::Result<T>`, `anyhow::Result<T>`), which
+/// the compiler checks; anything else (a tuple, a reference, `impl Trait`, ...) cannot be.
+fn could_be_result(ty: &Type) -> bool {
+    match ty {
+        Type::Path(_) | Type::Macro(_) => true,
+        Type::Group(group) => could_be_result(&group.elem),
+        Type::Paren(paren) => could_be_result(&paren.elem),
+        _ => false,
+    }
+}
+
+/// The return type of a checked fn.
+pub(crate) fn return_type(func: &ItemFn) -> Option<&Type> {
+    match &func.sig.output {
+        ReturnType::Type(_, ty) => Some(ty),
+        ReturnType::Default => None,
+    }
+}

@@ -1,0 +1,19 @@
+//! The attributes of the `resilient` crate. Depend on `resilient`, which re-exports them with the
+//! runtime they call into; the documentation lives there.
+//!
+//! Each attribute parses its arguments into a spanned model (`ast`), validates it in its own pass
+//! (`valid`) and generates a short expansion that calls `resilient::__private` (`expand`).
+
+#![warn(missing_docs, unreachable_pub)]
+
+use proc_macro::TokenStream;
+
+mod args;
+mod breaker;
+mod func;
+
+/// A circuit breaker around an `async fn`. See `resilient::breaker` for the arguments.
+#[proc_macro_attribute]
+pub fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
+    breaker::breaker(args.into(), item.into()).into()
+}

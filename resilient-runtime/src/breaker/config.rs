@@ -1,0 +1,384 @@
+//! Options of a breaker: the builder, its validation and the resolved configuration.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::keyed::KeyedBreaker;
+use super::registry;
+use super::Breaker;
+
+/// Default for `error_threshold`: errors within `error_window` that open the breaker.
+pub const DEFAULT_ERROR_THRESHOLD: u32 = 3;
+/// Default for `error_timeout`: how long the breaker stays open after the last error.
+pub const DEFAULT_ERROR_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for `min_calls` under the rate rule.
+pub const DEFAULT_MIN_CALLS: u32 = 20;
+/// Default for `idle_timeout` of keyed breakers: a key unused this long may be evicted.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default for `max_keys` of keyed breakers.
+pub const DEFAULT_MAX_KEYS: usize = 1 << 22;
+
+/// The rule that opens a closed breaker.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) enum Rule {
+    /// Semian's rule: `threshold` errors within the window.
+    Count { threshold: u32 },
+    /// resilience4j's rule: at least `min_calls` calls within the window and `errors / calls >= rate`.
+    Rate { rate: f64, min_calls: u32 },
+}
+
+/// The validated options of a breaker, shared by every breaker of a keyed family.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) name: Arc<str>,
+    pub(crate) rule: Rule,
+    pub(crate) window: Duration,
+    pub(crate) error_timeout: Duration,
+    pub(crate) success_threshold: u32,
+    pub(crate) half_open_calls: u32,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) half_open_timeout: Option<Duration>,
+    pub(crate) backoff: f64,
+    pub(crate) max_error_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) max_keys: usize,
+}
+
+/// Builds a [`Breaker`] (or a keyed family of them) from code, with the same options as the
+/// `#[breaker(...)]` attribute.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient_runtime::Breaker;
+///
+/// let breaker = Breaker::builder("payments")
+///     .error_threshold(3)
+///     .error_window(Duration::from_secs(10))
+///     .capacity(0.75)
+///     .timeout(Duration::from_secs(60))
+///     .build()
+///     .unwrap();
+/// // capacity 0.75 with a 60 s timeout keeps the breaker open for 180 s after the last error.
+/// assert_eq!(breaker.error_timeout(), Duration::from_secs(180));
+///
+/// let bad = Breaker::builder("payments").capacity(1.5).timeout(Duration::from_secs(1)).build();
+/// assert_eq!(
+///     bad.unwrap_err().to_string(),
+///     "breaker `payments`: `capacity` must be within (0, 1) exclusive, got 1.5"
+/// );
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build`, `build_keyed`, `register` or `register_keyed`"]
+pub struct BreakerBuilder {
+    name: Arc<str>,
+    error_threshold: Option<u32>,
+    error_window: Option<Duration>,
+    error_timeout: Option<Duration>,
+    success_threshold: u32,
+    capacity: Option<f64>,
+    timeout: Option<Duration>,
+    half_open_timeout: Option<Duration>,
+    failure_rate: Option<f64>,
+    min_calls: Option<u32>,
+    half_open_calls: u32,
+    backoff: f64,
+    max_error_timeout: Option<Duration>,
+    idle_timeout: Duration,
+    max_keys: usize,
+}
+
+/// Why a [`BreakerBuilder`] refused its options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    name: Arc<str>,
+    message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "breaker `{}`: {}", self.name, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl BreakerBuilder {
+    pub(crate) fn new(name: &str) -> Self {
+        BreakerBuilder {
+            name: Arc::from(name),
+            error_threshold: None,
+            error_window: None,
+            error_timeout: None,
+            success_threshold: 1,
+            capacity: None,
+            timeout: None,
+            half_open_timeout: None,
+            failure_rate: None,
+            min_calls: None,
+            half_open_calls: 1,
+            backoff: 1.0,
+            max_error_timeout: None,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_keys: DEFAULT_MAX_KEYS,
+        }
+    }
+
+    /// Count rule (the default, as in Semian): the breaker opens when this many errors fall within
+    /// `error_window`. Successes in between do not reset the count. Default: 3.
+    pub fn error_threshold(mut self, errors: u32) -> Self {
+        self.error_threshold = Some(errors);
+        self
+    }
+
+    /// The window the count rule (or the rate rule) looks back over. Default: `error_timeout`.
+    pub fn error_window(mut self, window: Duration) -> Self {
+        self.error_window = Some(window);
+        self
+    }
+
+    /// How long the breaker stays open, measured from the last error. Default: 10 s.
+    pub fn error_timeout(mut self, open_for: Duration) -> Self {
+        self.error_timeout = Some(open_for);
+        self
+    }
+
+    /// Successful probes in half-open that close the breaker. Default: 1.
+    pub fn success_threshold(mut self, successes: u32) -> Self {
+        self.success_threshold = successes;
+        self
+    }
+
+    /// Alternative to `error_timeout`: the share of time a worker stays free while it keeps probing an
+    /// endpoint that only times out. `error_timeout = timeout * capacity / (1 - capacity)`, so it
+    /// needs `timeout` and must lie in (0, 1).
+    pub fn capacity(mut self, capacity: f64) -> Self {
+        self.capacity = Some(capacity);
+        self
+    }
+
+    /// Bounds every call: a call still running after it is abandoned, counts as an error and returns a
+    /// [`Rejected`](crate::Rejected) that says it timed out. Default: none.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// A shorter bound for probe calls while half-open (Semian's `half_open_resource_timeout`).
+    pub fn half_open_timeout(mut self, timeout: Duration) -> Self {
+        self.half_open_timeout = Some(timeout);
+        self
+    }
+
+    /// Rate rule instead of the count rule: the breaker opens on an error when at least `min_calls`
+    /// calls completed within `error_window` and `errors / calls >= rate`. Must lie in (0, 1].
+    pub fn failure_rate(mut self, rate: f64) -> Self {
+        self.failure_rate = Some(rate);
+        self
+    }
+
+    /// The rate rule's minimum number of calls within the window. Default: 20.
+    pub fn min_calls(mut self, calls: u32) -> Self {
+        self.min_calls = Some(calls);
+        self
+    }
+
+    /// How many probe calls may run at once while half-open; further calls are refused. Default: 1.
+    pub fn half_open_calls(mut self, calls: u32) -> Self {
+        self.half_open_calls = calls;
+        self
+    }
+
+    /// Grows the open time after each failed probe: the n-th consecutive re-open stays open for
+    /// `error_timeout * backoff^n`, capped at `max_error_timeout`. Must be at least 1. Default: 1 (off).
+    pub fn backoff(mut self, factor: f64) -> Self {
+        self.backoff = factor;
+        self
+    }
+
+    /// The cap on the open time grown by `backoff`. Default: 10 times `error_timeout`.
+    pub fn max_error_timeout(mut self, cap: Duration) -> Self {
+        self.max_error_timeout = Some(cap);
+        self
+    }
+
+    /// Keyed breakers only: a key unused for this long may be evicted, as long as its breaker is
+    /// closed and has no recent errors. Default: 10 minutes.
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
+        self
+    }
+
+    /// Keyed breakers only: the most keys held at once. When full, idle keys are evicted first; if
+    /// none is idle, a new key gets a fresh breaker that is not remembered. Default: 4,194,304.
+    pub fn max_keys(mut self, keys: usize) -> Self {
+        self.max_keys = keys;
+        self
+    }
+
+    /// Builds one breaker, not registered anywhere.
+    pub fn build(self) -> Result<Breaker, ConfigError> {
+        Ok(Breaker::new(Arc::new(self.validate()?), None))
+    }
+
+    /// Builds a keyed family: one breaker per distinct key, created on first use, idle ones evicted.
+    pub fn build_keyed(self) -> Result<KeyedBreaker, ConfigError> {
+        Ok(KeyedBreaker::new(Arc::new(self.validate()?)))
+    }
+
+    /// Builds the breaker and registers it under its name, so that [`get`](super::get) and every
+    /// `#[breaker(name = ...)]` with this name use it. If the name is taken, returns the registered
+    /// breaker (the first registration's options win).
+    pub fn register(self) -> Result<Arc<Breaker>, ConfigError> {
+        let config = Arc::new(self.validate()?);
+        let name = config.name.clone();
+        registry::single(name.clone(), || Arc::new(Breaker::new(config, None)))
+            .ok_or_else(|| self_conflict(&name, "keyed"))
+    }
+
+    /// Builds a keyed family and registers it under its name (see [`register`](Self::register)).
+    pub fn register_keyed(self) -> Result<Arc<KeyedBreaker>, ConfigError> {
+        let config = Arc::new(self.validate()?);
+        let name = config.name.clone();
+        registry::keyed(name.clone(), || Arc::new(KeyedBreaker::new(config)))
+            .ok_or_else(|| self_conflict(&name, "single"))
+    }
+
+    fn error(&self, message: String) -> ConfigError {
+        ConfigError {
+            name: self.name.clone(),
+            message,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<Config, ConfigError> {
+        let nonzero = |what: &str, value: u32| {
+            if value == 0 {
+                Err(self.error(format!("`{what}` must be at least 1")))
+            } else {
+                Ok(value)
+            }
+        };
+        let positive = |what: &str, value: Option<Duration>| match value {
+            Some(d) if d.is_zero() => Err(self.error(format!("`{what}` must be above zero"))),
+            other => Ok(other),
+        };
+        if self.name.is_empty() {
+            return Err(self.error("the name must not be empty".into()));
+        }
+        let timeout = positive("timeout", self.timeout)?;
+        let half_open_timeout = positive("half_open_timeout", self.half_open_timeout)?;
+        let explicit_timeout = positive("error_timeout", self.error_timeout)?;
+        let window = positive("error_window", self.error_window)?;
+        positive("max_error_timeout", self.max_error_timeout)?;
+        positive("idle_timeout", Some(self.idle_timeout))?;
+
+        let error_timeout = match (self.capacity, explicit_timeout) {
+            (Some(_), Some(_)) => {
+                return Err(self.error(
+                    "`capacity` and `error_timeout` both set the open time; keep one".into(),
+                ))
+            }
+            (Some(c), None) => {
+                if !(c > 0.0 && c < 1.0) {
+                    return Err(self.error(format!(
+                        "`capacity` must be within (0, 1) exclusive, got {c}"
+                    )));
+                }
+                let Some(t) = timeout else {
+                    return Err(self.error(
+                        "`capacity` needs `timeout`: error_timeout = timeout * capacity / (1 - capacity)"
+                            .into(),
+                    ));
+                };
+                capacity_error_timeout(t, c)
+            }
+            (None, Some(d)) => d,
+            (None, None) => DEFAULT_ERROR_TIMEOUT,
+        };
+
+        let rule = match (self.failure_rate, self.error_threshold) {
+            (Some(_), Some(_)) => return Err(self.error(
+                "`failure_rate` (rate rule) and `error_threshold` (count rule) exclude each other"
+                    .into(),
+            )),
+            (Some(rate), None) => {
+                if !(rate > 0.0 && rate <= 1.0) {
+                    return Err(
+                        self.error(format!("`failure_rate` must be within (0, 1], got {rate}"))
+                    );
+                }
+                let min_calls = nonzero("min_calls", self.min_calls.unwrap_or(DEFAULT_MIN_CALLS))?;
+                Rule::Rate { rate, min_calls }
+            }
+            (None, threshold) => {
+                if self.min_calls.is_some() {
+                    return Err(self.error("`min_calls` only applies with `failure_rate`".into()));
+                }
+                let threshold = nonzero(
+                    "error_threshold",
+                    threshold.unwrap_or(DEFAULT_ERROR_THRESHOLD),
+                )?;
+                Rule::Count { threshold }
+            }
+        };
+        if let (Some(h), Some(t)) = (half_open_timeout, timeout) {
+            if h >= t {
+                return Err(self.error(format!(
+                    "`half_open_timeout` ({h:?}) must be shorter than `timeout` ({t:?})"
+                )));
+            }
+        }
+        if !(self.backoff >= 1.0 && self.backoff.is_finite()) {
+            return Err(self.error(format!(
+                "`backoff` must be a finite factor of at least 1, got {}",
+                self.backoff
+            )));
+        }
+        let max_error_timeout = self
+            .max_error_timeout
+            .unwrap_or_else(|| error_timeout.saturating_mul(10))
+            .max(error_timeout);
+        if self.max_keys == 0 {
+            return Err(self.error("`max_keys` must be at least 1".into()));
+        }
+        Ok(Config {
+            name: self.name.clone(),
+            rule,
+            window: window.unwrap_or(error_timeout),
+            error_timeout,
+            success_threshold: nonzero("success_threshold", self.success_threshold)?,
+            half_open_calls: nonzero("half_open_calls", self.half_open_calls)?,
+            timeout,
+            half_open_timeout,
+            backoff: self.backoff,
+            max_error_timeout,
+            idle_timeout: self.idle_timeout,
+            max_keys: self.max_keys,
+        })
+    }
+}
+
+fn self_conflict(name: &str, other: &str) -> ConfigError {
+    ConfigError {
+        name: Arc::from(name),
+        message: format!("the name is already registered to a {other} breaker"),
+    }
+}
+
+/// `error_timeout = timeout * capacity / (1 - capacity)`: the open time that leaves a worker free
+/// `capacity` of the time while every probe runs into `timeout`.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient_runtime::breaker::capacity_error_timeout;
+///
+/// let t = Duration::from_secs(60);
+/// assert_eq!(capacity_error_timeout(t, 0.5), t);
+/// assert_eq!(capacity_error_timeout(t, 0.75), Duration::from_secs(180));
+/// ```
+pub fn capacity_error_timeout(timeout: Duration, capacity: f64) -> Duration {
+    let secs = timeout.as_secs_f64() * capacity / (1.0 - capacity);
+    // Round to whole microseconds so that 0.75 * 60 s gives exactly 180 s.
+    Duration::try_from_secs_f64((secs * 1e6).round() / 1e6).unwrap_or(Duration::MAX)
+}

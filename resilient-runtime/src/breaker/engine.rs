@@ -1,0 +1,539 @@
+//! The breaker's state machine: one atomic word, read once on the closed-state fast path.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::config::{BreakerBuilder, Config, Rule};
+use super::events;
+use super::window::Window;
+use crate::rejected::{Circuit, Reason, Rejected};
+
+// The state word: phase | forced | probes in flight | half-open successes | re-open streak | epoch.
+const PHASE: u64 = 0b11;
+const CLOSED: u64 = 0;
+const OPEN: u64 = 1;
+const HALF_OPEN: u64 = 2;
+const FORCED: u64 = 0b11 << 2;
+const FORCED_OPEN: u64 = 1 << 2;
+const FORCED_CLOSED: u64 = 2 << 2;
+const PROBE: u64 = 1 << 4;
+const PROBES: u64 = 0xFFFF << 4;
+const SUCCESS: u64 = 1 << 20;
+const SUCCESSES: u64 = 0xFFFF << 20;
+const STREAK: u64 = 1 << 36;
+const STREAKS: u64 = 0xFF << 36;
+const EPOCH_SHIFT: u32 = 44;
+const EPOCH: u64 = 1 << EPOCH_SHIFT;
+
+fn epoch(word: u64) -> u32 {
+    (word >> EPOCH_SHIFT) as u32
+}
+
+/// The word of a fresh phase: counters cleared, the streak kept, the epoch moved on.
+fn enter(word: u64, phase: u64) -> u64 {
+    (word & (FORCED | STREAKS)) | phase | ((word & !(EPOCH - 1)).wrapping_add(EPOCH))
+}
+
+/// The state of a breaker, as [`Breaker::state`] reports it and [`StateChange`](super::StateChange)
+/// events carry it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Calls run; errors are counted.
+    Closed,
+    /// Calls are refused until `error_timeout` has passed since the last error.
+    Open,
+    /// A limited number of probe calls run; an error re-opens, enough successes close.
+    HalfOpen,
+    /// Forced open from code: every call is refused until [`Breaker::reset`].
+    ForcedOpen,
+    /// Forced closed from code: every call runs and nothing is counted until [`Breaker::reset`].
+    ForcedClosed,
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half-open",
+            State::ForcedOpen => "forced open",
+            State::ForcedClosed => "forced closed",
+        })
+    }
+}
+
+fn state_of(word: u64) -> State {
+    match (word & FORCED, word & PHASE) {
+        (FORCED_OPEN, _) => State::ForcedOpen,
+        (FORCED_CLOSED, _) => State::ForcedClosed,
+        (_, OPEN) => State::Open,
+        (_, HALF_OPEN) => State::HalfOpen,
+        _ => State::Closed,
+    }
+}
+
+/// What a breaker knows right now; see [`Breaker::snapshot`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// The state, with an open breaker whose open time has passed reported as half-open.
+    pub state: State,
+    /// Errors counted in the current window (closed state).
+    pub recent_errors: u64,
+    /// Calls counted in the current window, under the rate rule.
+    pub recent_calls: Option<u64>,
+    /// The open time that applies now (`error_timeout`, grown by `backoff` after failed probes).
+    pub open_for: Duration,
+    /// Time left until an open breaker half-opens.
+    pub half_opens_in: Option<Duration>,
+}
+
+/// A circuit breaker with Semian's semantics, usable from code or through `#[breaker]`.
+///
+/// Closed, it runs calls and counts errors; when the rule is met (`error_threshold` errors within
+/// `error_window`, or a `failure_rate` over at least `min_calls` calls) it opens and refuses calls
+/// until `error_timeout` has passed since the last error. Then it half-opens: up to
+/// `half_open_calls` probes run at once, one error re-opens it and `success_threshold` successes
+/// close it.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient_runtime::{breaker::State, Breaker};
+///
+/// type BoxError = Box<dyn std::error::Error + Send + Sync>;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let breaker = Breaker::builder("search")
+///     .error_threshold(2)
+///     .error_timeout(Duration::from_secs(5))
+///     .build()
+///     .unwrap();
+/// for _ in 0..2 {
+///     let _ = breaker.call(async { Err::<(), BoxError>("search is down".into()) }).await;
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// let refused = breaker.call(async { Ok::<_, BoxError>(1) }).await.unwrap_err();
+/// assert!(refused.to_string().starts_with("circuit breaker `search` is open"));
+///
+/// tokio::time::sleep(Duration::from_secs(5)).await;
+/// assert_eq!(breaker.state(), State::HalfOpen);
+/// assert_eq!(breaker.call(async { Ok::<_, BoxError>(1) }).await.unwrap(), 1);
+/// assert_eq!(breaker.state(), State::Closed);
+/// # }
+/// ```
+pub struct Breaker {
+    config: Arc<Config>,
+    key: Option<Arc<str>>,
+    base: Instant,
+    state: AtomicU64,
+    /// Time of the last error (ns since `base`, plus one); the open time counts from it.
+    last_error: AtomicU64,
+    /// When the breaker last closed: errors before it no longer count.
+    closed_at: AtomicU64,
+    window: Window,
+    /// Keyed breakers: the eviction generation in which this breaker was last used.
+    pub(crate) seen: AtomicU32,
+}
+
+/// Admission to run one call, handed back with its outcome.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Permit {
+    Closed { epoch: u32 },
+    Probe { epoch: u32 },
+    Unchecked,
+}
+
+impl Breaker {
+    /// Starts a [`BreakerBuilder`] for a breaker called `name`.
+    pub fn builder(name: &str) -> BreakerBuilder {
+        BreakerBuilder::new(name)
+    }
+
+    pub(crate) fn new(config: Arc<Config>, key: Option<Arc<str>>) -> Self {
+        let window = Window::new(config.rule, nanos(config.window));
+        Breaker {
+            config,
+            key,
+            base: Instant::now(),
+            state: AtomicU64::new(0),
+            last_error: AtomicU64::new(0),
+            closed_at: AtomicU64::new(0),
+            window,
+            seen: AtomicU32::new(0),
+        }
+    }
+
+    /// Runs `call` through the breaker: refused with [`Rejected`] while open, bounded by `timeout`,
+    /// and every error counts. See [`call_if`](Self::call_if) to count only some errors.
+    pub async fn call<T, E, F>(&self, call: F) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<Rejected>,
+    {
+        self.call_if(|_: &E| true, call).await
+    }
+
+    /// Like [`call`](Self::call), but an error counts only when `counts(&error)` is true. An error
+    /// that does not count is neither a failure nor a success: it leaves the window as it was (and
+    /// frees its probe slot when half-open).
+    pub async fn call_if<T, E, F, P>(&self, counts: P, call: F) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<Rejected>,
+        P: FnOnce(&E) -> bool,
+    {
+        if disabled() {
+            return call.await;
+        }
+        let permit = self.admit().map_err(E::from)?;
+        let guard = ProbeGuard {
+            breaker: self,
+            permit,
+        };
+        let limit = match permit {
+            Permit::Probe { .. } => self.config.half_open_timeout.or(self.config.timeout),
+            _ => self.config.timeout,
+        };
+        let outcome = match limit {
+            None => call.await,
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    std::mem::forget(guard);
+                    self.on_error(permit);
+                    return Err(E::from(Rejected::new(Reason::Timeout {
+                        circuit: self.circuit(),
+                        after: limit,
+                    })));
+                }
+            },
+        };
+        std::mem::forget(guard);
+        match &outcome {
+            Ok(_) => self.on_success(permit),
+            Err(error) if counts(error) => self.on_error(permit),
+            Err(_) => self.on_ignored(permit),
+        }
+        outcome
+    }
+
+    #[inline]
+    pub(crate) fn admit(&self) -> Result<Permit, Rejected> {
+        let word = self.state.load(Ordering::Acquire);
+        if word & (PHASE | FORCED) == CLOSED {
+            return Ok(Permit::Closed { epoch: epoch(word) });
+        }
+        self.admit_slow(word)
+    }
+
+    #[cold]
+    fn admit_slow(&self, mut word: u64) -> Result<Permit, Rejected> {
+        loop {
+            match (word & FORCED, word & PHASE) {
+                (FORCED_OPEN, _) => {
+                    return Err(Rejected::new(Reason::ForcedOpen {
+                        circuit: self.circuit(),
+                    }))
+                }
+                (FORCED_CLOSED, _) => return Ok(Permit::Unchecked),
+                (_, CLOSED) => return Ok(Permit::Closed { epoch: epoch(word) }),
+                (_, OPEN) => {
+                    let now = self.now();
+                    let until = self
+                        .last_error
+                        .load(Ordering::Acquire)
+                        .saturating_add(nanos(self.open_for(word)));
+                    if now < until {
+                        return Err(Rejected::new(Reason::Open {
+                            circuit: self.circuit(),
+                            retry_in: Duration::from_nanos(until - now),
+                        }));
+                    }
+                    let next = enter(word, HALF_OPEN) + PROBE;
+                    match self.swap(word, next) {
+                        Ok(()) => return Ok(Permit::Probe { epoch: epoch(next) }),
+                        Err(seen) => word = seen,
+                    }
+                }
+                _ => {
+                    if (word & PROBES) / PROBE >= u64::from(self.config.half_open_calls) {
+                        return Err(Rejected::new(Reason::ProbesBusy {
+                            circuit: self.circuit(),
+                        }));
+                    }
+                    match self.state.compare_exchange_weak(
+                        word,
+                        word + PROBE,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => return Ok(Permit::Probe { epoch: epoch(word) }),
+                        Err(seen) => word = seen,
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn on_success(&self, permit: Permit) {
+        match permit {
+            Permit::Closed { epoch: e } => {
+                if let Window::Rate(window) = &self.window {
+                    if epoch(self.state.load(Ordering::Relaxed)) == e {
+                        window.record(self.now(), false);
+                    }
+                }
+            }
+            Permit::Probe { epoch: e } => self.probe_done(e, true),
+            Permit::Unchecked => {}
+        }
+    }
+
+    pub(crate) fn on_error(&self, permit: Permit) {
+        if matches!(permit, Permit::Unchecked) {
+            return;
+        }
+        let now = self.now();
+        self.last_error.fetch_max(now, Ordering::AcqRel);
+        let word = self.state.load(Ordering::Acquire);
+        match permit {
+            Permit::Closed { epoch: e } if epoch(word) == e && word & PHASE == CLOSED => {
+                let trips = match (&self.window, self.config.rule) {
+                    (Window::Count(window), _) => {
+                        let floor = now
+                            .saturating_sub(nanos(self.config.window))
+                            .max(self.closed_at.load(Ordering::Acquire));
+                        window.record_error(now, floor)
+                    }
+                    (Window::Rate(window), Rule::Rate { rate, min_calls }) => {
+                        window.record(now, true);
+                        let (calls, errors) = window.totals(now);
+                        calls >= u64::from(min_calls) && errors as f64 >= rate * calls as f64
+                    }
+                    (Window::Rate(_), Rule::Count { .. }) => unreachable!("window follows rule"),
+                };
+                if trips && self.swap(word, enter(word, OPEN)).is_ok() {
+                    if let Window::Rate(window) = &self.window {
+                        window.clear();
+                    }
+                }
+            }
+            Permit::Probe { epoch: e } => {
+                let mut word = word;
+                while epoch(word) == e && word & PHASE == HALF_OPEN {
+                    let streak = if word & STREAKS == STREAKS { 0 } else { STREAK };
+                    match self.swap(word, enter(word, OPEN) + streak) {
+                        Ok(()) => break,
+                        Err(seen) => word = seen,
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn on_ignored(&self, permit: Permit) {
+        if let Permit::Probe { epoch: e } = permit {
+            self.probe_done(e, false);
+        }
+    }
+
+    /// A probe finished without an error (`success`) or was dropped or ignored (`!success`).
+    fn probe_done(&self, e: u32, success: bool) {
+        let mut word = self.state.load(Ordering::Acquire);
+        while epoch(word) == e && word & PHASE == HALF_OPEN && word & PROBES != 0 {
+            let successes = (word & SUCCESSES) / SUCCESS + u64::from(success);
+            if success && successes >= u64::from(self.config.success_threshold) {
+                self.closed_at.store(self.now(), Ordering::Release);
+                match self.swap(word, enter(word, CLOSED) & !STREAKS) {
+                    Ok(()) => return,
+                    Err(seen) => word = seen,
+                }
+                continue;
+            }
+            let next = word - PROBE + if success { SUCCESS } else { 0 };
+            match self
+                .state
+                .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(seen) => word = seen,
+            }
+        }
+    }
+
+    /// Moves from `word` to `next` and reports the change; `Err` carries the word seen instead.
+    fn swap(&self, word: u64, next: u64) -> Result<(), u64> {
+        self.state
+            .compare_exchange(word, next, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| events::changed(self, state_of(word), state_of(next)))
+    }
+
+    fn update(&self, f: impl Fn(u64) -> u64) {
+        let mut word = self.state.load(Ordering::Acquire);
+        while let Err(seen) = self.swap(word, f(word)) {
+            word = seen;
+        }
+    }
+
+    /// Forces the breaker open: every call is refused until [`reset`](Self::reset).
+    pub fn force_open(&self) {
+        self.update(|w| (w & !FORCED) | FORCED_OPEN);
+    }
+
+    /// Forces the breaker closed: every call runs and nothing is counted until
+    /// [`reset`](Self::reset). The `timeout` still applies.
+    pub fn force_closed(&self) {
+        self.update(|w| (w & !FORCED) | FORCED_CLOSED);
+    }
+
+    /// Closes the breaker, lifts any forcing and forgets every counted error.
+    pub fn reset(&self) {
+        self.closed_at.store(self.now(), Ordering::Release);
+        self.update(|w| enter(w & !(FORCED | STREAKS), CLOSED));
+        if let Window::Rate(window) = &self.window {
+            window.clear();
+        }
+    }
+
+    /// The state now. An open breaker whose open time has passed reports [`State::HalfOpen`]: the
+    /// next call will be a probe.
+    pub fn state(&self) -> State {
+        self.snapshot().state
+    }
+
+    /// The state and the counts of the current window.
+    pub fn snapshot(&self) -> Snapshot {
+        let word = self.state.load(Ordering::Acquire);
+        let now = self.now();
+        let open_for = self.open_for(word);
+        let until = self
+            .last_error
+            .load(Ordering::Acquire)
+            .saturating_add(nanos(open_for));
+        let mut state = state_of(word);
+        let mut half_opens_in = None;
+        if state == State::Open {
+            if now >= until {
+                state = State::HalfOpen;
+            } else {
+                half_opens_in = Some(Duration::from_nanos(until - now));
+            }
+        }
+        let (recent_errors, recent_calls) = match &self.window {
+            Window::Count(window) => (window.recent(self.window_floor(now)), None),
+            Window::Rate(window) => {
+                let (calls, errors) = window.totals(now);
+                (errors, Some(calls))
+            }
+        };
+        Snapshot {
+            state,
+            recent_errors,
+            recent_calls,
+            open_for,
+            half_opens_in,
+        }
+    }
+
+    /// The breaker's name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The key of a breaker that belongs to a keyed family.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// The configured open time (`error_timeout`, or the one derived from `capacity`).
+    pub fn error_timeout(&self) -> Duration {
+        self.config.error_timeout
+    }
+
+    /// True when nothing here is worth keeping: closed, not forced, no error in the window.
+    pub(crate) fn is_idle(&self) -> bool {
+        let word = self.state.load(Ordering::Acquire);
+        word & (PHASE | FORCED) == CLOSED && self.snapshot().recent_errors == 0
+    }
+
+    fn window_floor(&self, now: u64) -> u64 {
+        now.saturating_sub(nanos(self.config.window))
+            .max(self.closed_at.load(Ordering::Acquire))
+    }
+
+    fn open_for(&self, word: u64) -> Duration {
+        let streak = ((word & STREAKS) / STREAK) as i32;
+        let base = self.config.error_timeout;
+        if streak == 0 || self.config.backoff == 1.0 {
+            return base;
+        }
+        let grown = base.as_secs_f64() * self.config.backoff.powi(streak);
+        Duration::try_from_secs_f64(grown)
+            .unwrap_or(Duration::MAX)
+            .min(self.config.max_error_timeout)
+    }
+
+    /// Now, in ns since this breaker's base instant, plus one (so that 0 means "never").
+    fn now(&self) -> u64 {
+        nanos(Instant::now().saturating_duration_since(self.base)) + 1
+    }
+
+    pub(crate) fn circuit(&self) -> Circuit {
+        Circuit {
+            name: self.config.name.clone(),
+            key: self.key.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for Breaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Breaker")
+            .field("name", &self.name())
+            .field("key", &self.key())
+            .field("state", &state_of(self.state.load(Ordering::Relaxed)))
+            .finish_non_exhaustive()
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Frees a half-open probe slot when the call is dropped before it completes.
+struct ProbeGuard<'a> {
+    breaker: &'a Breaker,
+    permit: Permit,
+}
+
+impl Drop for ProbeGuard<'_> {
+    fn drop(&mut self) {
+        self.breaker.on_ignored(self.permit);
+    }
+}
+
+static DISABLED: AtomicU8 = AtomicU8::new(0);
+
+/// True when `RESILIENT_DISABLED` is set to `1` or `true`: every breaker then passes calls
+/// through untouched. Read once, on first use.
+pub fn disabled() -> bool {
+    match DISABLED.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let off = std::env::var("RESILIENT_DISABLED")
+                .map(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "yes"))
+                .unwrap_or(false);
+            DISABLED.store(if off { 2 } else { 1 }, Ordering::Relaxed);
+            off
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! Circuit breakers with Semian's semantics, plus `capacity`, a rate rule, limited half-open probes,
+//! exponential open time and keyed families.
+//!
+//! # Rules
+//!
+//! * **Closed**: calls run. Under the *count rule* (default) the breaker opens when
+//!   `error_threshold` errors fall within `error_window`; successes in between do not reset the
+//!   count. Under the *rate rule* it opens on an error when at least `min_calls` calls completed
+//!   within `error_window` and `errors / calls >= failure_rate` (the window is kept in 10 buckets).
+//! * **Open**: calls are refused with [`Rejected`](crate::Rejected) until `error_timeout` has passed
+//!   since the **last** error (errors of calls still in flight extend it, as in Semian).
+//! * **Half-open**: up to `half_open_calls` probes run at once (others are refused); one error
+//!   re-opens, `success_threshold` successes close and clear the window. With `backoff > 1`, the
+//!   n-th consecutive re-open stays open `error_timeout * backoff^n` (capped at
+//!   `max_error_timeout`).
+//! * `timeout` bounds every call (`half_open_timeout` bounds probes): an expired call is abandoned,
+//!   counts as an error and returns a `Rejected` that says it timed out.
+//! * `capacity = c` sets `error_timeout = timeout * c / (1 - c)`: a worker that keeps probing a
+//!   dead endpoint is free a share `c` of the time.
+//! * An outcome counts in the state the call was admitted in: a call admitted while closed that
+//!   finishes after the breaker opened only moves the "last error" time.
+//! * `RESILIENT_DISABLED=1` in the environment makes every breaker pass calls through.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use resilient_runtime::breaker::{self, Breaker, State};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let b = Breaker::builder("inventory")
+//!     .capacity(0.75)
+//!     .timeout(Duration::from_millis(100))
+//!     .register()
+//!     .unwrap();
+//! // A dead endpoint: the call never answers, so it times out and counts as an error.
+//! for _ in 0..3 {
+//!     let err = b.call(std::future::pending::<Result<(), resilient_runtime::Rejected>>()).await;
+//!     assert!(err.unwrap_err().is_timeout());
+//! }
+//! assert_eq!(b.state(), State::Open);
+//! assert_eq!(breaker::get("inventory").unwrap().error_timeout(), Duration::from_millis(300));
+//! # }
+//! ```
+
+mod config;
+mod engine;
+mod events;
+mod keyed;
+mod registry;
+mod window;
+
+pub use config::{
+    capacity_error_timeout, BreakerBuilder, ConfigError, DEFAULT_ERROR_THRESHOLD,
+    DEFAULT_ERROR_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
+};
+pub use engine::{disabled, Breaker, Snapshot, State};
+pub use events::{subscribe, unsubscribe, StateChange, SubscriptionId};
+pub use keyed::KeyedBreaker;
+pub use registry::{get, get_keyed, names};

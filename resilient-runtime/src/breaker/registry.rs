@@ -1,0 +1,86 @@
+//! Breakers by name: the one place where `#[breaker]` sites and code meet.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use super::engine::Breaker;
+use super::keyed::KeyedBreaker;
+
+enum Entry {
+    Single(Arc<Breaker>),
+    Keyed(Arc<KeyedBreaker>),
+}
+
+static REGISTRY: RwLock<Option<HashMap<Arc<str>, Entry>>> = RwLock::new(None);
+
+/// The registered single breaker called `name` (from `#[breaker]` or
+/// [`BreakerBuilder::register`](super::BreakerBuilder::register)). A site registers its breaker on
+/// its first call.
+pub fn get(name: &str) -> Option<Arc<Breaker>> {
+    match REGISTRY
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()?
+        .get(name)?
+    {
+        Entry::Single(b) => Some(b.clone()),
+        Entry::Keyed(_) => None,
+    }
+}
+
+/// The registered keyed family called `name`.
+pub fn get_keyed(name: &str) -> Option<Arc<KeyedBreaker>> {
+    match REGISTRY
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()?
+        .get(name)?
+    {
+        Entry::Keyed(k) => Some(k.clone()),
+        Entry::Single(_) => None,
+    }
+}
+
+/// The names of every registered breaker and keyed family.
+pub fn names() -> Vec<String> {
+    REGISTRY
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|m| m.keys().map(|k| k.to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// The single breaker called `name`, registered by `create` if absent; `None` when the name
+/// belongs to a keyed family.
+pub(crate) fn single(
+    name: Arc<str>,
+    create: impl FnOnce() -> Arc<Breaker>,
+) -> Option<Arc<Breaker>> {
+    let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    match registry
+        .get_or_insert_with(HashMap::new)
+        .entry(name)
+        .or_insert_with(|| Entry::Single(create()))
+    {
+        Entry::Single(b) => Some(b.clone()),
+        Entry::Keyed(_) => None,
+    }
+}
+
+/// The keyed family called `name`, registered by `create` if absent; `None` when the name belongs
+/// to a single breaker.
+pub(crate) fn keyed(
+    name: Arc<str>,
+    create: impl FnOnce() -> Arc<KeyedBreaker>,
+) -> Option<Arc<KeyedBreaker>> {
+    let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    match registry
+        .get_or_insert_with(HashMap::new)
+        .entry(name)
+        .or_insert_with(|| Entry::Keyed(create()))
+    {
+        Entry::Keyed(k) => Some(k.clone()),
+        Entry::Single(_) => None,
+    }
+}

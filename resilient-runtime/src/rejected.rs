@@ -1,0 +1,163 @@
+//! The one error every policy refuses a call with.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A call that a policy refused or abandoned.
+///
+/// Every annotated function returns `Err(E::from(rejected))` when a policy stops a call, so `E` must
+/// implement `From<Rejected>`. `Rejected` is `std::error::Error + Send + Sync + 'static`, which makes
+/// `Box<dyn Error + Send + Sync>` and `anyhow::Error` work without any code from you.
+///
+/// Its `Display` says what was refused and why:
+///
+/// ```
+/// # use resilient_runtime::{Breaker, Rejected};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let breaker = Breaker::builder("payments").build().unwrap();
+/// breaker.force_open();
+/// let err = breaker.call(async { Ok::<(), Rejected>(()) }).await.unwrap_err();
+/// assert!(err.is_circuit_open());
+/// assert_eq!(err.to_string(), "circuit breaker `payments` is forced open");
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Rejected {
+    reason: Reason,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Reason {
+    Open {
+        circuit: Circuit,
+        retry_in: Duration,
+    },
+    ForcedOpen {
+        circuit: Circuit,
+    },
+    ProbesBusy {
+        circuit: Circuit,
+    },
+    Timeout {
+        circuit: Circuit,
+        after: Duration,
+    },
+}
+
+/// The name (and key) of a breaker, as carried by a [`Rejected`].
+#[derive(Clone, Debug)]
+pub(crate) struct Circuit {
+    pub(crate) name: Arc<str>,
+    pub(crate) key: Option<Arc<str>>,
+}
+
+impl fmt::Display for Circuit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "circuit breaker `{}`", self.name)?;
+        if let Some(key) = &self.key {
+            write!(f, " for key `{key}`")?;
+        }
+        Ok(())
+    }
+}
+
+/// Which policy refused a call, and how. Returned by [`Rejected::kind`].
+#[non_exhaustive]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RejectedKind {
+    /// A circuit breaker is open (or forced open): the call did not run.
+    CircuitOpen,
+    /// A circuit breaker is half-open and all its probe slots are taken: the call did not run.
+    CircuitHalfOpen,
+    /// A call ran past its breaker's `timeout` and was abandoned.
+    Timeout,
+}
+
+impl Rejected {
+    pub(crate) fn new(reason: Reason) -> Self {
+        Rejected { reason }
+    }
+
+    /// Which policy refused the call, and how.
+    pub fn kind(&self) -> RejectedKind {
+        match self.reason {
+            Reason::Open { .. } | Reason::ForcedOpen { .. } => RejectedKind::CircuitOpen,
+            Reason::ProbesBusy { .. } => RejectedKind::CircuitHalfOpen,
+            Reason::Timeout { .. } => RejectedKind::Timeout,
+        }
+    }
+
+    /// True when a circuit breaker refused the call because it is open or half-open.
+    pub fn is_circuit_open(&self) -> bool {
+        matches!(
+            self.kind(),
+            RejectedKind::CircuitOpen | RejectedKind::CircuitHalfOpen
+        )
+    }
+
+    /// True when the call ran past its time limit and was abandoned.
+    pub fn is_timeout(&self) -> bool {
+        self.kind() == RejectedKind::Timeout
+    }
+
+    /// The name of the policy instance (for a breaker, its name) that refused the call.
+    pub fn name(&self) -> &str {
+        &self.circuit().name
+    }
+
+    /// The key of the breaker that refused the call, for keyed breakers.
+    pub fn key(&self) -> Option<&str> {
+        self.circuit().key.as_deref()
+    }
+
+    /// How long until the policy will let a call through again, when it knows: for an open breaker,
+    /// the time left until it half-opens. Useful for an HTTP `Retry-After` header.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self.reason {
+            Reason::Open { retry_in, .. } => Some(retry_in),
+            _ => None,
+        }
+    }
+
+    fn circuit(&self) -> &Circuit {
+        match &self.reason {
+            Reason::Open { circuit, .. }
+            | Reason::ForcedOpen { circuit }
+            | Reason::ProbesBusy { circuit }
+            | Reason::Timeout { circuit, .. } => circuit,
+        }
+    }
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.reason {
+            Reason::Open { circuit, retry_in } => {
+                write!(f, "{circuit} is open; it half-opens in {retry_in:?}")
+            }
+            Reason::ForcedOpen { circuit } => write!(f, "{circuit} is forced open"),
+            Reason::ProbesBusy { circuit } => {
+                write!(
+                    f,
+                    "{circuit} is half-open and its probe calls are in flight"
+                )
+            }
+            Reason::Timeout { circuit, after } => {
+                write!(f, "call through {circuit} timed out after {after:?}")
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("kind", &self.kind())
+            .field("message", &format_args!("{self}"))
+            .finish()
+    }
+}
+
+impl std::error::Error for Rejected {}

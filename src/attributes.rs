@@ -1,0 +1,69 @@
+//! The attributes, re-exported with their documentation (tested here, against the facade).
+
+/// A circuit breaker around an `async fn`, with Semian's semantics.
+///
+/// ```
+/// use resilient::{breaker, Rejected};
+///
+/// type BoxError = Box<dyn std::error::Error + Send + Sync>;
+///
+/// #[breaker(error_threshold = 2, error_timeout = "30s")]
+/// async fn fetch(ok: bool) -> Result<&'static str, BoxError> {
+///     if ok { Ok("data") } else { Err("upstream failed".into()) }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// assert!(fetch(false).await.is_err());
+/// assert!(fetch(false).await.is_err()); // the second error within 30 s opens it
+/// let refused = fetch(true).await.unwrap_err();
+/// assert!(refused.downcast_ref::<Rejected>().unwrap().is_circuit_open());
+///
+/// tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+/// assert_eq!(fetch(true).await.unwrap(), "data"); // the probe succeeds and closes it
+/// # }
+/// ```
+///
+/// # Arguments
+///
+/// | argument | meaning | default |
+/// |---|---|---|
+/// | `name = "payments"` | calls with one name share one breaker | module path + fn name |
+/// | `key = host` | an expression over the arguments (anything `Display`): one breaker per value | none |
+/// | `error_threshold = 3` | count rule: opens when this many errors fall within `error_window` | 3 |
+/// | `error_window = "10s"` | the window errors (or calls) are counted in | `error_timeout` |
+/// | `error_timeout = "30s"` | how long it stays open, from the last error | 10 s |
+/// | `capacity = 0.75` | instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` | none |
+/// | `timeout = "60s"` | bounds every call; an expired call counts as an error and returns a timeout `Rejected` | none |
+/// | `half_open_timeout = "1s"` | a shorter bound for probes while half-open | `timeout` |
+/// | `success_threshold = 2` | successful probes that close it | 1 |
+/// | `half_open_calls = 1` | probes allowed at once while half-open | 1 |
+/// | `failure_rate = 0.5` | rate rule instead: opens on an error when `errors / calls >= rate` ... | none |
+/// | `min_calls = 20` | ... and at least this many calls completed within `error_window` | 20 |
+/// | `backoff = 2.0` | each failed probe multiplies the open time by this | 1 (off) |
+/// | `max_error_timeout = "5m"` | caps the open time grown by `backoff` | 10 × `error_timeout` |
+/// | `count_if = is_transient` | `fn(&E) -> bool`: only errors it accepts count | every error |
+/// | `idle_timeout = "10m"` | keyed: a key idle this long (closed, no errors) may be evicted | 10 min |
+/// | `max_keys = 100000` | keyed: the most keys held at once | 4,194,304 |
+/// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
+///
+/// The function must be an `async fn` (free or a method; generics, `&self` and `impl Trait`
+/// arguments are fine) returning `Result<T, E>` with `E: From<resilient::Rejected>`. While the
+/// breaker is open the body does not run and the call returns `Err(E::from(Rejected))`.
+///
+/// The expansion is short; `cargo expand` shows something like:
+///
+/// ```ignore
+/// async fn fetch(ok: bool) -> Result<&'static str, BoxError> {
+///     {
+///         static BREAKER: ::resilient::__private::BreakerSite = ::resilient::__private::BreakerSite::new(
+///             ::core::concat!(::core::module_path!(), "::", "fetch"),
+///             |breaker| breaker.error_threshold(2).error_timeout(::core::time::Duration::from_secs(30)),
+///         );
+///         BREAKER.breaker()
+///     }
+///     .call(async move { if ok { Ok("data") } else { Err("upstream failed".into()) } })
+///     .await
+/// }
+/// ```
+pub use resilient_macros::breaker;

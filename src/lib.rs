@@ -1,0 +1,44 @@
+//! Make an async function resilient with one attribute.
+//!
+//! ```
+//! use resilient::{breaker, Rejected};
+//!
+//! #[derive(Debug)]
+//! enum PayError {
+//!     Declined,
+//!     Unavailable(Rejected),
+//! }
+//!
+//! impl From<Rejected> for PayError {
+//!     fn from(r: Rejected) -> Self {
+//!         PayError::Unavailable(r)
+//!     }
+//! }
+//!
+//! #[breaker(capacity = 0.75, timeout = "2s")]
+//! async fn charge(cents: u64) -> Result<u64, PayError> {
+//!     if cents == 0 { Err(PayError::Declined) } else { Ok(cents) }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! assert_eq!(charge(250).await.unwrap(), 250);
+//! # }
+//! ```
+//!
+//! * [`#[breaker]`](macro@breaker): a circuit breaker with Semian's semantics, plus `capacity`.
+//!
+//! Everything the attributes use is also usable from code: [`Breaker::builder`], the
+//! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families. A refused call
+//! returns `Err(E::from(Rejected))`; [`Rejected`] says what was refused and why.
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+mod attributes;
+
+pub use attributes::breaker;
+pub use resilient_runtime::breaker;
+pub use resilient_runtime::{Breaker, BreakerBuilder, KeyedBreaker, Rejected, RejectedKind};
+
+#[doc(hidden)]
+pub use resilient_runtime::__private;
