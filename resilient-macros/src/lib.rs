@@ -17,3 +17,6 @@ mod func;
 pub fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     breaker::breaker(args.into(), item.into()).into()
 }
+
+#[cfg(test)]
+mod snapshots;

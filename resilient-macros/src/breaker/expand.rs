@@ -53,11 +53,17 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
                 #krate::__private::BreakerSite::new(#name, #configure);
             BREAKER.breaker()
         },
-        Some(key) => quote! {
-            static BREAKER: #krate::__private::KeyedSite =
-                #krate::__private::KeyedSite::new(#name, #configure);
-            BREAKER.breaker(&(#key))
-        },
+        Some(key) => {
+            let key = match key {
+                syn::Expr::Path(_) | syn::Expr::Field(_) => quote!(&#key),
+                _ => quote!(&(#key)),
+            };
+            quote! {
+                static BREAKER: #krate::__private::KeyedSite =
+                    #krate::__private::KeyedSite::new(#name, #configure);
+                BREAKER.breaker(#key)
+            }
+        }
     };
     // The `call` token carries the return type's span, so that a return type the breaker cannot
     // refuse through is reported there.

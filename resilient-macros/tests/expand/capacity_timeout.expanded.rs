@@ -1,0 +1,19 @@
+async fn charge(card: &Card) -> Result<Receipt, PayError> {
+    {
+        static BREAKER: ::resilient::__private::BreakerSite = ::resilient::__private::BreakerSite::new(
+            "payments",
+            |breaker| {
+                breaker
+                    .capacity(0.75)
+                    .timeout(::core::time::Duration::from_secs(60))
+                    .half_open_timeout(::core::time::Duration::from_millis(1500))
+            },
+        );
+        BREAKER.breaker()
+    }
+        .call(async move {
+            let receipt = gateway(card).await?;
+            Ok(receipt)
+        })
+        .await
+}

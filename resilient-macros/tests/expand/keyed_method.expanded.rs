@@ -1,0 +1,22 @@
+impl Client {
+    async fn get<T: DeserializeOwned>(
+        &self,
+        host: &str,
+        path: impl AsRef<str>,
+    ) -> anyhow::Result<T> {
+        {
+            static BREAKER: ::resilient::__private::KeyedSite = ::resilient::__private::KeyedSite::new(
+                ::core::concat!(::core::module_path!(), "::", "get"),
+                |breaker| {
+                    breaker
+                        .failure_rate(0.5)
+                        .min_calls(20)
+                        .error_window(::core::time::Duration::from_secs(30))
+                },
+            );
+            BREAKER.breaker(&host)
+        }
+            .call(async move { self.http.get(host, path.as_ref()).await })
+            .await
+    }
+}
