@@ -31,7 +31,7 @@
 /// | `name = "payments"` | calls with one name share one breaker | module path + fn name |
 /// | `key = host` | an expression over the arguments (anything `Display`): one breaker per value | none |
 /// | `error_threshold = 3` | count rule: opens when this many errors fall within `error_window` | 3 |
-/// | `error_window = "10s"` | the window errors (or calls) are counted in | `error_timeout` |
+/// | `error_window = "10s"` | the window errors (or calls) are counted in | `error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout` |
 /// | `error_timeout = "30s"` | how long it stays open, from the last error | 10 s |
 /// | `capacity = 0.75` | instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` | none |
 /// | `timeout = "60s"` | bounds every call; an expired call counts as an error and returns a timeout `Rejected` | none |

@@ -64,3 +64,21 @@ pub(crate) fn return_type(func: &ItemFn) -> Option<&Type> {
         ReturnType::Default => None,
     }
 }
+
+/// Where a problem with the return type is best shown: the `E` of a written-out `Result<T, E>`,
+/// else the whole type.
+pub(crate) fn error_type_span(func: &ItemFn) -> proc_macro2::Span {
+    let Some(ty) = return_type(func) else {
+        return func.sig.ident.span();
+    };
+    if let Type::Path(path) = ty {
+        if let Some(last) = path.path.segments.last() {
+            if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
+                if args.args.len() == 2 {
+                    return args.args[1].span();
+                }
+            }
+        }
+    }
+    ty.span()
+}

@@ -16,7 +16,6 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
-use syn::spanned::Spanned as _;
 use syn::ItemFn;
 
 use super::ast::Breaker;
@@ -67,7 +66,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     };
     // The `call` token carries the return type's span, so that a return type the breaker cannot
     // refuse through is reported there.
-    let ret_span = func::return_type(&func).map_or_else(Span::call_site, |t| t.span());
+    let ret_span = func::error_type_span(&func);
     let call = match &attr.count_if {
         None => quote_spanned!(ret_span=> call(async move #block)),
         Some(counts) => quote_spanned!(ret_span=> call_if(#counts, async move #block)),

@@ -131,7 +131,9 @@ impl BreakerBuilder {
         self
     }
 
-    /// The window the count rule (or the rate rule) looks back over. Default: `error_timeout`.
+    /// The window the count rule (or the rate rule) looks back over. Default: `error_timeout`, but
+    /// at least `error_threshold` (or `min_calls`) times `timeout`, so that a worker whose calls all
+    /// time out can still meet the rule.
     pub fn error_window(mut self, window: Duration) -> Self {
         self.error_window = Some(window);
         self
@@ -342,10 +344,18 @@ impl BreakerBuilder {
         if self.max_keys == 0 {
             return Err(self.error("`max_keys` must be at least 1".into()));
         }
+        // A worker's timed-out calls are at least `timeout` apart, so a window shorter than
+        // `error_threshold` timeouts could never see the errors that should open the breaker
+        // (with `capacity < 2/3`, `error_timeout` alone is that short).
+        let least_window = match (rule, timeout) {
+            (Rule::Count { threshold }, Some(t)) => t.saturating_mul(threshold),
+            (Rule::Rate { min_calls, .. }, Some(t)) => t.saturating_mul(min_calls),
+            (_, None) => Duration::ZERO,
+        };
         Ok(Config {
             name: self.name.clone(),
             rule,
-            window: window.unwrap_or(error_timeout),
+            window: window.unwrap_or_else(|| error_timeout.max(least_window)),
             error_timeout,
             success_threshold: nonzero("success_threshold", self.success_threshold)?,
             half_open_calls: nonzero("half_open_calls", self.half_open_calls)?,

@@ -134,8 +134,6 @@ pub struct Breaker {
     state: AtomicU64,
     /// Time of the last error (ns since `base`, plus one); the open time counts from it.
     last_error: AtomicU64,
-    /// When the breaker last closed: errors before it no longer count.
-    closed_at: AtomicU64,
     window: Window,
     /// Keyed breakers: the eviction generation in which this breaker was last used.
     pub(crate) seen: AtomicU32,
@@ -163,7 +161,6 @@ impl Breaker {
             base: Instant::now(),
             state: AtomicU64::new(0),
             last_error: AtomicU64::new(0),
-            closed_at: AtomicU64::new(0),
             window,
             seen: AtomicU32::new(0),
         }
@@ -306,12 +303,7 @@ impl Breaker {
         match permit {
             Permit::Closed { epoch: e } if epoch(word) == e && word & PHASE == CLOSED => {
                 let trips = match (&self.window, self.config.rule) {
-                    (Window::Count(window), _) => {
-                        let floor = now
-                            .saturating_sub(nanos(self.config.window))
-                            .max(self.closed_at.load(Ordering::Acquire));
-                        window.record_error(now, floor)
-                    }
+                    (Window::Count(window), _) => window.record_error(now, self.window_floor(now)),
                     (Window::Rate(window), Rule::Rate { rate, min_calls }) => {
                         window.record(now, true);
                         let (calls, errors) = window.totals(now);
@@ -320,9 +312,9 @@ impl Breaker {
                     (Window::Rate(_), Rule::Count { .. }) => unreachable!("window follows rule"),
                 };
                 if trips && self.swap(word, enter(word, OPEN)).is_ok() {
-                    if let Window::Rate(window) = &self.window {
-                        window.clear();
-                    }
+                    // Whatever the window held is history once the breaker opens: it closes
+                    // with a clean one.
+                    self.window.clear();
                 }
             }
             Permit::Probe { epoch: e } => {
@@ -351,7 +343,6 @@ impl Breaker {
         while epoch(word) == e && word & PHASE == HALF_OPEN && word & PROBES != 0 {
             let successes = (word & SUCCESSES) / SUCCESS + u64::from(success);
             if success && successes >= u64::from(self.config.success_threshold) {
-                self.closed_at.store(self.now(), Ordering::Release);
                 match self.swap(word, enter(word, CLOSED) & !STREAKS) {
                     Ok(()) => return,
                     Err(seen) => word = seen,
@@ -396,11 +387,8 @@ impl Breaker {
 
     /// Closes the breaker, lifts any forcing and forgets every counted error.
     pub fn reset(&self) {
-        self.closed_at.store(self.now(), Ordering::Release);
+        self.window.clear();
         self.update(|w| enter(w & !(FORCED | STREAKS), CLOSED));
-        if let Window::Rate(window) = &self.window {
-            window.clear();
-        }
     }
 
     /// The state now. An open breaker whose open time has passed reports [`State::HalfOpen`]: the
@@ -464,9 +452,9 @@ impl Breaker {
         word & (PHASE | FORCED) == CLOSED && self.snapshot().recent_errors == 0
     }
 
+    /// The oldest error time still inside the window ending at `now`.
     fn window_floor(&self, now: u64) -> u64 {
         now.saturating_sub(nanos(self.config.window))
-            .max(self.closed_at.load(Ordering::Acquire))
     }
 
     fn open_for(&self, word: u64) -> Duration {

@@ -2,8 +2,9 @@
 //! when idle, in a lock-free map.
 
 use std::fmt::{self, Display, Write as _};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -14,10 +15,11 @@ type Map = papaya::HashMap<Arc<str>, Arc<Breaker>, foldhash::fast::RandomState>;
 
 /// A family of breakers with one configuration and one breaker per key.
 ///
-/// Lookups are lock-free. A key whose breaker has been closed, without errors, and unused for
-/// `idle_timeout` is evicted by a sweep that runs at most once per `idle_timeout` (on the blocking
-/// pool when a tokio runtime is at hand), so per-host breakers cannot grow without bound. Open or
-/// erroring breakers are never evicted: eviction never lifts protection.
+/// Lookups are lock-free. A key whose breaker is closed, without recent errors, and unused for
+/// about `idle_timeout` is evicted by a sweep that runs as time passes (on the blocking pool when a
+/// tokio runtime is at hand), and a full family (`max_keys`) makes room by evicting idle breakers,
+/// so per-host breakers cannot grow without bound. Open or erroring breakers are never evicted:
+/// eviction never lifts protection, and an evicted breaker held no state worth keeping.
 ///
 /// ```
 /// use resilient_runtime::Breaker;
@@ -37,9 +39,26 @@ pub struct KeyedBreaker {
 struct Inner {
     config: Arc<Config>,
     map: Map,
+    /// Advances once per half `idle_timeout`; each breaker remembers the one it was last used in.
     generation: AtomicU32,
-    last_sweep: Mutex<Option<Instant>>,
-    sweeping: AtomicBool,
+    clock: Mutex<Clock>,
+    /// Held while sweeping: one sweep at a time.
+    sweeping: Mutex<()>,
+}
+
+/// When the generation last advanced, and when a full family was last swept.
+struct Clock {
+    tick: Option<Instant>,
+    full_sweep: Option<Instant>,
+}
+
+/// A breaker unused for this many generations (each half an `idle_timeout`) may be evicted.
+const IDLE_GENERATIONS: u32 = 2;
+/// Lookups (per thread) between two looks at the clock on the hit path.
+const HITS_PER_TICK_CHECK: u32 = 256;
+
+thread_local! {
+    static HITS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 impl KeyedBreaker {
@@ -49,8 +68,11 @@ impl KeyedBreaker {
                 config,
                 map: Map::with_hasher(foldhash::fast::RandomState::default()),
                 generation: AtomicU32::new(0),
-                last_sweep: Mutex::new(None),
-                sweeping: AtomicBool::new(false),
+                clock: Mutex::new(Clock {
+                    tick: None,
+                    full_sweep: None,
+                }),
+                sweeping: Mutex::new(()),
             }),
         }
     }
@@ -65,6 +87,14 @@ impl KeyedBreaker {
             let generation = inner.generation.load(Ordering::Relaxed);
             if breaker.seen.load(Ordering::Relaxed) != generation {
                 breaker.seen.store(generation, Ordering::Relaxed);
+            }
+            let hits = HITS.with(|h| {
+                let n = h.get().wrapping_add(1);
+                h.set(n);
+                n
+            });
+            if hits % HITS_PER_TICK_CHECK == 0 {
+                self.tick(Instant::now());
             }
             return breaker.clone();
         }
@@ -102,34 +132,47 @@ impl KeyedBreaker {
             .collect()
     }
 
-    /// Evicts, now, every key unused since the previous sweep whose breaker is closed without
-    /// recent errors. Returns how many keys were evicted.
+    /// Evicts, now, every key unused since the sweep before the previous one whose breaker is
+    /// closed without recent errors (so calling it twice evicts every key unused in between).
+    /// Returns how many keys were evicted.
     pub fn evict_idle(&self) -> usize {
-        self.inner.sweep()
+        self.inner.sweep(1, false)
+    }
+
+    /// Advances the generation by the half `idle_timeout`s elapsed since the last advance, and
+    /// sweeps when it moved.
+    fn tick(&self, now: Instant) {
+        let period =
+            (self.inner.config.idle_timeout / IDLE_GENERATIONS).max(Duration::from_nanos(1));
+        let elapsed = {
+            let Ok(mut clock) = self.inner.clock.try_lock() else {
+                return;
+            };
+            let last = *clock.tick.get_or_insert(now);
+            let periods = now.saturating_duration_since(last).as_nanos() / period.as_nanos();
+            if periods == 0 {
+                return;
+            }
+            clock.tick = Some(now);
+            u32::try_from(periods).unwrap_or(u32::MAX)
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let inner = self.inner.clone();
+                drop(handle.spawn_blocking(move || inner.sweep(elapsed, false)));
+            }
+            Err(_) => {
+                self.inner.sweep(elapsed, false);
+            }
+        }
     }
 
     #[cold]
     fn insert(&self, key: &str) -> Arc<Breaker> {
         let inner = &self.inner;
         let now = Instant::now();
-        let due = {
-            let mut last = inner.last_sweep.lock().unwrap_or_else(|e| e.into_inner());
-            match *last {
-                None => {
-                    *last = Some(now);
-                    false
-                }
-                Some(at) if now.saturating_duration_since(at) >= inner.config.idle_timeout => {
-                    *last = Some(now);
-                    true
-                }
-                Some(_) => false,
-            }
-        };
-        if due {
-            self.sweep_in_background();
-        }
-        if inner.map.len() >= inner.config.max_keys && inner.sweep() == 0 {
+        self.tick(now);
+        if inner.map.len() >= inner.config.max_keys && !self.make_room(now) {
             tracing::warn!(
                 target: "resilient::breaker",
                 breaker = &*inner.config.name,
@@ -151,29 +194,44 @@ impl KeyedBreaker {
             .clone()
     }
 
-    fn sweep_in_background(&self) {
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let inner = self.inner.clone();
-            drop(handle.spawn_blocking(move || inner.sweep()));
-        } else {
-            self.inner.sweep();
+    /// The family is full: evict every idle breaker (closed, no recent errors), however recently
+    /// used; losing one loses no state worth keeping. At most once per half `idle_timeout`, so
+    /// that a flood of new keys does not sweep on every call.
+    fn make_room(&self, now: Instant) -> bool {
+        let inner = &self.inner;
+        let period = inner.config.idle_timeout / IDLE_GENERATIONS;
+        let due = {
+            let mut clock = inner.clock.lock().unwrap_or_else(|e| e.into_inner());
+            match clock.full_sweep {
+                Some(at) if now.saturating_duration_since(at) < period => false,
+                _ => {
+                    clock.full_sweep = Some(now);
+                    true
+                }
+            }
+        };
+        if due {
+            inner.sweep(0, true);
         }
+        inner.map.len() < inner.config.max_keys
     }
 }
 
 impl Inner {
-    fn sweep(&self) -> usize {
-        if self.sweeping.swap(true, Ordering::Acquire) {
-            return 0;
-        }
-        let generation = self.generation.load(Ordering::Relaxed);
+    /// Moves the generation on by `advance` and evicts idle breakers unused for
+    /// `IDLE_GENERATIONS` generations (or every idle breaker, when `all`).
+    fn sweep(&self, advance: u32, all: bool) -> usize {
+        let _one_at_a_time = self.sweeping.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = self
+            .generation
+            .load(Ordering::Relaxed)
+            .wrapping_add(advance);
+        self.generation.store(generation, Ordering::Relaxed);
         let before = self.map.len();
         self.map.pin().retain(|_, breaker| {
-            breaker.seen.load(Ordering::Relaxed) == generation || !breaker.is_idle()
+            let unused = generation.wrapping_sub(breaker.seen.load(Ordering::Relaxed));
+            !((all || unused >= IDLE_GENERATIONS) && breaker.is_idle())
         });
-        self.generation
-            .store(generation.wrapping_add(1), Ordering::Relaxed);
-        self.sweeping.store(false, Ordering::Release);
         let evicted = before.saturating_sub(self.map.len());
         if evicted > 0 {
             tracing::debug!(target: "resilient::breaker", breaker = &*self.config.name, evicted, "evicted idle keys");

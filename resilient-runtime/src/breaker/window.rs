@@ -12,6 +12,13 @@ pub(crate) enum Window {
 }
 
 impl Window {
+    pub(crate) fn clear(&self) {
+        match self {
+            Window::Count(window) => window.clear(),
+            Window::Rate(window) => window.clear(),
+        }
+    }
+
     pub(crate) fn new(rule: Rule, window_ns: u64) -> Self {
         match rule {
             Rule::Count { threshold } => Window::Count(CountWindow::new(threshold)),
@@ -44,6 +51,13 @@ impl CountWindow {
         self.ring[(seq % n) as usize].store(now, Relaxed);
         let oldest = self.ring[((seq + 1) % n) as usize].load(Relaxed);
         oldest != 0 && oldest >= floor
+    }
+
+    /// Forgets every error: done when the breaker closes or is reset.
+    pub(crate) fn clear(&self) {
+        for time in self.ring.iter() {
+            time.store(0, Relaxed);
+        }
     }
 
     /// Errors recorded at or after `floor`.
@@ -152,7 +166,8 @@ impl RateWindow {
         (calls, errors)
     }
 
-    /// Forgets every call: done when the breaker opens, so that it closes with a clean window.
+    /// Forgets every call: done when the breaker opens or is reset, so that it closes with a clean
+    /// window.
     pub(crate) fn clear(&self) {
         for stripe in self.stripes.iter() {
             for bucket in &stripe.buckets {

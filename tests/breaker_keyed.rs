@@ -1,0 +1,359 @@
+//! Keyed breakers (`#[breaker(key = ...)]`): one breaker per key, the family from
+//! `breaker::get_keyed`, keys of any `Display` type, idle eviction and the `max_keys` bound.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use resilient::breaker::{self, State};
+use resilient::{Rejected, RejectedKind};
+use tokio::time::{sleep, Instant};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn rejected(error: &BoxError) -> &Rejected {
+    error
+        .downcast_ref::<Rejected>()
+        .unwrap_or_else(|| panic!("expected a Rejected, got {error:?}"))
+}
+
+fn family(name: &str) -> std::sync::Arc<resilient::KeyedBreaker> {
+    breaker::get_keyed(name).unwrap_or_else(|| panic!("keyed family `{name}` is not registered"))
+}
+
+#[resilient::breaker(
+    name = "keyed.hosts",
+    key = host,
+    error_threshold = 2,
+    error_timeout = "30s"
+)]
+async fn fetch(host: &str, ok: bool) -> Result<String, BoxError> {
+    if ok {
+        Ok(format!("page from {host}"))
+    } else {
+        Err(format!("{host} is down").into())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_breaker_per_key() {
+    const NAME: &str = "keyed.hosts";
+    assert!(fetch("a.example", false).await.is_err());
+    assert!(fetch("a.example", false).await.is_err());
+    assert_eq!(
+        fetch("b.example", true).await.unwrap(),
+        "page from b.example"
+    );
+    assert!(fetch("b.example", false).await.is_err());
+    assert_eq!(
+        fetch("b.example", true).await.unwrap(),
+        "page from b.example",
+        "b is still closed"
+    );
+
+    let hosts = family(NAME);
+    assert_eq!(hosts.name(), NAME);
+    assert_eq!(hosts.len(), 2);
+    assert!(!hosts.is_empty());
+    let a = hosts.get(&"a.example").expect("key a");
+    assert_eq!(a.state(), State::Open);
+    assert_eq!(a.name(), NAME);
+    assert_eq!(a.key(), Some("a.example"));
+    let b = hosts.get("b.example").expect("key b");
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.snapshot().recent_errors, 1);
+    assert!(hosts.get("c.example").is_none(), "get does not create");
+    assert_eq!(hosts.len(), 2);
+    assert!(
+        breaker::get(NAME).is_none(),
+        "a keyed family is not a single breaker"
+    );
+    assert!(breaker::names().iter().any(|n| n == NAME));
+
+    sleep(secs(10)).await;
+    let refused = fetch("a.example", true).await.unwrap_err();
+    let refused = rejected(&refused);
+    assert_eq!(refused.kind(), RejectedKind::CircuitOpen);
+    assert_eq!(refused.name(), NAME);
+    assert_eq!(refused.key(), Some("a.example"));
+    assert_eq!(refused.retry_after(), Some(secs(20)));
+    assert_eq!(
+        refused.to_string(),
+        "circuit breaker `keyed.hosts` for key `a.example` is open; it half-opens in 20s"
+    );
+
+    sleep(secs(20)).await;
+    assert_eq!(a.state(), State::HalfOpen);
+    assert_eq!(
+        fetch("a.example", true).await.unwrap(),
+        "page from a.example"
+    );
+    assert_eq!(a.state(), State::Closed);
+}
+
+#[resilient::breaker(
+    name = "keyed.shards",
+    key = shard,
+    error_threshold = 1,
+    error_timeout = "10s",
+    timeout = "1s"
+)]
+async fn query(shard: u64, delay: Duration) -> Result<u64, BoxError> {
+    sleep(delay).await;
+    Ok(shard * 10)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_u64_key() {
+    const NAME: &str = "keyed.shards";
+    let start = Instant::now();
+    let timeout = query(7, secs(5)).await.unwrap_err();
+    assert_eq!(start.elapsed(), secs(1));
+    let timeout = rejected(&timeout);
+    assert_eq!(timeout.kind(), RejectedKind::Timeout);
+    assert_eq!(timeout.key(), Some("7"));
+    assert_eq!(
+        timeout.to_string(),
+        "call through circuit breaker `keyed.shards` for key `7` timed out after 1s"
+    );
+    assert_eq!(query(8, ms(10)).await.unwrap(), 80, "shard 8 is unaffected");
+
+    let shards = family(NAME);
+    assert_eq!(shards.get(&7u64).unwrap().state(), State::Open);
+    assert_eq!(shards.get(&8u64).unwrap().state(), State::Closed);
+    assert_eq!(
+        shards.get("7").unwrap().key(),
+        Some("7"),
+        "the key is the Display text"
+    );
+    assert_eq!(shards.len(), 2);
+
+    let refused = query(7, Duration::ZERO).await.unwrap_err();
+    let refused = rejected(&refused);
+    assert_eq!(refused.key(), Some("7"));
+    assert_eq!(
+        refused.to_string(),
+        "circuit breaker `keyed.shards` for key `7` is open; it half-opens in 9.99s"
+    );
+}
+
+#[resilient::breaker(name = "keyed.owned", key = host, error_threshold = 1, error_timeout = "10s")]
+async fn owned(host: String, ok: bool) -> Result<String, BoxError> {
+    if ok {
+        Ok(format!("hello {host}"))
+    } else {
+        Err(format!("{host} failed").into())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_owned_string_key_that_the_body_also_uses() {
+    const NAME: &str = "keyed.owned";
+    assert_eq!(owned("x".to_string(), true).await.unwrap(), "hello x");
+    assert_eq!(
+        owned("y".to_string(), false).await.unwrap_err().to_string(),
+        "y failed"
+    );
+    let refused = owned("y".to_string(), true).await.unwrap_err();
+    assert_eq!(rejected(&refused).key(), Some("y"));
+    assert_eq!(owned("x".to_string(), true).await.unwrap(), "hello x");
+    let hosts = family(NAME);
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(hosts.get(&String::from("y")).unwrap().state(), State::Open);
+}
+
+/// A key computed from the arguments, on a method with `&self`.
+struct Client {
+    region: &'static str,
+}
+
+struct Request {
+    host: String,
+    port: u16,
+}
+
+impl Client {
+    #[resilient::breaker(
+        name = "keyed.expr",
+        key = format_args!("{}:{}", req.host, req.port),
+        error_threshold = 1,
+        error_timeout = "10s"
+    )]
+    async fn send(&self, req: &Request, ok: bool) -> Result<String, BoxError> {
+        if ok {
+            Ok(format!("{} via {}", req.host, self.region))
+        } else {
+            Err("refused".into())
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_key_computed_from_the_arguments_on_a_method() {
+    let client = Client { region: "eu" };
+    let a = Request {
+        host: "a".into(),
+        port: 80,
+    };
+    let a_tls = Request {
+        host: "a".into(),
+        port: 443,
+    };
+    assert!(client.send(&a, false).await.is_err());
+    assert_eq!(client.send(&a_tls, true).await.unwrap(), "a via eu");
+    let refused = client.send(&a, true).await.unwrap_err();
+    assert_eq!(rejected(&refused).key(), Some("a:80"));
+    let family = family("keyed.expr");
+    assert_eq!(family.get("a:80").unwrap().state(), State::Open);
+    assert_eq!(family.get("a:443").unwrap().state(), State::Closed);
+}
+
+#[resilient::breaker(
+    name = "keyed.idle",
+    key = host,
+    error_threshold = 2,
+    error_window = "1m",
+    error_timeout = "1m",
+    idle_timeout = "1s"
+)]
+async fn idle(host: &str, ok: bool) -> Result<(), BoxError> {
+    if ok {
+        Ok(())
+    } else {
+        Err("down".into())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_closed_keys_are_evicted_but_never_open_or_erroring_ones() {
+    const NAME: &str = "keyed.idle";
+    // Every key is created at t = 0 (no later insert, so no background sweep in this test).
+    idle("a", true).await.unwrap();
+    idle("b", true).await.unwrap();
+    idle("c", false).await.unwrap_err();
+    idle("c", false).await.unwrap_err(); // c opens
+    idle("d", true).await.unwrap();
+    idle("e", false).await.unwrap_err(); // e stays closed with a recent error
+    let keys = family(NAME);
+    assert_eq!(keys.len(), 5);
+    assert_eq!(keys.get("c").unwrap().state(), State::Open);
+
+    sleep(ms(2_500)).await; // beyond 2 x idle_timeout
+    assert_eq!(
+        keys.evict_idle(),
+        0,
+        "the first sweep only marks: every key was used before it"
+    );
+    idle("d", true).await.unwrap(); // d is used between the sweeps
+    assert_eq!(
+        keys.evict_idle(),
+        2,
+        "a and b were unused since the previous sweep"
+    );
+    assert_eq!(keys.len(), 3);
+    assert!(keys.get("a").is_none());
+    assert!(keys.get("b").is_none());
+    assert!(keys.get("d").is_some(), "used since the previous sweep");
+    assert_eq!(
+        keys.get("c").unwrap().state(),
+        State::Open,
+        "an open key is never evicted"
+    );
+    assert_eq!(keys.get("e").unwrap().snapshot().recent_errors, 1);
+
+    sleep(secs(30)).await;
+    assert_eq!(keys.evict_idle(), 1, "d is idle now");
+    assert!(keys.get("d").is_none());
+    assert_eq!(keys.evict_idle(), 0);
+    let mut left: Vec<String> = keys.breakers().iter().map(|(k, _)| k.to_string()).collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["c", "e"],
+        "open, and closed with an error in the window"
+    );
+    assert_eq!(keys.get("c").unwrap().state(), State::Open);
+    let refused = idle("c", true).await.unwrap_err();
+    assert_eq!(rejected(&refused).key(), Some("c"), "c kept its state");
+}
+
+#[resilient::breaker(
+    name = "keyed.max",
+    key = host,
+    error_threshold = 1,
+    error_timeout = "1m",
+    max_keys = 3
+)]
+async fn bounded(host: &str, ok: bool, ran: &AtomicUsize) -> Result<String, BoxError> {
+    ran.fetch_add(1, Ordering::SeqCst);
+    if ok {
+        Ok(host.to_uppercase())
+    } else {
+        Err("down".into())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_keys_a_new_key_works_with_a_fresh_unremembered_breaker_when_full() {
+    const NAME: &str = "keyed.max";
+    let ran = AtomicUsize::new(0);
+    for host in ["a", "b", "c"] {
+        assert!(bounded(host, false, &ran).await.is_err());
+    }
+    let keys = family(NAME);
+    assert_eq!(keys.len(), 3);
+    for host in ["a", "b", "c"] {
+        assert_eq!(keys.get(host).unwrap().state(), State::Open);
+    }
+
+    assert_eq!(
+        bounded("d", true, &ran).await.unwrap(),
+        "D",
+        "a 4th key still works"
+    );
+    assert_eq!(keys.len(), 3);
+    assert!(keys.get("d").is_none(), "not remembered");
+    assert!(bounded("d", false, &ran).await.is_err());
+    assert_eq!(
+        bounded("d", true, &ran).await.unwrap(),
+        "D",
+        "each call gets a fresh breaker: d's error opened nothing that is kept"
+    );
+    assert_eq!(keys.len(), 3);
+    assert!(rejected(&bounded("a", true, &ran).await.unwrap_err()).is_circuit_open());
+    assert_eq!(ran.load(Ordering::SeqCst), 6);
+}
+
+#[resilient::breaker(
+    name = "keyed.max_idle",
+    key = host,
+    error_threshold = 1,
+    idle_timeout = "1s",
+    max_keys = 3
+)]
+async fn full_of_idle(host: &str) -> Result<(), BoxError> {
+    let _ = host;
+    Ok(())
+}
+
+/// `max_keys`: "When full, idle keys are evicted first" (BreakerBuilder::max_keys).
+#[tokio::test(start_paused = true)]
+async fn max_keys_when_full_keys_idle_for_long_make_room_for_a_new_key() {
+    const NAME: &str = "keyed.max_idle";
+    for host in ["a", "b", "c"] {
+        full_of_idle(host).await.unwrap();
+    }
+    let keys = family(NAME);
+    assert_eq!(keys.len(), 3);
+    sleep(secs(60)).await; // a, b and c: closed, no errors, unused for 60 x idle_timeout
+    full_of_idle("d").await.unwrap();
+    assert!(keys.get("d").is_some(), "d took the place of idle keys");
+    assert!(keys.len() <= 3);
+}

@@ -1,0 +1,100 @@
+//! `RESILIENT_DISABLED=1`: every breaker passes calls through. Its own test binary, with a single
+//! test, so that setting the variable affects nothing else.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use resilient::breaker::{self, State};
+use resilient::Breaker;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[resilient::breaker(
+    name = "kill_switch.threshold_1",
+    error_threshold = 1,
+    error_timeout = "1h"
+)]
+async fn fragile(ok: bool, ran: &AtomicUsize) -> Result<u32, BoxError> {
+    ran.fetch_add(1, Ordering::SeqCst);
+    if ok {
+        Ok(1)
+    } else {
+        Err("upstream failed".into())
+    }
+}
+
+#[resilient::breaker(name = "kill_switch.forced", error_timeout = "1h")]
+async fn forced(ran: &AtomicUsize) -> Result<u32, BoxError> {
+    ran.fetch_add(1, Ordering::SeqCst);
+    Ok(2)
+}
+
+#[resilient::breaker(name = "kill_switch.keyed", key = host, error_threshold = 1, error_timeout = "1h")]
+async fn keyed(host: &str, ok: bool) -> Result<u32, BoxError> {
+    let _ = host;
+    if ok {
+        Ok(3)
+    } else {
+        Err("down".into())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn resilient_disabled_makes_every_breaker_pass_calls_through() {
+    // Before any breaker is used: the variable is read once, on first use. (Edition 2021:
+    // `set_var` is a safe fn here.)
+    std::env::set_var("RESILIENT_DISABLED", "1");
+    assert!(breaker::disabled());
+
+    let ran = AtomicUsize::new(0);
+    for _ in 0..10 {
+        let error = fragile(false, &ran).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "upstream failed",
+            "the body ran and its error came back"
+        );
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 10);
+    assert_eq!(fragile(true, &ran).await.unwrap(), 1);
+    let b = breaker::get("kill_switch.threshold_1").expect("the site still registers");
+    assert_eq!(b.state(), State::Closed, "error_threshold = 1 never opens");
+
+    // Forced open from code: still passes calls.
+    let ran = AtomicUsize::new(0);
+    assert_eq!(forced(&ran).await.unwrap(), 2);
+    let f = breaker::get("kill_switch.forced").unwrap();
+    f.force_open();
+    assert_eq!(f.state(), State::ForcedOpen);
+    for _ in 0..3 {
+        assert_eq!(forced(&ran).await.unwrap(), 2);
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 4);
+
+    // Keyed breakers too.
+    for _ in 0..3 {
+        assert!(keyed("a", false).await.is_err());
+    }
+    assert_eq!(keyed("a", true).await.unwrap(), 3);
+    let family = breaker::get_keyed("kill_switch.keyed").unwrap();
+    assert_eq!(family.breaker("a").state(), State::Closed);
+
+    // A breaker built from code, with a timeout: passed through untouched.
+    let code = Breaker::builder("kill_switch.code")
+        .error_threshold(1)
+        .timeout(Duration::from_millis(10))
+        .build()
+        .unwrap();
+    code.force_open();
+    let slow = code
+        .call(async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok::<_, BoxError>(4)
+        })
+        .await;
+    assert_eq!(
+        slow.unwrap(),
+        4,
+        "neither forced open nor the timeout applies"
+    );
+}
