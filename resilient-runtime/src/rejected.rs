@@ -135,7 +135,11 @@ impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.reason {
             Reason::Open { circuit, retry_in } => {
-                write!(f, "{circuit} is open; it half-opens in {retry_in:?}")
+                write!(
+                    f,
+                    "{circuit} is open; it half-opens in {}",
+                    Rounded(*retry_in)
+                )
             }
             Reason::ForcedOpen { circuit } => write!(f, "{circuit} is forced open"),
             Reason::ProbesBusy { circuit } => {
@@ -145,7 +149,11 @@ impl fmt::Display for Rejected {
                 )
             }
             Reason::Timeout { circuit, after } => {
-                write!(f, "call through {circuit} timed out after {after:?}")
+                write!(
+                    f,
+                    "call through {circuit} timed out after {}",
+                    Rounded(*after)
+                )
             }
         }
     }
@@ -161,3 +169,47 @@ impl fmt::Debug for Rejected {
 }
 
 impl std::error::Error for Rejected {}
+
+/// A duration rounded for messages: "799ms", "4.99s", "250us" (the exact value stays available).
+pub(crate) struct Rounded(pub(crate) Duration);
+
+impl fmt::Display for Rounded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let nanos = self.0.as_nanos();
+        if nanos >= 1_000_000_000 {
+            write!(f, "{}s", trim(format!("{:.2}", self.0.as_secs_f64())))
+        } else if nanos >= 1_000_000 {
+            write!(f, "{}ms", nanos / 1_000_000)
+        } else if nanos >= 1_000 {
+            write!(f, "{}us", nanos / 1_000)
+        } else {
+            write!(f, "{nanos}ns")
+        }
+    }
+}
+
+fn trim(mut s: String) -> String {
+    while s.contains('.') && (s.ends_with('0') || s.ends_with('.')) {
+        s.pop();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rounded;
+    use std::time::Duration;
+
+    #[test]
+    fn rounded_durations() {
+        let r = |d| Rounded(d).to_string();
+        assert_eq!(r(Duration::from_nanos(799_873_814)), "799ms");
+        assert_eq!(r(Duration::from_secs(2)), "2s");
+        assert_eq!(r(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(r(Duration::from_nanos(4_998_203_188)), "5s");
+        assert_eq!(r(Duration::from_millis(4_991)), "4.99s");
+        assert_eq!(r(Duration::from_secs(180)), "180s");
+        assert_eq!(r(Duration::from_micros(250)), "250us");
+        assert_eq!(r(Duration::from_nanos(7)), "7ns");
+    }
+}

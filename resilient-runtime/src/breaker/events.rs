@@ -20,6 +20,16 @@ pub struct StateChange {
     pub to: State,
 }
 
+impl std::fmt::Display for StateChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.name)?;
+        if let Some(key) = &self.key {
+            write!(f, " [{key}]")?;
+        }
+        write!(f, ": {} -> {}", self.from, self.to)
+    }
+}
+
 /// Identifies a subscription; pass it to [`unsubscribe`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SubscriptionId(u64);
@@ -32,6 +42,10 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Calls `callback` on every state change of every breaker, from the thread that made the change.
 /// Keep it short; it runs on the path of the call that caused the change.
+///
+/// There is no timer behind a breaker: an open breaker whose open time has passed reports
+/// [`State::HalfOpen`] from [`Breaker::state`](super::Breaker::state) at once, but the
+/// `open -> half-open` change is announced when the next call arrives and becomes the probe.
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
@@ -80,7 +94,7 @@ pub(crate) fn changed(breaker: &Breaker, from: State, to: State) {
         return;
     }
     let name = breaker.name();
-    let key = breaker.key().unwrap_or("");
+    let key = breaker.key();
     match to {
         State::Open | State::ForcedOpen => {
             tracing::warn!(target: "resilient::breaker", breaker = name, key, %from, %to, "circuit breaker opened")

@@ -14,8 +14,11 @@ enum Entry {
 static REGISTRY: RwLock<Option<HashMap<Arc<str>, Entry>>> = RwLock::new(None);
 
 /// The registered single breaker called `name` (from `#[breaker]` or
-/// [`BreakerBuilder::register`](super::BreakerBuilder::register)). A site registers its breaker on
-/// its first call.
+/// [`BreakerBuilder::register`](super::BreakerBuilder::register)).
+///
+/// A `#[breaker]` function registers its breaker on its first call, so this is `None` before
+/// then. To hold the handle earlier, register the breaker from code with the same name and
+/// options; the attribute then uses that one.
 pub fn get(name: &str) -> Option<Arc<Breaker>> {
     match REGISTRY
         .read()
