@@ -205,7 +205,7 @@ impl Arg {
         if duration.is_zero() {
             return Err(syn::Error::new(
                 text.span(),
-                format_args!("`{}` must be above zero", self.name),
+                format_args!("`{}` must be above zero; write {EXPECTED}", self.name),
             ));
         }
         Ok(self.spanned(duration, expr))
@@ -225,7 +225,10 @@ impl Arg {
         if value == T::from(0) {
             return Err(syn::Error::new(
                 int.span(),
-                format_args!("`{}` must be at least 1", self.name),
+                format_args!(
+                    "`{}` must be at least 1, e.g. `{} = 3`",
+                    self.name, self.name
+                ),
             ));
         }
         Ok(self.spanned(value, expr))
@@ -255,7 +258,8 @@ impl Arg {
 
     /// Any expression.
     pub(crate) fn expr(&self, example: &str) -> syn::Result<Expr> {
-        self.value(example).cloned()
+        self.value(&format!("an expression such as `{example}`"))
+            .cloned()
     }
 }
 

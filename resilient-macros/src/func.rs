@@ -8,13 +8,24 @@ use crate::args::Errors;
 
 /// Parses the item under `#[macro_name]`, reporting what keeps it from being wrapped.
 pub(crate) fn parse(item: TokenStream, macro_name: &str, errors: &mut Errors) -> Option<ItemFn> {
-    let func: ItemFn = match syn::parse2(item) {
+    let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(func) => func,
         Err(error) => {
-            errors.push(
-                error.span(),
-                format_args!("`#[{macro_name}]` goes on an `async fn` (a free function or a method with a body)"),
-            );
+            match syn::parse2::<syn::TraitItemFn>(item) {
+                Ok(declaration) => errors.push(
+                    declaration.sig.ident.span(),
+                    format_args!(
+                        "`#[{macro_name}]` needs a body to wrap: put it on `{}` in the `impl`, not on the trait's declaration",
+                        declaration.sig.ident
+                    ),
+                ),
+                Err(_) => errors.push(
+                    error.span(),
+                    format_args!(
+                        "`#[{macro_name}]` goes on an `async fn` (a free function or a method with a body)"
+                    ),
+                ),
+            }
             return None;
         }
     };
@@ -35,22 +46,35 @@ pub(crate) fn parse(item: TokenStream, macro_name: &str, errors: &mut Errors) ->
                 "`#[{macro_name}]` needs a return type: `-> Result<T, E>` with `E: From<resilient::Rejected>`"
             ),
         ),
-        ReturnType::Type(_, ty) if !could_be_result(ty) => errors.push(
-            ty.span(),
+        ReturnType::Type(_, ty) if !could_be_result(ty) => errors.add(syn::Error::new_spanned(
+            ty,
             format_args!(
                 "`#[{macro_name}]` needs the fn to return `Result<T, E>` with `E: From<resilient::Rejected>`, so that it can refuse a call with `Err`"
             ),
-        ),
+        )),
         ReturnType::Type(..) => {}
     }
     Some(func)
 }
 
+/// Standard types that are certainly not a `Result`.
+const NOT_RESULTS: &[&str] = &[
+    "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64",
+    "i128", "isize", "f32", "f64", "String", "Vec", "Option", "Box", "Rc", "Arc", "HashMap",
+    "BTreeMap", "HashSet", "Duration", "Instant",
+];
+
 /// A path type may be a `Result` or an alias of one (`io::Result<T>`, `anyhow::Result<T>`), which
-/// the compiler checks; anything else (a tuple, a reference, `impl Trait`, ...) cannot be.
+/// the compiler checks; anything else (a tuple, a reference, `impl Trait`, `u32`, `Option<T>`,
+/// ...) cannot be.
 fn could_be_result(ty: &Type) -> bool {
     match ty {
-        Type::Path(_) | Type::Macro(_) => true,
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_none_or(|last| !NOT_RESULTS.contains(&last.ident.to_string().as_str())),
+        Type::Macro(_) => true,
         Type::Group(group) => could_be_result(&group.elem),
         Type::Paren(paren) => could_be_result(&paren.elem),
         _ => false,

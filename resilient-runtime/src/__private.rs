@@ -19,6 +19,37 @@ pub trait FromRejected: From<Rejected> {}
 
 impl<E: From<Rejected>> FromRejected for E {}
 
+/// A key of `#[breaker(key = ...)]`: its text names its breaker.
+#[diagnostic::on_unimplemented(
+    message = "a breaker key must implement `Display`, and `{Self}` does not",
+    label = "the key's text names its breaker",
+    note = "use a value that implements `Display`, e.g. `key = host` for a `&str`, or `key = id.to_string()`"
+)]
+pub trait BreakerKey: Display {}
+
+impl<K: Display + ?Sized> BreakerKey for K {}
+
+/// Pins the output type of the body's future to the fn's return type, so that the compiler checks
+/// a `count_if` predicate against the right error type.
+#[inline(always)]
+pub fn returns<R, F: Future<Output = R>>(body: F) -> F {
+    body
+}
+
+/// The default name of a site: the path of the fn that holds `marker` (a fn item declared in its
+/// body), e.g. `my_app::db::Pool::query`. Methods of different types thus get different names.
+pub fn name_of<F>(marker: F) -> &'static str {
+    let path = std::any::type_name_of_val(&marker);
+    let path = path
+        .rsplit_once("::")
+        .map_or(path, |(fn_path, _marker)| fn_path);
+    if path.contains("::{{closure}}") {
+        Box::leak(path.replace("::{{closure}}", "").into_boxed_str())
+    } else {
+        path
+    }
+}
+
 /// The breaker of one call site, with the `call` methods that generated code uses: the same as
 /// [`Breaker::call`], with the error type's requirement spelled out for the compiler's message.
 #[derive(Debug)]
@@ -35,9 +66,10 @@ impl<B: Deref<Target = Breaker>> Site<B> {
         self.0.call(call).await
     }
 
-    /// See [`Breaker::call_if`].
+    /// See [`Breaker::call_if`]. The body comes first, so that the compiler learns the error type
+    /// from it before it checks the predicate.
     #[inline]
-    pub async fn call_if<T, E, F, P>(self, counts: P, call: F) -> Result<T, E>
+    pub async fn call_if<T, E, F, P>(self, call: F, counts: P) -> Result<T, E>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
@@ -49,14 +81,17 @@ impl<B: Deref<Target = Breaker>> Site<B> {
 
 /// A `#[breaker]` without `key`: one breaker per name, looked up once.
 pub struct BreakerSite {
-    name: &'static str,
+    name: fn() -> &'static str,
     configure: fn(BreakerBuilder) -> BreakerBuilder,
     breaker: OnceLock<Arc<Breaker>>,
 }
 
 impl BreakerSite {
-    /// A site whose breaker is called `name` and built by `configure` on first use.
-    pub const fn new(name: &'static str, configure: fn(BreakerBuilder) -> BreakerBuilder) -> Self {
+    /// A site whose breaker is called `name()` and built by `configure` on first use.
+    pub const fn new(
+        name: fn() -> &'static str,
+        configure: fn(BreakerBuilder) -> BreakerBuilder,
+    ) -> Self {
         BreakerSite {
             name,
             configure,
@@ -68,30 +103,29 @@ impl BreakerSite {
     #[inline]
     pub fn breaker(&'static self) -> Site<&'static Breaker> {
         Site(self.breaker.get_or_init(|| {
-            let config = (self.configure)(Breaker::builder(self.name));
-            let build = || {
-                Arc::new(or_defaults(config.clone().build(), || {
-                    Breaker::builder(self.name).build()
-                }))
-            };
-            config
-                .clone()
-                .register()
-                .unwrap_or_else(|_| breaker::get(self.name).unwrap_or_else(build))
+            let name = (self.name)();
+            let config = (self.configure)(Breaker::builder(name));
+            config.clone().register().unwrap_or_else(|error| {
+                tracing::warn!(target: "resilient::breaker", %error, "using an unregistered breaker");
+                Arc::new(or_defaults(config.build(), || Breaker::builder(name).build()))
+            })
         }))
     }
 }
 
 /// A `#[breaker(key = ...)]`: one keyed family per name, one breaker per key.
 pub struct KeyedSite {
-    name: &'static str,
+    name: fn() -> &'static str,
     configure: fn(BreakerBuilder) -> BreakerBuilder,
     family: OnceLock<Arc<KeyedBreaker>>,
 }
 
 impl KeyedSite {
-    /// A site whose family is called `name` and built by `configure` on first use.
-    pub const fn new(name: &'static str, configure: fn(BreakerBuilder) -> BreakerBuilder) -> Self {
+    /// A site whose family is called `name()` and built by `configure` on first use.
+    pub const fn new(
+        name: fn() -> &'static str,
+        configure: fn(BreakerBuilder) -> BreakerBuilder,
+    ) -> Self {
         KeyedSite {
             name,
             configure,
@@ -101,14 +135,15 @@ impl KeyedSite {
 
     /// The breaker for `key`.
     #[inline]
-    pub fn breaker<K: Display + ?Sized>(&'static self, key: &K) -> Site<Arc<Breaker>> {
+    pub fn breaker<K: BreakerKey + ?Sized>(&'static self, key: &K) -> Site<Arc<Breaker>> {
         Site(self.family
             .get_or_init(|| {
-                let config = (self.configure)(Breaker::builder(self.name));
+                let name = (self.name)();
+                let config = (self.configure)(Breaker::builder(name));
                 config.clone().register_keyed().unwrap_or_else(|error| {
                     tracing::warn!(target: "resilient::breaker", %error, "using an unregistered keyed breaker");
                     Arc::new(or_defaults(config.build_keyed(), || {
-                        Breaker::builder(self.name).build_keyed()
+                        Breaker::builder(name).build_keyed()
                     }))
                 })
             })

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use syn::{Expr, LitStr};
 
 use crate::args::{self, Errors, Spanned};
@@ -48,12 +48,16 @@ pub(crate) struct Breaker {
     pub(crate) idle_timeout: Option<Spanned<Duration>>,
     pub(crate) max_keys: Option<Spanned<u64>>,
     pub(crate) krate: Option<Spanned<LitStr>>,
+    /// Every argument written, even one whose value did not parse, with its name's span: checks
+    /// across arguments look here, so that a malformed `timeout` is not also reported missing.
+    pub(crate) given: Vec<(String, Span)>,
 }
 
 impl Breaker {
     pub(crate) fn from_args(tokens: TokenStream, errors: &mut Errors) -> Self {
         let mut out = Breaker::default();
         for arg in args::parse(tokens, "breaker", ARGUMENTS, errors) {
+            out.given.push((arg.name.clone(), arg.name_span));
             let parsed = match arg.name.as_str() {
                 "name" => arg.string("payments").map(|v| out.name = Some(v)),
                 "key" => arg.expr("host").map(|v| out.key = Some(v)),
@@ -80,5 +84,13 @@ impl Breaker {
             }
         }
         out
+    }
+
+    /// The span of argument `name`'s name, when it was written.
+    pub(crate) fn given(&self, name: &str) -> Option<Span> {
+        self.given
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, span)| *span)
     }
 }

@@ -36,31 +36,42 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
             .map_or_else(|e| e.to_compile_error(), |p| p.into_token_stream()),
         None => quote!(::resilient),
     };
-    let name = match &attr.name {
-        Some(name) => name.value.to_token_stream(),
-        None => {
-            let ident = sig.ident.to_string();
-            let ident = ident.trim_start_matches("r#");
-            quote!(::core::concat!(::core::module_path!(), "::", #ident))
+    // The default name is the fn's path, read off a marker fn declared beside the site (so that
+    // `A::get` and `B::get` in one module get two breakers).
+    let (marker, name) = match &attr.name {
+        Some(name) => {
+            let name = &name.value;
+            (None, quote!(|| #name))
         }
+        None => (
+            Some(quote!(
+                fn breaker_site() {}
+            )),
+            quote!(|| #krate::__private::name_of(breaker_site)),
+        ),
     };
     let options = options(attr);
     let configure = quote!(|breaker| breaker #(#options)*);
     let site = match &attr.key {
         None => quote! {
+            #marker
             static BREAKER: #krate::__private::BreakerSite =
                 #krate::__private::BreakerSite::new(#name, #configure);
             BREAKER.breaker()
         },
         Some(key) => {
+            // Spanned on the key, so that a key that is not `Display` is reported there.
+            let span = syn::spanned::Spanned::span(key);
             let key = match key {
-                syn::Expr::Path(_) | syn::Expr::Field(_) => quote!(&#key),
-                _ => quote!(&(#key)),
+                syn::Expr::Path(_) | syn::Expr::Field(_) => quote_spanned!(span=> &#key),
+                _ => quote_spanned!(span=> &(#key)),
             };
+            let lookup = quote_spanned!(span=> BREAKER.breaker(#key));
             quote! {
+                #marker
                 static BREAKER: #krate::__private::KeyedSite =
                     #krate::__private::KeyedSite::new(#name, #configure);
-                BREAKER.breaker(#key)
+                #lookup
             }
         }
     };
@@ -69,7 +80,17 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     let ret_span = func::error_type_span(&func);
     let call = match &attr.count_if {
         None => quote_spanned!(ret_span=> call(async move #block)),
-        Some(counts) => quote_spanned!(ret_span=> call_if(#counts, async move #block)),
+        Some(counts) => {
+            // Pin the body's output to the return type first, so that a predicate of the wrong
+            // type is reported on the predicate rather than on the return type.
+            let body = match func::return_type(&func) {
+                Some(ret) if !mentions_impl(ret) => {
+                    quote!(#krate::__private::returns::<#ret, _>(async move #block))
+                }
+                _ => quote!(async move #block),
+            };
+            quote_spanned!(ret_span=> call_if(#body, #counts))
+        }
     };
     quote! {
         #(#attrs)*
@@ -135,4 +156,16 @@ fn options(attr: &Breaker) -> Vec<TokenStream> {
         push("max_keys", count(v.value));
     }
     out
+}
+
+/// True when `ty` contains `impl Trait`, which cannot be named in a turbofish.
+fn mentions_impl(ty: &syn::Type) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == "impl",
+            proc_macro2::TokenTree::Group(g) => walk(g.stream()),
+            _ => false,
+        })
+    }
+    walk(ty.to_token_stream())
 }

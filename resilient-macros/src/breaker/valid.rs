@@ -15,12 +15,12 @@ impl Breaker {
                     ),
                 );
             }
-            if let Some(e) = &self.error_timeout {
+            if let Some(e) = self.given("error_timeout") {
                 errors.push(
-                    e.name,
+                    e,
                     "`error_timeout` and `capacity` both set how long the breaker stays open; keep one",
                 );
-            } else if self.timeout.is_none() {
+            } else if self.given("timeout").is_none() {
                 errors.push(
                     c.name,
                     "`capacity` needs `timeout`: error_timeout = timeout * capacity / (1 - capacity); add e.g. `timeout = \"2s\"`",
@@ -37,15 +37,15 @@ impl Breaker {
                     ),
                 );
             }
-            if let Some(t) = &self.error_threshold {
+            if let Some(t) = self.given("error_threshold") {
                 errors.push(
-                    t.name,
+                    t,
                     "`error_threshold` (count rule) and `failure_rate` (rate rule) exclude each other; keep one",
                 );
             }
-        } else if let Some(m) = &self.min_calls {
+        } else if let (Some(m), None) = (self.given("min_calls"), self.given("failure_rate")) {
             errors.push(
-                m.name,
+                m,
                 "`min_calls` belongs to the rate rule; add `failure_rate = ...` or remove it",
             );
         }
@@ -76,10 +76,10 @@ impl Breaker {
                 "`max_error_timeout` caps `backoff`; add `backoff = 2.0` or remove it",
             );
         }
-        if self.key.is_none() {
+        if self.given("key").is_none() {
             for (name, span) in [
-                ("idle_timeout", self.idle_timeout.as_ref().map(|a| a.name)),
-                ("max_keys", self.max_keys.as_ref().map(|a| a.name)),
+                ("idle_timeout", self.given("idle_timeout")),
+                ("max_keys", self.given("max_keys")),
             ] {
                 if let Some(span) = span {
                     errors.push(
@@ -89,6 +89,17 @@ impl Breaker {
                         ),
                     );
                 }
+            }
+        }
+        for arg in [&self.success_threshold, &self.half_open_calls]
+            .into_iter()
+            .flatten()
+        {
+            if arg.value > u32::from(u16::MAX) {
+                errors.push(
+                    arg.span,
+                    format_args!("must be at most 65535, got {}", arg.value),
+                );
             }
         }
         if let Some(name) = &self.name {

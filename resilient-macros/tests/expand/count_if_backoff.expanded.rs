@@ -1,7 +1,8 @@
 pub(crate) async fn query(sql: String) -> Result<Rows, DbError> {
     {
+        fn breaker_site() {}
         static BREAKER: ::my_app::resilient::__private::BreakerSite = ::my_app::resilient::__private::BreakerSite::new(
-            ::core::concat!(::core::module_path!(), "::", "query"),
+            || ::my_app::resilient::__private::name_of(breaker_site),
             |breaker| {
                 breaker
                     .backoff(2.0)
@@ -10,6 +11,12 @@ pub(crate) async fn query(sql: String) -> Result<Rows, DbError> {
         );
         BREAKER.breaker()
     }
-        .call_if(DbError::is_transient, async move { db().query(&sql).await })
+        .call_if(
+            ::my_app::resilient::__private::returns::<
+                Result<Rows, DbError>,
+                _,
+            >(async move { db().query(&sql).await }),
+            DbError::is_transient,
+        )
         .await
 }

@@ -1,8 +1,9 @@
 /// Charges a card.
 pub async fn charge(card: &Card, cents: u64) -> Result<Receipt, PayError> {
     {
+        fn breaker_site() {}
         static BREAKER: ::resilient::__private::BreakerSite = ::resilient::__private::BreakerSite::new(
-            ::core::concat!(::core::module_path!(), "::", "charge"),
+            || ::resilient::__private::name_of(breaker_site),
             |breaker| {
                 breaker
                     .error_threshold(3)

@@ -5,8 +5,9 @@ impl Client {
         path: impl AsRef<str>,
     ) -> anyhow::Result<T> {
         {
+            fn breaker_site() {}
             static BREAKER: ::resilient::__private::KeyedSite = ::resilient::__private::KeyedSite::new(
-                ::core::concat!(::core::module_path!(), "::", "get"),
+                || ::resilient::__private::name_of(breaker_site),
                 |breaker| {
                     breaker
                         .failure_rate(0.5)

@@ -145,7 +145,7 @@ impl BreakerBuilder {
         self
     }
 
-    /// Successful probes in half-open that close the breaker. Default: 1.
+    /// Successful probes in half-open that close the breaker, at most 65535. Default: 1.
     pub fn success_threshold(mut self, successes: u32) -> Self {
         self.success_threshold = successes;
         self
@@ -185,7 +185,8 @@ impl BreakerBuilder {
         self
     }
 
-    /// How many probe calls may run at once while half-open; further calls are refused. Default: 1.
+    /// How many probe calls may run at once while half-open (at most 65535); further calls are
+    /// refused. Default: 1.
     pub fn half_open_calls(mut self, calls: u32) -> Self {
         self.half_open_calls = calls;
         self
@@ -257,6 +258,13 @@ impl BreakerBuilder {
         let nonzero = |what: &str, value: u32| {
             if value == 0 {
                 Err(self.error(format!("`{what}` must be at least 1")))
+            } else {
+                Ok(value)
+            }
+        };
+        let at_most_u16 = |what: &str, value: u32| {
+            if value > u32::from(u16::MAX) {
+                Err(self.error(format!("`{what}` must be at most 65535, got {value}")))
             } else {
                 Ok(value)
             }
@@ -357,8 +365,14 @@ impl BreakerBuilder {
             rule,
             window: window.unwrap_or_else(|| error_timeout.max(least_window)),
             error_timeout,
-            success_threshold: nonzero("success_threshold", self.success_threshold)?,
-            half_open_calls: nonzero("half_open_calls", self.half_open_calls)?,
+            success_threshold: at_most_u16(
+                "success_threshold",
+                nonzero("success_threshold", self.success_threshold)?,
+            )?,
+            half_open_calls: at_most_u16(
+                "half_open_calls",
+                nonzero("half_open_calls", self.half_open_calls)?,
+            )?,
             timeout,
             half_open_timeout,
             backoff: self.backoff,

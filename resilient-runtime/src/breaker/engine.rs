@@ -343,6 +343,9 @@ impl Breaker {
         while epoch(word) == e && word & PHASE == HALF_OPEN && word & PROBES != 0 {
             let successes = (word & SUCCESSES) / SUCCESS + u64::from(success);
             if success && successes >= u64::from(self.config.success_threshold) {
+                // Clear (again) before closing: a call admitted before the breaker opened may have
+                // written to the window after it was cleared on opening.
+                self.window.clear();
                 match self.swap(word, enter(word, CLOSED) & !STREAKS) {
                     Ok(()) => return,
                     Err(seen) => word = seen,

@@ -84,9 +84,15 @@ pub(crate) struct RateWindow {
 }
 
 /// One bucket word: the bucket's index (low 22 bits) | calls (21 bits) | errors (21 bits).
+///
+/// A 22-bit tag alone would let a bucket written 10 * 2^22 buckets ago pass for a current one, so
+/// each stripe also keeps the latest bucket index it wrote: a stripe idle for a whole window is
+/// skipped, and the first write after such an idle clears its stale buckets. Every word a reader
+/// trusts is thus less than two windows old, far from any wrap of the tag.
 #[repr(align(128))]
 struct Stripe {
     buckets: [AtomicU64; BUCKETS as usize],
+    latest: AtomicU64,
 }
 
 static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
@@ -121,6 +127,7 @@ impl RateWindow {
             stripes: (0..stripe_count())
                 .map(|_| Stripe {
                     buckets: Default::default(),
+                    latest: AtomicU64::new(0),
                 })
                 .collect(),
         }
@@ -131,6 +138,18 @@ impl RateWindow {
         let index = now / self.bucket_ns;
         let tag = index & TAG_MASK;
         let stripe = &self.stripes[stripe_of_this_thread() & (self.stripes.len() - 1)];
+        let latest = stripe.latest.load(Relaxed);
+        if latest != index {
+            if index >= latest + BUCKETS {
+                // Idle for a whole window: what the buckets hold is history, even a word whose
+                // 22-bit tag happens to match. (A thread sharing this stripe that writes in this
+                // very instant may lose that one count.)
+                for bucket in &stripe.buckets {
+                    bucket.store(0, Relaxed);
+                }
+            }
+            stripe.latest.fetch_max(index, Relaxed);
+        }
         let cell = &stripe.buckets[(index % BUCKETS) as usize];
         let mut current = cell.load(Relaxed);
         loop {
@@ -155,6 +174,9 @@ impl RateWindow {
         let first = (index + 1).saturating_sub(BUCKETS);
         let (mut calls, mut errors) = (0, 0);
         for stripe in self.stripes.iter() {
+            if stripe.latest.load(Relaxed) < first {
+                continue;
+            }
             for i in first..=index {
                 let word = stripe.buckets[(i % BUCKETS) as usize].load(Relaxed);
                 if word >> TAG_SHIFT == i & TAG_MASK {
@@ -173,6 +195,7 @@ impl RateWindow {
             for bucket in &stripe.buckets {
                 bucket.store(0, Relaxed);
             }
+            stripe.latest.store(0, Relaxed);
         }
     }
 }

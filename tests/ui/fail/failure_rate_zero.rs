@@ -1,0 +1,10 @@
+use resilient::{breaker, Rejected};
+
+#[breaker(failure_rate = 0)]
+async fn charge() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {
+    let _ = charge();
+}

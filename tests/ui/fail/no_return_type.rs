@@ -1,0 +1,8 @@
+use resilient::breaker;
+
+#[breaker(error_threshold = 3)]
+async fn charge() {}
+
+fn main() {
+    let _ = charge();
+}

@@ -1,0 +1,10 @@
+use resilient::breaker;
+
+#[breaker(error_threshold = 3)]
+async fn charge() -> &'static str {
+    "ok"
+}
+
+fn main() {
+    let _ = charge();
+}
