@@ -28,7 +28,7 @@
 ///
 /// | argument | meaning | default |
 /// |---|---|---|
-/// | `name = "payments"` | calls with one name share one breaker | module path + fn name |
+/// | `name = "payments"` | calls with one name share one breaker | the fn's path, e.g. `my_app::Client::get` |
 /// | `key = host` | an expression over the arguments (anything `Display`): one breaker per value | none |
 /// | `error_threshold = 3` | count rule: opens when this many errors fall within `error_window` | 3 |
 /// | `error_window = "10s"` | the window errors (or calls) are counted in | `error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout` |
@@ -56,8 +56,9 @@
 /// ```ignore
 /// async fn fetch(ok: bool) -> Result<&'static str, BoxError> {
 ///     {
+///         fn breaker_site() {}
 ///         static BREAKER: ::resilient::__private::BreakerSite = ::resilient::__private::BreakerSite::new(
-///             ::core::concat!(::core::module_path!(), "::", "fetch"),
+///             || ::resilient::__private::name_of(breaker_site),
 ///             |breaker| breaker.error_threshold(2).error_timeout(::core::time::Duration::from_secs(30)),
 ///         );
 ///         BREAKER.breaker()
@@ -66,4 +67,7 @@
 ///     .await
 /// }
 /// ```
+///
+/// `breaker_site` only marks where the fn is: its path (`my_app::fetch`, or
+/// `my_app::Client::fetch` in an `impl`) is the breaker's default name.
 pub use resilient_macros::breaker;

@@ -4,7 +4,7 @@
 //! async fn charge(card: &Card) -> Result<Receipt, PayError> {
 //!     {
 //!         static BREAKER: ::resilient::__private::BreakerSite = ::resilient::__private::BreakerSite::new(
-//!             "payments",
+//!             || "payments",
 //!             |breaker| breaker.capacity(0.75).timeout(::core::time::Duration::from_secs(2)),
 //!         );
 //!         BREAKER.breaker()

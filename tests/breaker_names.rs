@@ -1,0 +1,84 @@
+//! Default breaker names: the annotated fn's path, so that methods of different types (and trait
+//! impls) get breakers of their own.
+
+use resilient::breaker::{self, State};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn outcome(fail: bool) -> Result<(), BoxError> {
+    if fail {
+        Err("down".into())
+    } else {
+        Ok(())
+    }
+}
+
+struct Alpha;
+struct Beta;
+
+impl Alpha {
+    #[resilient::breaker(error_threshold = 1)]
+    async fn get(&self, fail: bool) -> Result<(), BoxError> {
+        outcome(fail)
+    }
+}
+
+impl Beta {
+    #[resilient::breaker(error_threshold = 1)]
+    async fn get(&self, fail: bool) -> Result<(), BoxError> {
+        outcome(fail)
+    }
+}
+
+trait Store {
+    async fn load(&self, fail: bool) -> Result<(), BoxError>;
+}
+
+impl Store for Alpha {
+    #[resilient::breaker(error_threshold = 1)]
+    async fn load(&self, fail: bool) -> Result<(), BoxError> {
+        outcome(fail)
+    }
+}
+
+#[resilient::breaker(error_threshold = 1)]
+async fn free(fail: bool) -> Result<(), BoxError> {
+    outcome(fail)
+}
+
+#[resilient::breaker(error_threshold = 1)]
+#[tracing::instrument]
+async fn instrumented(fail: bool) -> Result<(), BoxError> {
+    outcome(fail)
+}
+
+#[tokio::test(start_paused = true)]
+async fn same_named_methods_of_two_types_get_two_breakers() {
+    assert!(Alpha.get(true).await.is_err());
+    assert!(
+        Beta.get(false).await.is_ok(),
+        "Beta::get has its own breaker"
+    );
+    let alpha = breaker::get("breaker_names::Alpha::get").expect("named after the method's path");
+    let beta = breaker::get("breaker_names::Beta::get").expect("named after the method's path");
+    assert_eq!(alpha.state(), State::Open);
+    assert_eq!(beta.state(), State::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn free_fns_trait_impls_and_instrumented_fns_are_named_after_their_path() {
+    free(false).await.unwrap();
+    Alpha.load(false).await.unwrap();
+    instrumented(false).await.unwrap();
+    for name in [
+        "breaker_names::free",
+        "<breaker_names::Alpha as breaker_names::Store>::load",
+        "breaker_names::instrumented",
+    ] {
+        assert!(
+            breaker::get(name).is_some(),
+            "{name} in {:?}",
+            breaker::names()
+        );
+    }
+}
