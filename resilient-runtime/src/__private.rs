@@ -1,12 +1,15 @@
 //! Support for the code that the attributes generate. Not a public API: anything here may change
 //! in any release.
 
-use std::fmt::{self, Display};
+use std::fmt;
 use std::future::Future;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use crate::breaker::{self, Breaker, BreakerBuilder, KeyedBreaker};
+use crate::breaker::{
+    self, Breaker, BreakerBuilder, BreakerKey, Call, CountIf, EveryError, HeapTimer, InlineTimer,
+    KeyedBreaker,
+};
 use crate::Rejected;
 
 /// The error type of an annotated function must be able to carry a [`Rejected`].
@@ -18,16 +21,6 @@ use crate::Rejected;
 pub trait FromRejected: From<Rejected> {}
 
 impl<E: From<Rejected>> FromRejected for E {}
-
-/// A key of `#[breaker(key = ...)]`: its text names its breaker.
-#[diagnostic::on_unimplemented(
-    message = "a breaker key must implement `Display`, and `{Self}` does not",
-    label = "the key's text names its breaker",
-    note = "use a value that implements `Display`, e.g. `key = host` for a `&str`, or `key = id.to_string()`"
-)]
-pub trait BreakerKey: Display {}
-
-impl<K: Display + ?Sized> BreakerKey for K {}
 
 /// Pins the output type of the body's future to the fn's return type, so that the compiler checks
 /// a `count_if` predicate against the right error type.
@@ -50,32 +43,58 @@ pub fn name_of<F>(marker: F) -> &'static str {
     }
 }
 
-/// The breaker of one call site, with the `call` methods that generated code uses: the same as
-/// [`Breaker::call`], with the error type's requirement spelled out for the compiler's message.
+/// The breaker of one call site, with the `call` methods that generated code uses: like
+/// [`Breaker::call`], with the error type's requirement spelled out for the compiler's message,
+/// and a timer kept inline only where the attribute configures a timeout.
 #[derive(Debug)]
 pub struct Site<B>(B);
 
 impl<B: Deref<Target = Breaker>> Site<B> {
-    /// See [`Breaker::call`].
+    /// A call without a configured timeout (should the breaker have one, its timer is boxed).
     #[inline]
-    pub async fn call<T, E, F>(self, call: F) -> Result<T, E>
+    pub fn call<T, E, F>(self, body: F) -> Call<B, F, EveryError, HeapTimer, E>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
-        self.0.call(call).await
+        Call::new(self.0, EveryError, HeapTimer::default(), body)
     }
 
-    /// See [`Breaker::call_if`]. The body comes first, so that the compiler learns the error type
-    /// from it before it checks the predicate.
+    /// A call with a configured timeout, its timer kept inside the future.
     #[inline]
-    pub async fn call_if<T, E, F, P>(self, call: F, counts: P) -> Result<T, E>
+    pub fn call_timed<T, E, F>(self, body: F) -> Call<B, F, EveryError, InlineTimer, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        Call::new(self.0, EveryError, InlineTimer::default(), body)
+    }
+
+    /// [`call`](Self::call) with `count_if`. The body comes first, so that the compiler learns the
+    /// error type from it before it checks the predicate.
+    #[inline]
+    pub fn call_if<T, E, F, P>(self, body: F, counts: P) -> Call<B, F, CountIf<P>, HeapTimer, E>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
         P: FnOnce(&E) -> bool,
     {
-        self.0.call_if(counts, call).await
+        Call::new(self.0, CountIf(counts), HeapTimer::default(), body)
+    }
+
+    /// [`call_timed`](Self::call_timed) with `count_if`.
+    #[inline]
+    pub fn call_if_timed<T, E, F, P>(
+        self,
+        body: F,
+        counts: P,
+    ) -> Call<B, F, CountIf<P>, InlineTimer, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+        P: FnOnce(&E) -> bool,
+    {
+        Call::new(self.0, CountIf(counts), InlineTimer::default(), body)
     }
 }
 

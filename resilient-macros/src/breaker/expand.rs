@@ -78,9 +78,12 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     // The `call` token carries the return type's span, so that a return type the breaker cannot
     // refuse through is reported there.
     let ret_span = func::error_type_span(&func);
-    let call = match &attr.count_if {
-        None => quote_spanned!(ret_span=> call(async move #block)),
-        Some(counts) => {
+    // A timer lives inside the call's future only where the attribute configures a timeout.
+    let timed = attr.timeout.is_some() || attr.half_open_timeout.is_some();
+    let call = match (&attr.count_if, timed) {
+        (None, false) => quote_spanned!(ret_span=> call(async move #block)),
+        (None, true) => quote_spanned!(ret_span=> call_timed(async move #block)),
+        (Some(counts), timed) => {
             // Pin the body's output to the return type first, so that a predicate of the wrong
             // type is reported on the predicate rather than on the return type.
             let body = match func::return_type(&func) {
@@ -89,7 +92,12 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
                 }
                 _ => quote!(async move #block),
             };
-            quote_spanned!(ret_span=> call_if(#body, #counts))
+            let method = if timed {
+                quote_spanned!(ret_span=> call_if_timed)
+            } else {
+                quote_spanned!(ret_span=> call_if)
+            };
+            quote_spanned!(ret_span=> #method(#body, #counts))
         }
     };
     quote! {

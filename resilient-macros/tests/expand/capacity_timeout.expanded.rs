@@ -11,7 +11,7 @@ async fn charge(card: &Card) -> Result<Receipt, PayError> {
         );
         BREAKER.breaker()
     }
-        .call(async move {
+        .call_timed(async move {
             let receipt = gateway(card).await?;
             Ok(receipt)
         })

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::call::{Call, CountIf, EveryError, InlineTimer};
 use super::config::{BreakerBuilder, Config, Rule};
 use super::events;
 use super::window::Window;
@@ -21,6 +22,9 @@ const HALF_OPEN: u64 = 2;
 const FORCED: u64 = 0b11 << 2;
 const FORCED_OPEN: u64 = 1 << 2;
 const FORCED_CLOSED: u64 = 2 << 2;
+/// `RESILIENT_DISABLED`: set once at creation, kept by every change, so that the fast path needs no
+/// second check.
+const BYPASS: u64 = 3 << 2;
 const PROBE: u64 = 1 << 4;
 const PROBES: u64 = 0xFFFF << 4;
 const SUCCESS: u64 = 1 << 20;
@@ -69,6 +73,7 @@ impl fmt::Display for State {
 
 fn state_of(word: u64) -> State {
     match (word & FORCED, word & PHASE) {
+        (BYPASS, _) => State::Closed,
         (FORCED_OPEN, _) => State::ForcedOpen,
         (FORCED_CLOSED, _) => State::ForcedClosed,
         (_, OPEN) => State::Open,
@@ -142,9 +147,14 @@ pub struct Breaker {
 /// Admission to run one call, handed back with its outcome.
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Permit {
+    /// Closed: the outcome counts in the window of epoch `epoch`.
     Closed { epoch: u32 },
+    /// Half-open probe of epoch `epoch`.
     Probe { epoch: u32 },
+    /// Forced closed: runs (bounded by `timeout`), counts nothing.
     Unchecked,
+    /// `RESILIENT_DISABLED`: runs untouched.
+    Bypass,
 }
 
 impl Breaker {
@@ -159,65 +169,51 @@ impl Breaker {
             config,
             key,
             base: Instant::now(),
-            state: AtomicU64::new(0),
+            state: AtomicU64::new(if disabled() { BYPASS } else { 0 }),
             last_error: AtomicU64::new(0),
             window,
             seen: AtomicU32::new(0),
         }
     }
 
-    /// Runs `call` through the breaker: refused with [`Rejected`] while open, bounded by `timeout`,
+    /// Runs `body` through the breaker: refused with [`Rejected`] while open, bounded by `timeout`,
     /// and every error counts. See [`call_if`](Self::call_if) to count only some errors.
-    pub async fn call<T, E, F>(&self, call: F) -> Result<T, E>
+    ///
+    /// The returned future asks the breaker for admission when it is first polled, and records
+    /// the outcome when the body completes; dropped before that, it frees its probe slot without
+    /// counting.
+    pub fn call<F, T, E>(&self, body: F) -> Call<&Self, F, EveryError, InlineTimer, E>
     where
         F: Future<Output = Result<T, E>>,
         E: From<Rejected>,
     {
-        self.call_if(|_: &E| true, call).await
+        Call::new(self, EveryError, InlineTimer::default(), body)
     }
 
     /// Like [`call`](Self::call), but an error counts only when `counts(&error)` is true. An error
     /// that does not count is neither a failure nor a success: it leaves the window as it was (and
     /// frees its probe slot when half-open).
-    pub async fn call_if<T, E, F, P>(&self, counts: P, call: F) -> Result<T, E>
+    pub fn call_if<F, T, E, P>(
+        &self,
+        counts: P,
+        body: F,
+    ) -> Call<&Self, F, CountIf<P>, InlineTimer, E>
     where
         F: Future<Output = Result<T, E>>,
         E: From<Rejected>,
         P: FnOnce(&E) -> bool,
     {
-        if disabled() {
-            return call.await;
-        }
-        let permit = self.admit().map_err(E::from)?;
-        let guard = ProbeGuard {
-            breaker: self,
-            permit,
-        };
-        let limit = match permit {
+        Call::new(self, CountIf(counts), InlineTimer::default(), body)
+    }
+
+    /// The time limit of a call admitted with `permit`.
+    #[inline]
+    pub(crate) fn limit(&self, permit: Permit) -> Option<Duration> {
+        match permit {
+            Permit::Closed { .. } | Permit::Unchecked => self.config.timeout,
             Permit::Probe { .. } => self.config.half_open_timeout.or(self.config.timeout),
-            _ => self.config.timeout,
-        };
-        let outcome = match limit {
-            None => call.await,
-            Some(limit) => match tokio::time::timeout(limit, call).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    std::mem::forget(guard);
-                    self.on_error(permit);
-                    return Err(E::from(Rejected::new(Reason::Timeout {
-                        circuit: self.circuit(),
-                        after: limit,
-                    })));
-                }
-            },
-        };
-        std::mem::forget(guard);
-        match &outcome {
-            Ok(_) => self.on_success(permit),
-            Err(error) if counts(error) => self.on_error(permit),
-            Err(_) => self.on_ignored(permit),
+            Permit::Bypass => None,
         }
-        outcome
     }
 
     #[inline]
@@ -233,6 +229,7 @@ impl Breaker {
     fn admit_slow(&self, mut word: u64) -> Result<Permit, Rejected> {
         loop {
             match (word & FORCED, word & PHASE) {
+                (BYPASS, _) => return Ok(Permit::Bypass),
                 (FORCED_OPEN, _) => {
                     return Err(Rejected::new(Reason::ForcedOpen {
                         circuit: self.circuit(),
@@ -284,17 +281,17 @@ impl Breaker {
             Permit::Closed { epoch: e } => {
                 if let Window::Rate(window) = &self.window {
                     if epoch(self.state.load(Ordering::Relaxed)) == e {
-                        window.record(self.now(), false);
+                        window.record_success(|| self.now());
                     }
                 }
             }
             Permit::Probe { epoch: e } => self.probe_done(e, true),
-            Permit::Unchecked => {}
+            Permit::Unchecked | Permit::Bypass => {}
         }
     }
 
     pub(crate) fn on_error(&self, permit: Permit) {
-        if matches!(permit, Permit::Unchecked) {
+        if matches!(permit, Permit::Unchecked | Permit::Bypass) {
             return;
         }
         let now = self.now();
@@ -305,7 +302,7 @@ impl Breaker {
                 let trips = match (&self.window, self.config.rule) {
                     (Window::Count(window), _) => window.record_error(now, self.window_floor(now)),
                     (Window::Rate(window), Rule::Rate { rate, min_calls }) => {
-                        window.record(now, true);
+                        window.record_error(now);
                         let (calls, errors) = window.totals(now);
                         calls >= u64::from(min_calls) && errors as f64 >= rate * calls as f64
                     }
@@ -370,10 +367,14 @@ impl Breaker {
             .map(|_| events::changed(self, state_of(word), state_of(next)))
     }
 
+    /// Changes the state word by `f`, unless the breaker is bypassed.
     fn update(&self, f: impl Fn(u64) -> u64) {
         let mut word = self.state.load(Ordering::Acquire);
-        while let Err(seen) = self.swap(word, f(word)) {
-            word = seen;
+        while word & FORCED != BYPASS {
+            match self.swap(word, f(word)) {
+                Ok(()) => return,
+                Err(seen) => word = seen,
+            }
         }
     }
 
@@ -499,32 +500,25 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Frees a half-open probe slot when the call is dropped before it completes.
-struct ProbeGuard<'a> {
-    breaker: &'a Breaker,
-    permit: Permit,
-}
-
-impl Drop for ProbeGuard<'_> {
-    fn drop(&mut self) {
-        self.breaker.on_ignored(self.permit);
-    }
-}
-
 static DISABLED: AtomicU8 = AtomicU8::new(0);
 
 /// True when `RESILIENT_DISABLED` is set to `1` or `true`: every breaker then passes calls
-/// through untouched. Read once, on first use.
+/// through untouched (no admission, no timeout, nothing counted), stays [`State::Closed`] and
+/// ignores forcing. Read once, on first use.
+#[inline]
 pub fn disabled() -> bool {
     match DISABLED.load(Ordering::Relaxed) {
         1 => false,
         2 => true,
-        _ => {
-            let off = std::env::var("RESILIENT_DISABLED")
-                .map(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "yes"))
-                .unwrap_or(false);
-            DISABLED.store(if off { 2 } else { 1 }, Ordering::Relaxed);
-            off
-        }
+        _ => read_disabled(),
     }
+}
+
+#[cold]
+fn read_disabled() -> bool {
+    let off = std::env::var("RESILIENT_DISABLED")
+        .map(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "yes"))
+        .unwrap_or(false);
+    DISABLED.store(if off { 2 } else { 1 }, Ordering::Relaxed);
+    off
 }

@@ -66,7 +66,12 @@ impl KeyedBreaker {
         KeyedBreaker {
             inner: Arc::new(Inner {
                 config,
-                map: Map::with_hasher(foldhash::fast::RandomState::default()),
+                // Blocking resizes: an incremental resize left unfinished makes every lookup
+                // search two tables.
+                map: papaya::HashMap::builder()
+                    .hasher(foldhash::fast::RandomState::default())
+                    .resize_mode(papaya::ResizeMode::Blocking)
+                    .build(),
                 generation: AtomicU32::new(0),
                 clock: Mutex::new(Clock {
                     tick: None,
@@ -77,13 +82,17 @@ impl KeyedBreaker {
         }
     }
 
-    /// The breaker for `key`, created on first use. `key` is anything that implements `Display`;
-    /// its text is the key.
+    /// The breaker for `key`, created on first use. The key's text names its breaker: see
+    /// [`BreakerKey`] for the types that can be keys.
     #[inline]
-    pub fn breaker<K: Display + ?Sized>(&self, key: &K) -> Arc<Breaker> {
-        let key = KeyText::of(key);
+    pub fn breaker<K: BreakerKey + ?Sized>(&self, key: &K) -> Arc<Breaker> {
+        key.with_text(|key| self.breaker_for(key))
+    }
+
+    #[inline]
+    fn breaker_for(&self, key: &str) -> Arc<Breaker> {
         let inner = &*self.inner;
-        if let Some(breaker) = inner.map.pin().get(key.as_str()) {
+        if let Some(breaker) = inner.map.pin().get(key) {
             let generation = inner.generation.load(Ordering::Relaxed);
             if breaker.seen.load(Ordering::Relaxed) != generation {
                 breaker.seen.store(generation, Ordering::Relaxed);
@@ -98,13 +107,12 @@ impl KeyedBreaker {
             }
             return breaker.clone();
         }
-        self.insert(key.as_str())
+        self.insert(key)
     }
 
     /// The breaker for `key` if it exists, without creating one.
-    pub fn get<K: Display + ?Sized>(&self, key: &K) -> Option<Arc<Breaker>> {
-        let key = KeyText::of(key);
-        self.inner.map.pin().get(key.as_str()).cloned()
+    pub fn get<K: BreakerKey + ?Sized>(&self, key: &K) -> Option<Arc<Breaker>> {
+        key.with_text(|key| self.inner.map.pin().get(key).cloned())
     }
 
     /// The family's name.
@@ -187,11 +195,9 @@ impl KeyedBreaker {
         fresh
             .seen
             .store(inner.generation.load(Ordering::Relaxed), Ordering::Relaxed);
-        inner
-            .map
-            .pin()
-            .get_or_insert_with(key, || Arc::new(fresh))
-            .clone()
+        // `get_or_insert` rather than `get_or_insert_with`: papaya 0.2's `_with` form leaves long
+        // probe chains behind under incremental resizing (lookups in the microseconds at 1M keys).
+        inner.map.pin().get_or_insert(key, Arc::new(fresh)).clone()
     }
 
     /// The family is full: evict every idle breaker (closed, no recent errors), however recently
@@ -249,6 +255,125 @@ impl fmt::Debug for KeyedBreaker {
     }
 }
 
+/// A value that can key a breaker: its text names the breaker.
+///
+/// String types lend their text as it is (no copy, no formatting); numbers, addresses, `char`,
+/// `bool` and `format_args!(..)` are formatted on the stack. For another type, key by a string
+/// (`key = user.id.as_str()`, `key = x.to_string()`) or implement this trait with
+/// [`BreakerKey::display`]:
+///
+/// ```
+/// use std::fmt;
+/// use resilient_runtime::breaker::BreakerKey;
+///
+/// struct Region(u8);
+/// impl fmt::Display for Region {
+///     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { write!(f, "region-{}", self.0) }
+/// }
+/// impl BreakerKey for Region {
+///     fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+///         Self::display(self, f)
+///     }
+/// }
+/// assert_eq!(Region(3).with_text(str::len), 8);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot key a breaker",
+    label = "the key's text names its breaker",
+    note = "keys are strings, numbers, addresses, `char`, `bool` or `format_args!(..)`; use e.g. `key = x.to_string()`, or implement `resilient::breaker::BreakerKey`"
+)]
+pub trait BreakerKey {
+    /// Calls `f` with the key's text.
+    fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R;
+
+    /// Formats `key` on the stack (spilling to the heap past 96 bytes) and calls `f` with it: the
+    /// body of `with_text` for a `Display` type.
+    fn display<R>(key: &(impl Display + ?Sized), f: impl FnOnce(&str) -> R) -> R
+    where
+        Self: Sized,
+    {
+        let text = KeyText::of(key);
+        f(text.as_str())
+    }
+}
+
+impl BreakerKey for str {
+    #[inline]
+    fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        f(self)
+    }
+}
+
+impl<K: BreakerKey + ?Sized> BreakerKey for &K {
+    #[inline]
+    fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        (**self).with_text(f)
+    }
+}
+
+impl<K: BreakerKey + ?Sized> BreakerKey for &mut K {
+    #[inline]
+    fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        (**self).with_text(f)
+    }
+}
+
+macro_rules! string_keys {
+    ($($ty:ty),*) => {$(
+        impl BreakerKey for $ty {
+            #[inline]
+            fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+                f(self)
+            }
+        }
+    )*};
+}
+
+string_keys!(
+    String,
+    Box<str>,
+    Arc<str>,
+    std::rc::Rc<str>,
+    std::borrow::Cow<'_, str>
+);
+
+macro_rules! display_keys {
+    ($($ty:ty),*) => {$(
+        impl BreakerKey for $ty {
+            #[inline]
+            fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+                let text = KeyText::of(self);
+                f(text.as_str())
+            }
+        }
+    )*};
+}
+
+display_keys!(
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    char,
+    bool,
+    std::net::IpAddr,
+    std::net::Ipv4Addr,
+    std::net::Ipv6Addr,
+    std::net::SocketAddr,
+    std::net::SocketAddrV4,
+    std::net::SocketAddrV6,
+    fmt::Arguments<'_>
+);
+
+/// A key's text, formatted on the stack when it fits.
 /// A key's text, formatted on the stack when it fits.
 struct KeyText {
     buf: [u8; 96],

@@ -44,6 +44,7 @@
 //! # }
 //! ```
 
+mod call;
 mod config;
 mod engine;
 mod events;
@@ -51,11 +52,12 @@ mod keyed;
 mod registry;
 mod window;
 
+pub use call::{Call, CountIf, Counts, EveryError, HeapTimer, InlineTimer, Timer};
 pub use config::{
     capacity_error_timeout, BreakerBuilder, ConfigError, DEFAULT_ERROR_THRESHOLD,
     DEFAULT_ERROR_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
 };
 pub use engine::{disabled, Breaker, Snapshot, State};
 pub use events::{subscribe, unsubscribe, StateChange, SubscriptionId};
-pub use keyed::KeyedBreaker;
+pub use keyed::{BreakerKey, KeyedBreaker};
 pub use registry::{get, get_keyed, names};

@@ -89,11 +89,20 @@ pub(crate) struct RateWindow {
 /// each stripe also keeps the latest bucket index it wrote: a stripe idle for a whole window is
 /// skipped, and the first write after such an idle clears its stale buckets. Every word a reader
 /// trusts is thus less than two windows old, far from any wrap of the tag.
+///
+/// Successes are counted without a clock read: `pending` successes since bucket `since` are
+/// attributed to the buckets in a batch (every `BATCH` successes, and whenever the window is
+/// read), spread evenly over the buckets from `since` to the moment of the flush.
 #[repr(align(128))]
 struct Stripe {
     buckets: [AtomicU64; BUCKETS as usize],
     latest: AtomicU64,
+    pending: AtomicU64,
+    since: AtomicU64,
 }
+
+/// Successes per thread between two clock reads under the rate rule.
+const BATCH: u64 = 32;
 
 static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
 
@@ -112,12 +121,17 @@ fn stripe_of_this_thread() -> usize {
     })
 }
 
+/// Stripes per rate window: decided once per process, and never below 4, because
+/// `available_parallelism` of a thread pinned to one CPU (thread-per-core runtimes) says 1.
 fn stripe_count() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 16)
-        .next_power_of_two()
+    static STRIPES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *STRIPES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(4, 16)
+            .next_power_of_two()
+    })
 }
 
 impl RateWindow {
@@ -128,18 +142,58 @@ impl RateWindow {
                 .map(|_| Stripe {
                     buckets: Default::default(),
                     latest: AtomicU64::new(0),
+                    pending: AtomicU64::new(0),
+                    since: AtomicU64::new(0),
                 })
                 .collect(),
         }
     }
 
-    /// Records one completed call at `now` (ns since the breaker's base).
-    pub(crate) fn record(&self, now: u64, error: bool) {
-        let index = now / self.bucket_ns;
+    fn stripe(&self) -> &Stripe {
+        &self.stripes[stripe_of_this_thread() & (self.stripes.len() - 1)]
+    }
+
+    /// Records one success; reads the clock (`now`, ns since the breaker's base) only when this
+    /// thread starts or completes a batch.
+    #[inline]
+    pub(crate) fn record_success(&self, now: impl FnOnce() -> u64) {
+        let stripe = self.stripe();
+        let before = stripe.pending.fetch_add(1, Relaxed);
+        if before == 0 {
+            stripe.since.store(now() / self.bucket_ns, Relaxed);
+        } else if before + 1 >= BATCH {
+            self.flush(stripe, now() / self.bucket_ns);
+        }
+    }
+
+    /// Records one error at `now`, exactly.
+    pub(crate) fn record_error(&self, now: u64) {
+        self.add(self.stripe(), now / self.bucket_ns, 1, 1);
+    }
+
+    /// Attributes a stripe's pending successes, spread evenly from their first bucket to `index`.
+    fn flush(&self, stripe: &Stripe, index: u64) {
+        let n = stripe.pending.swap(0, Relaxed);
+        if n == 0 {
+            return;
+        }
+        let since = stripe.since.load(Relaxed).min(index);
+        let span = index - since + 1;
+        let (share, extra) = (n / span, n % span);
+        for i in since.max((index + 1).saturating_sub(BUCKETS))..=index {
+            // The remainder goes to the newest buckets.
+            let calls = share + u64::from(index - i < extra);
+            if calls > 0 {
+                self.add(stripe, i, calls, 0);
+            }
+        }
+    }
+
+    /// Adds `calls` calls, `errors` of them failed, to bucket `index` of `stripe`.
+    fn add(&self, stripe: &Stripe, index: u64, calls: u64, errors: u64) {
         let tag = index & TAG_MASK;
-        let stripe = &self.stripes[stripe_of_this_thread() & (self.stripes.len() - 1)];
         let latest = stripe.latest.load(Relaxed);
-        if latest != index {
+        if latest < index {
             if index >= latest + BUCKETS {
                 // Idle for a whole window: what the buckets hold is history, even a word whose
                 // 22-bit tag happens to match. (A thread sharing this stripe that writes in this
@@ -153,14 +207,14 @@ impl RateWindow {
         let cell = &stripe.buckets[(index % BUCKETS) as usize];
         let mut current = cell.load(Relaxed);
         loop {
-            let (calls, errors) = if current >> TAG_SHIFT == tag {
+            let (old_calls, old_errors) = if current >> TAG_SHIFT == tag {
                 ((current >> CALLS_SHIFT) & COUNT_MAX, current & COUNT_MAX)
             } else {
                 (0, 0)
             };
-            let calls = (calls + 1).min(COUNT_MAX);
-            let errors = (errors + error as u64).min(COUNT_MAX);
-            let next = tag << TAG_SHIFT | calls << CALLS_SHIFT | errors;
+            let next = tag << TAG_SHIFT
+                | (old_calls + calls).min(COUNT_MAX) << CALLS_SHIFT
+                | (old_errors + errors).min(COUNT_MAX);
             match cell.compare_exchange_weak(current, next, Relaxed, Relaxed) {
                 Ok(_) => return,
                 Err(seen) => current = seen,
@@ -168,9 +222,13 @@ impl RateWindow {
         }
     }
 
-    /// (calls, errors) in the buckets that make up the window ending at `now`.
+    /// (calls, errors) in the buckets that make up the window ending at `now`, after attributing
+    /// every thread's pending successes.
     pub(crate) fn totals(&self, now: u64) -> (u64, u64) {
         let index = now / self.bucket_ns;
+        for stripe in self.stripes.iter() {
+            self.flush(stripe, index);
+        }
         let first = (index + 1).saturating_sub(BUCKETS);
         let (mut calls, mut errors) = (0, 0);
         for stripe in self.stripes.iter() {
@@ -196,6 +254,61 @@ impl RateWindow {
                 bucket.store(0, Relaxed);
             }
             stripe.latest.store(0, Relaxed);
+            stripe.pending.store(0, Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn successes_in_one_bucket_are_exact() {
+        let w = RateWindow::new(10 * MS); // buckets of 1 ms
+        for _ in 0..5 {
+            w.record_success(|| 3 * MS + 1);
+        }
+        w.record_error(3 * MS + 2);
+        assert_eq!(w.totals(3 * MS + 3), (6, 1));
+    }
+
+    #[test]
+    fn a_batch_is_spread_over_the_buckets_it_spans() {
+        let w = RateWindow::new(10 * MS);
+        for _ in 0..4 {
+            w.record_success(|| MS); // the batch starts in bucket 1
+        }
+        // Read in bucket 4: 4 successes over buckets 1..=4, one each.
+        assert_eq!(w.totals(4 * MS), (4, 0));
+        // Bucket 1 leaves the window at bucket 11: 3 remain.
+        assert_eq!(w.totals(11 * MS), (3, 0));
+    }
+
+    #[test]
+    fn a_full_batch_flushes_itself() {
+        let w = RateWindow::new(10 * MS);
+        let mut reads = 0;
+        for _ in 0..BATCH {
+            w.record_success(|| {
+                reads += 1;
+                MS
+            });
+        }
+        assert_eq!(reads, 2, "one read to start the batch, one to flush it");
+        assert_eq!(w.stripe().pending.load(Relaxed), 0);
+        assert_eq!(w.totals(MS), (BATCH, 0));
+    }
+
+    #[test]
+    fn a_batch_older_than_the_window_counts_only_its_share_inside() {
+        let w = RateWindow::new(10 * MS);
+        for _ in 0..20 {
+            w.record_success(|| 0);
+        }
+        // 20 successes spread over buckets 0..=19: the window at 19 holds buckets 10..=19.
+        assert_eq!(w.totals(19 * MS), (10, 0));
     }
 }

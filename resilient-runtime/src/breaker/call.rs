@@ -1,0 +1,225 @@
+//! The future of one call through a breaker, written by hand: admitted on its first poll, the
+//! body polled in place, the outcome recorded when it is ready. No allocation, no lock, and no
+//! timer unless a timeout applies.
+
+use std::future::Future;
+use std::ops::Deref;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+use tokio::time::Sleep;
+
+use super::engine::{Breaker, Permit};
+use crate::rejected::{Reason, Rejected};
+
+/// Decides whether an error counts: [`Breaker::call`] counts every error, `call_if` asks a
+/// predicate.
+pub trait Counts<E> {
+    /// True when `error` counts as a failure.
+    fn counts(self, error: &E) -> bool;
+}
+
+/// Every error counts.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct EveryError;
+
+impl<E> Counts<E> for EveryError {
+    #[inline]
+    fn counts(self, _: &E) -> bool {
+        true
+    }
+}
+
+/// Errors count when the predicate says so.
+#[derive(Copy, Clone, Debug)]
+pub struct CountIf<P>(pub(crate) P);
+
+impl<E, P: FnOnce(&E) -> bool> Counts<E> for CountIf<P> {
+    #[inline]
+    fn counts(self, error: &E) -> bool {
+        (self.0)(error)
+    }
+}
+
+/// Where a call keeps its timer, if a timeout applies.
+pub trait Timer {
+    /// Starts the timer for `limit`.
+    fn start(self: Pin<&mut Self>, limit: Duration);
+    /// True once the timer has fired; registers the waker otherwise.
+    fn expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool;
+}
+
+/// A timer kept on the heap, allocated only when a timeout applies: the future stays small for
+/// breakers without one.
+#[derive(Debug, Default)]
+pub struct HeapTimer(Option<Pin<Box<Sleep>>>);
+
+impl Timer for HeapTimer {
+    fn start(self: Pin<&mut Self>, limit: Duration) {
+        self.get_mut().0 = Some(Box::pin(tokio::time::sleep(limit)));
+    }
+
+    #[inline]
+    fn expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool {
+        match &mut self.get_mut().0 {
+            Some(sleep) => sleep.as_mut().poll(cx).is_ready(),
+            None => false,
+        }
+    }
+}
+
+pin_project! {
+    /// A timer kept inside the future, for breakers with a timeout: no allocation per call.
+    #[derive(Debug, Default)]
+    pub struct InlineTimer {
+        #[pin]
+        sleep: Option<Sleep>,
+    }
+}
+
+impl Timer for InlineTimer {
+    fn start(self: Pin<&mut Self>, limit: Duration) {
+        self.project().sleep.set(Some(tokio::time::sleep(limit)));
+    }
+
+    #[inline]
+    fn expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool {
+        match self.project().sleep.as_pin_mut() {
+            Some(sleep) => sleep.poll(cx).is_ready(),
+            None => false,
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Stage {
+    /// Not polled yet: nothing asked of the breaker.
+    New,
+    /// Admitted; the body runs.
+    Running(Permit),
+    /// Finished; the outcome is recorded.
+    Done,
+}
+
+pin_project! {
+    /// The future of a call through a [`Breaker`]: see [`Breaker::call`].
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Call<B, F, C, T, E>
+    where
+        B: Deref<Target = Breaker>,
+    {
+        breaker: B,
+        stage: Stage,
+        // `E::from`, taken where the call is made (and its bound checked, once).
+        reject: fn(Rejected) -> E,
+        counts: Option<C>,
+        #[pin]
+        timer: T,
+        #[pin]
+        body: F,
+    }
+
+    impl<B, F, C, T, E> PinnedDrop for Call<B, F, C, T, E>
+    where
+        B: Deref<Target = Breaker>,
+    {
+        fn drop(this: Pin<&mut Self>) {
+            // A call dropped before it finished (cancelled, or abandoned by a caller's own
+            // timeout) frees its half-open probe slot without counting either way.
+            let this = this.project();
+            if let Stage::Running(permit) = *this.stage {
+                this.breaker.on_ignored(permit);
+            }
+        }
+    }
+}
+
+impl<B: Deref<Target = Breaker>, F, C, T, E> Call<B, F, C, T, E> {
+    pub(crate) fn new(breaker: B, counts: C, timer: T, body: F) -> Self
+    where
+        E: From<Rejected>,
+    {
+        Call {
+            breaker,
+            stage: Stage::New,
+            reject: E::from,
+            counts: Some(counts),
+            timer,
+            body,
+        }
+    }
+}
+
+impl<B, F, C, T, R, E> Future for Call<B, F, C, T, E>
+where
+    B: Deref<Target = Breaker>,
+    F: Future<Output = Result<R, E>>,
+    C: Counts<E>,
+    T: Timer,
+{
+    type Output = Result<R, E>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let permit = match *this.stage {
+            Stage::Running(permit) => permit,
+            Stage::New => {
+                let permit = match this.breaker.admit() {
+                    Ok(permit) => permit,
+                    Err(rejected) => {
+                        *this.stage = Stage::Done;
+                        return Poll::Ready(Err((this.reject)(rejected)));
+                    }
+                };
+                if let Some(limit) = this.breaker.limit(permit) {
+                    this.timer.as_mut().start(limit);
+                }
+                *this.stage = Stage::Running(permit);
+                permit
+            }
+            Stage::Done => panic!("a breaker call was polled after it completed"),
+        };
+        if let Poll::Ready(outcome) = this.body.poll(cx) {
+            *this.stage = Stage::Done;
+            let breaker = &**this.breaker;
+            match &outcome {
+                Ok(_) => breaker.on_success(permit),
+                Err(error) => {
+                    let counts = this.counts.take().is_none_or(|c| c.counts(error));
+                    if counts {
+                        breaker.on_error(permit);
+                    } else {
+                        breaker.on_ignored(permit);
+                    }
+                }
+            }
+            return Poll::Ready(outcome);
+        }
+        if this.timer.expired(cx) {
+            *this.stage = Stage::Done;
+            let breaker = &**this.breaker;
+            breaker.on_error(permit);
+            let after = breaker.limit(permit).unwrap_or_default();
+            return Poll::Ready(Err((this.reject)(Rejected::new(Reason::Timeout {
+                circuit: breaker.circuit(),
+                after,
+            }))));
+        }
+        Poll::Pending
+    }
+}
+
+impl<B, F, C, T, E> std::fmt::Debug for Call<B, F, C, T, E>
+where
+    B: Deref<Target = Breaker>,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("breaker", &self.breaker.name())
+            .field("stage", &self.stage)
+            .finish_non_exhaustive()
+    }
+}
