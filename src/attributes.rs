@@ -29,7 +29,7 @@
 /// | argument | meaning | default |
 /// |---|---|---|
 /// | `name = "payments"` | calls with one name share one breaker | the fn's path, e.g. `my_app::Client::get` |
-/// | `key = host` | an expression over the arguments (anything `Display`): one breaker per value | none |
+/// | `key = host` | an expression over the arguments (a string, number, address or `format_args!(..)`: see `BreakerKey`): one breaker per value | none |
 /// | `error_threshold = 3` | count rule: opens when this many errors fall within `error_window` | 3 |
 /// | `error_window = "10s"` | the window errors (or calls) are counted in | `error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout` |
 /// | `error_timeout = "30s"` | how long it stays open, from the last error | 10 s |

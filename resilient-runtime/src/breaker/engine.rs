@@ -207,7 +207,7 @@ impl Breaker {
     }
 
     /// The time limit of a call admitted with `permit`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn limit(&self, permit: Permit) -> Option<Duration> {
         match permit {
             Permit::Closed { .. } | Permit::Unchecked => self.config.timeout,
@@ -216,7 +216,7 @@ impl Breaker {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn admit(&self) -> Result<Permit, Rejected> {
         let word = self.state.load(Ordering::Acquire);
         if word & (PHASE | FORCED) == CLOSED {
@@ -275,18 +275,23 @@ impl Breaker {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn on_success(&self, permit: Permit) {
         match permit {
+            // The count rule has nothing to do on a success: no write, no clock.
             Permit::Closed { epoch: e } => {
                 if let Window::Rate(window) = &self.window {
-                    if epoch(self.state.load(Ordering::Relaxed)) == e {
-                        window.record_success(|| self.now());
-                    }
+                    self.rate_success(e, window);
                 }
             }
             Permit::Probe { epoch: e } => self.probe_done(e, true),
             Permit::Unchecked | Permit::Bypass => {}
+        }
+    }
+
+    fn rate_success(&self, e: u32, window: &super::window::RateWindow) {
+        if epoch(self.state.load(Ordering::Relaxed)) == e {
+            window.record_success(|| self.now());
         }
     }
 

@@ -6,7 +6,11 @@
 //! * **Closed**: calls run. Under the *count rule* (default) the breaker opens when
 //!   `error_threshold` errors fall within `error_window`; successes in between do not reset the
 //!   count. Under the *rate rule* it opens on an error when at least `min_calls` calls completed
-//!   within `error_window` and `errors / calls >= failure_rate` (the window is kept in 10 buckets).
+//!   within `error_window` and `errors / calls >= failure_rate`. The window is kept in 10 time
+//!   buckets. Errors are placed exactly; successes are counted without reading the clock and
+//!   placed in batches: each thread's batch (at most 32) is spread evenly over the buckets from its
+//!   first success to the moment it is placed, which happens when it is full and whenever an error
+//!   is recorded or the window is read ([`Breaker::snapshot`]).
 //! * **Open**: calls are refused with [`Rejected`](crate::Rejected) until `error_timeout` has passed
 //!   since the **last** error (errors of calls still in flight extend it, as in Semian).
 //! * **Half-open**: up to `half_open_calls` probes run at once (others are refused); one error
