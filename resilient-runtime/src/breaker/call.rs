@@ -14,9 +14,19 @@ use tokio::time::Sleep;
 use super::engine::{Breaker, Permit};
 use crate::rejected::{Reason, Rejected};
 
+mod sealed {
+    /// Keeps [`Counts`](super::Counts) and [`Timer`](super::Timer) to the types of this module.
+    pub trait Sealed {}
+}
+
+impl sealed::Sealed for EveryError {}
+impl<P> sealed::Sealed for CountIf<P> {}
+impl sealed::Sealed for HeapTimer {}
+impl sealed::Sealed for InlineTimer {}
+
 /// Decides whether an error counts: [`Breaker::call`] counts every error, `call_if` asks a
-/// predicate.
-pub trait Counts<E> {
+/// predicate. Sealed.
+pub trait Counts<E>: sealed::Sealed {
     /// True when `error` counts as a failure.
     fn counts(self, error: &E) -> bool;
 }
@@ -43,8 +53,8 @@ impl<E, P: FnOnce(&E) -> bool> Counts<E> for CountIf<P> {
     }
 }
 
-/// Where a call keeps its timer, if a timeout applies.
-pub trait Timer {
+/// Where a call keeps its timer, if a timeout applies. Sealed.
+pub trait Timer: sealed::Sealed {
     /// Starts the timer for `limit`.
     fn start(self: Pin<&mut Self>, limit: Duration);
     /// True once the timer has fired; registers the waker otherwise.
