@@ -77,7 +77,7 @@ impl<B: Deref<Target = Breaker>> Site<B> {
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
-        P: FnOnce(&E) -> bool,
+        P: FnMut(&E) -> bool,
     {
         Call::new(self.0, CountIf(counts), HeapTimer::default(), body)
     }
@@ -92,7 +92,7 @@ impl<B: Deref<Target = Breaker>> Site<B> {
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
-        P: FnOnce(&E) -> bool,
+        P: FnMut(&E) -> bool,
     {
         Call::new(self.0, CountIf(counts), InlineTimer::default(), body)
     }

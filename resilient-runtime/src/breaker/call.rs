@@ -28,7 +28,7 @@ impl sealed::Sealed for InlineTimer {}
 /// predicate. Sealed.
 pub trait Counts<E>: sealed::Sealed {
     /// True when `error` counts as a failure.
-    fn counts(self, error: &E) -> bool;
+    fn counts(&mut self, error: &E) -> bool;
 }
 
 /// Every error counts.
@@ -37,7 +37,7 @@ pub struct EveryError;
 
 impl<E> Counts<E> for EveryError {
     #[inline]
-    fn counts(self, _: &E) -> bool {
+    fn counts(&mut self, _: &E) -> bool {
         true
     }
 }
@@ -46,9 +46,9 @@ impl<E> Counts<E> for EveryError {
 #[derive(Copy, Clone, Debug)]
 pub struct CountIf<P>(pub(crate) P);
 
-impl<E, P: FnOnce(&E) -> bool> Counts<E> for CountIf<P> {
+impl<E, P: FnMut(&E) -> bool> Counts<E> for CountIf<P> {
     #[inline]
-    fn counts(self, error: &E) -> bool {
+    fn counts(&mut self, error: &E) -> bool {
         (self.0)(error)
     }
 }
@@ -124,7 +124,7 @@ pin_project! {
         stage: Stage,
         // `E::from`, taken where the call is made (and its bound checked, once).
         reject: fn(Rejected) -> E,
-        counts: Option<C>,
+        counts: C,
         #[pin]
         timer: T,
         #[pin]
@@ -155,7 +155,7 @@ impl<B: Deref<Target = Breaker>, F, C, T, E> Call<B, F, C, T, E> {
             breaker,
             stage: Stage::New,
             reject: E::from,
-            counts: Some(counts),
+            counts,
             timer,
             body,
         }
@@ -198,7 +198,7 @@ where
             match &outcome {
                 Ok(_) => breaker.on_success(permit),
                 Err(error) => {
-                    let counts = this.counts.take().is_none_or(|c| c.counts(error));
+                    let counts = this.counts.counts(error);
                     if counts {
                         breaker.on_error(permit);
                     } else {

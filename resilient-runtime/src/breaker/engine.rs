@@ -140,6 +140,9 @@ pub struct Breaker {
     /// Time of the last error (ns since `base`, plus one); the open time counts from it.
     last_error: AtomicU64,
     window: Window,
+    /// True when `timeout` or `half_open_timeout` is set: read beside `state`, so that a call
+    /// without a timeout does not visit the configuration.
+    timed: bool,
     /// Keyed breakers: the eviction generation in which this breaker was last used.
     pub(crate) seen: AtomicU32,
 }
@@ -165,7 +168,9 @@ impl Breaker {
 
     pub(crate) fn new(config: Arc<Config>, key: Option<Arc<str>>) -> Self {
         let window = Window::new(config.rule, nanos(config.window));
+        let timed = config.timeout.is_some() || config.half_open_timeout.is_some();
         Breaker {
+            timed,
             config,
             key,
             base: Instant::now(),
@@ -201,7 +206,7 @@ impl Breaker {
     where
         F: Future<Output = Result<T, E>>,
         E: From<Rejected>,
-        P: FnOnce(&E) -> bool,
+        P: FnMut(&E) -> bool,
     {
         Call::new(self, CountIf(counts), InlineTimer::default(), body)
     }
@@ -209,6 +214,9 @@ impl Breaker {
     /// The time limit of a call admitted with `permit`.
     #[inline(always)]
     pub(crate) fn limit(&self, permit: Permit) -> Option<Duration> {
+        if !self.timed {
+            return None;
+        }
         match permit {
             Permit::Closed { .. } | Permit::Unchecked => self.config.timeout,
             Permit::Probe { .. } => self.config.half_open_timeout.or(self.config.timeout),
