@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod breaker;
+pub mod busy;
 mod rejected;
 
 #[doc(hidden)]
