@@ -1,0 +1,428 @@
+//! False alarms of lag-based load shedding: `cargo bench -p resilient-benches --bench too_busy_false_alarms`.
+//!
+//! The same lag traces are fed to toobusy-js's rule as released ([`Smoothing::toobusy()`], its
+//! default 500 ms interval) and to ours ([`Smoothing::default()`]: toobusy-js PR #17's samples
+//! capped at `2 * max_lag` and the inverse factor while the lag falls) at a 500 ms and a 100 ms
+//! interval. `max_lag` is 70 ms (toobusy-js's default) throughout. Everything is computed, nothing
+//! is measured on a clock and nothing is random: the figures are exact expectations.
+//!
+//! # The model
+//!
+//! Time is counted in whole microseconds from 0.
+//!
+//! * **A trace** is a function `lag(t)`: how late anything that becomes ready at `t` runs. A quiet
+//!   server has `lag(t) = 1 ms`. During a **stall** `[s, e)` the runtime is blocked, so anything
+//!   ready at `t` in it runs at the stall's end: `lag(t) = max(e - t, 1 ms)`. During **sustained
+//!   overload** every callback runs 200 ms late: `lag(t) = 200 ms`.
+//! * **The monitor** is one repeating timer with interval `I` that reschedules itself from the
+//!   moment it ran, like Node's `setInterval` (and tokio's `MissedTickBehavior::Delay`): the timer
+//!   due at `d` runs at `f = d + lag(d)`, its sample is `f - d = lag(d)` (toobusy-js's
+//!   `now - lastTime - interval`), the smoothed lag becomes `rule.next(smoothed, lag(d), max_lag)`,
+//!   and the next timer is due at `f + I`. A stall therefore yields one sample however long it is
+//!   (the timer due during it runs once, at its end), or none if no timer falls due during it. The
+//!   smoothed lag starts at 0.
+//! * **Requests** arrive every 1 ms. The request arriving at `t` is decided when the runtime gets
+//!   to it, at `t + lag(t)`: requests that arrive during a stall wait for its end (the *backlog*),
+//!   requests during sustained overload are decided 200 ms late. It is refused with probability
+//!   `shed_probability(smoothed lag at that moment, max_lag)`; a monitor sample taken at the same
+//!   moment comes first (Node runs the timers phase before it polls for I/O). The figures below
+//!   are the mean of these probabilities (the expected share refused), not a sampled outcome.
+//! * **Phase.** Whether and how a stall is seen depends on where it falls between two monitor
+//!   ticks. Every figure is the mean over 100 runs whose first timer is due at `j * (I + 1 ms) / 100`
+//!   for `j = 0..100`, i.e. over stall positions spread evenly across one tick period. The
+//!   timeline instead shows the single phase in which a timer is due exactly when the stall starts
+//!   (the whole stall is one sample: the worst case for the original rule).
+//!
+//! # The traces
+//!
+//! * **(a)** 10 s of quiet with one 300 ms stall at 5 s.
+//! * **(b)** 150 ms stalls about every 2 s for 20 s; **(b')** the same with 300 ms stalls. In (b)
+//!   the original never refuses (a 150 ms sample adds 50 ms to two thirds of the previous lag,
+//!   which stalls 2 s apart keep under 70 ms), so the comparison there is empty; (b') repeats
+//!   (a)'s stall. Stall `m` (1 to 10) starts at `2 s * m + (173 ms * m mod 500 ms)`. The offset
+//!   spreads the stalls over every phase of both intervals: with an exact 2 s period, a 500 ms
+//!   monitor that saw one stall (and so restarted its timer at that stall's end) would not see
+//!   the next ones, and the trace would measure that aliasing rather than the rules.
+//! * **(c)** 5 s quiet, 10 s of sustained overload (`lag = 200 ms`), 5 s quiet.
+//!
+//! # What is printed
+//!
+//! * **After a stall:** the share refused among requests that arrive from each stall's end until
+//!   2 s later or the next stall's start, whichever is first. The backlog (requests that arrived
+//!   during the stall and are decided at its end) is shown apart, as is the 2 s after the end of
+//!   trace (c)'s overload: neither is part of the goal.
+//! * **During sustained overload:** the share refused among requests that arrive in trace (c)'s
+//!   10 s of overload.
+//! * **The goal check**, from those figures: after a stall ours refuses at most one fifth of what
+//!   the original refuses; during sustained overload `|ours - original| <= 0.1 * original`.
+//! * **A timeline** of trace (a) every 100 ms: each rule's smoothed lag at that moment and the
+//!   share refused of the requests arriving in the next 100 ms.
+
+use std::time::Duration;
+
+use resilient_runtime::busy::{shed_probability, Smoothing};
+
+/// One millisecond, in the model's microseconds.
+const MS: u64 = 1_000;
+/// toobusy-js's default threshold.
+const MAX_LAG: u64 = 70 * MS;
+/// The lag of a quiet server.
+const QUIET_LAG: u64 = MS;
+/// The lag during sustained overload.
+const OVERLOAD_LAG: u64 = 200 * MS;
+/// A request arrives every this often.
+const ARRIVAL_EVERY: u64 = MS;
+/// How long after a stall's end requests count as "after the stall".
+const AFTER: u64 = 2_000 * MS;
+/// How many monitor phases each figure is averaged over.
+const PHASES: u64 = 100;
+
+// ---------------------------------------------------------------------------------------------
+// Traces
+// ---------------------------------------------------------------------------------------------
+
+/// A lag trace: quiet, except for stalls and at most one span of sustained overload.
+struct Trace {
+    label: &'static str,
+    length: u64,
+    /// `[start, end)` of each stall, in order.
+    stalls: Vec<(u64, u64)>,
+    /// `[start, end)` of sustained overload.
+    overload: Option<(u64, u64)>,
+}
+
+impl Trace {
+    /// How late something that becomes ready at `t` runs.
+    fn lag(&self, t: u64) -> u64 {
+        if let Some(&(_, end)) = self.stalls.iter().find(|&&(s, e)| s <= t && t < e) {
+            return (end - t).max(QUIET_LAG);
+        }
+        match self.overload {
+            Some((s, e)) if s <= t && t < e => OVERLOAD_LAG,
+            _ => QUIET_LAG,
+        }
+    }
+
+    /// The arrival windows "after a stall": from each stall's end for `AFTER`, cut at the next
+    /// stall's start.
+    fn after_stalls(&self) -> Vec<(u64, u64)> {
+        let mut windows = Vec::new();
+        for (i, &(_, end)) in self.stalls.iter().enumerate() {
+            let next = self.stalls.get(i + 1).map_or(self.length, |&(s, _)| s);
+            windows.push((end, (end + AFTER).min(next).min(self.length)));
+        }
+        windows
+    }
+}
+
+fn one_stall() -> Trace {
+    Trace {
+        label: "(a) one 300 ms stall",
+        length: 10_000 * MS,
+        stalls: vec![(5_000 * MS, 5_300 * MS)],
+        overload: None,
+    }
+}
+
+fn bursts(label: &'static str, stall: u64) -> Trace {
+    let stalls = (1..=10)
+        .map(|m| {
+            let start = 2_000 * MS * m + (173 * MS * m) % (500 * MS);
+            (start, start + stall)
+        })
+        .collect();
+    Trace {
+        label,
+        length: 23_000 * MS,
+        stalls,
+        overload: None,
+    }
+}
+
+fn sustained() -> Trace {
+    Trace {
+        label: "(c) 10 s at 200 ms lag",
+        length: 20_000 * MS,
+        stalls: Vec::new(),
+        overload: Some((5_000 * MS, 15_000 * MS)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The monitor and the decisions
+// ---------------------------------------------------------------------------------------------
+
+/// A rule at an interval.
+#[derive(Copy, Clone)]
+struct Config {
+    label: &'static str,
+    smoothing: Smoothing,
+    interval: u64,
+}
+
+fn configs() -> [Config; 3] {
+    [
+        Config {
+            label: "toobusy-js, 500 ms",
+            smoothing: Smoothing::toobusy(),
+            interval: 500 * MS,
+        },
+        Config {
+            label: "ours, 500 ms",
+            smoothing: Smoothing::default(),
+            interval: 500 * MS,
+        },
+        Config {
+            label: "ours, 100 ms",
+            smoothing: Smoothing::default(),
+            interval: 100 * MS,
+        },
+    ]
+}
+
+fn us(t: u64) -> Duration {
+    Duration::from_micros(t)
+}
+
+/// One run of the monitor over a trace: the moment of every sample and the smoothed lag after it.
+struct Run {
+    /// `(when the timer ran, smoothed lag after its sample)`, in time order.
+    ticks: Vec<(u64, Duration)>,
+}
+
+impl Run {
+    /// Runs `config`'s monitor over `trace`, its first timer due at `first_due`.
+    fn new(trace: &Trace, config: Config, first_due: u64) -> Run {
+        let mut ticks = Vec::new();
+        let mut smoothed = Duration::ZERO;
+        let mut due = first_due;
+        // Run past the trace's end so that late decisions still see the samples before them.
+        while due < trace.length + AFTER {
+            let sample = trace.lag(due);
+            let ran = due + sample;
+            smoothed = config.smoothing.next(smoothed, us(sample), us(MAX_LAG));
+            ticks.push((ran, smoothed));
+            due = ran + config.interval;
+        }
+        Run { ticks }
+    }
+
+    /// The smoothed lag at `t`, a sample taken at `t` included.
+    fn smoothed_at(&self, t: u64) -> Duration {
+        let taken = self.ticks.partition_point(|&(ran, _)| ran <= t);
+        taken
+            .checked_sub(1)
+            .map_or(Duration::ZERO, |i| self.ticks[i].1)
+    }
+
+    /// The probability that the request arriving at `arrival` is refused.
+    fn refusal(&self, trace: &Trace, arrival: u64) -> f64 {
+        let decided = arrival + trace.lag(arrival);
+        shed_probability(self.smoothed_at(decided), us(MAX_LAG))
+    }
+}
+
+/// The arrival times of requests in `[start, end)`.
+fn arrivals(start: u64, end: u64) -> impl Iterator<Item = u64> {
+    (start.div_ceil(ARRIVAL_EVERY)..end.div_ceil(ARRIVAL_EVERY)).map(|i| i * ARRIVAL_EVERY)
+}
+
+/// The expected share refused among requests arriving in `windows`: its mean over the phases, and
+/// its lowest and highest value in any one phase.
+#[derive(Copy, Clone)]
+struct Share {
+    mean: f64,
+    min: f64,
+    max: f64,
+}
+
+fn share(trace: &Trace, config: Config, windows: &[(u64, u64)]) -> Share {
+    let period = config.interval + QUIET_LAG;
+    let (mut sum, mut min, mut max) = (0.0, f64::INFINITY, f64::NEG_INFINITY);
+    for j in 0..PHASES {
+        let run = Run::new(trace, config, j * period / PHASES);
+        let (mut refused, mut count) = (0.0, 0usize);
+        for &(start, end) in windows {
+            for t in arrivals(start, end) {
+                refused += run.refusal(trace, t);
+                count += 1;
+            }
+        }
+        // Every phase sees the same arrivals, so the mean of the phases' shares is the share of
+        // all their requests.
+        let phase = refused / count as f64;
+        sum += phase;
+        min = min.min(phase);
+        max = max.max(phase);
+    }
+    Share {
+        mean: sum / PHASES as f64,
+        min,
+        max,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printing
+// ---------------------------------------------------------------------------------------------
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// Prints one markdown row per trace: the share in `windows(trace)` for every configuration, as
+/// the mean over the phases and, in brackets, the range over the phases.
+fn table(
+    title: &str,
+    traces: &[&Trace],
+    windows: impl Fn(&Trace) -> Vec<(u64, u64)>,
+) -> Vec<[f64; 3]> {
+    let configs = configs();
+    println!("### {title}\n");
+    print!("| trace |");
+    for c in &configs {
+        print!(" {} |", c.label);
+    }
+    println!("\n|---|---:|---:|---:|");
+    let mut rows = Vec::new();
+    for trace in traces {
+        let w = windows(trace);
+        let row = configs.map(|c| share(trace, c, &w));
+        print!("| {} |", trace.label);
+        for s in row {
+            print!(
+                " {} [{:.1}-{:.1}] |",
+                pct(s.mean),
+                100.0 * s.min,
+                100.0 * s.max
+            );
+        }
+        println!();
+        rows.push(row.map(|s| s.mean));
+    }
+    println!();
+    rows
+}
+
+/// Trace (a) every 100 ms around the stall, in the phase where a timer is due as the stall starts.
+fn timeline(trace: &Trace) {
+    let configs = configs();
+    let (stall, _) = trace.stalls[0];
+    let runs = configs.map(|c| Run::new(trace, c, stall % (c.interval + QUIET_LAG)));
+    println!("### Timeline of trace (a): a timer due as the stall starts\n");
+    println!(
+        "Each rule's smoothed lag at `t`, and the share refused of the requests arriving in \
+         `[t, t + 100 ms)`. The stall is `[5.0 s, 5.3 s)`: the requests arriving in it are \
+         decided at its end, after the sample it causes, hence the refusals in its rows.\n"
+    );
+    print!("| t | lag(t) |");
+    for c in &configs {
+        print!(" {} lag | refused |", c.label);
+    }
+    println!("\n|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for step in 47..=75 {
+        let t = step * 100 * MS;
+        print!("| {:.1} s | {} ms |", t as f64 / 1e6, trace.lag(t) / MS);
+        for run in &runs {
+            let refused: f64 = arrivals(t, t + 100 * MS)
+                .map(|a| run.refusal(trace, a))
+                .sum::<f64>()
+                / (100 * MS / ARRIVAL_EVERY) as f64;
+            print!(
+                " {:.1} ms | {} |",
+                run.smoothed_at(t).as_secs_f64() * 1e3,
+                pct(refused)
+            );
+        }
+        println!();
+    }
+    println!();
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "PASS"
+    } else {
+        "MISS"
+    }
+}
+
+fn main() {
+    let a = one_stall();
+    let b = bursts("(b) 150 ms stall every ~2 s", 150 * MS);
+    let b2 = bursts("(b') 300 ms stall every ~2 s", 300 * MS);
+    let c = sustained();
+
+    println!("## #[too_busy] false alarms: toobusy-js's rule vs ours on the same lag traces\n");
+    println!(
+        "max_lag = 70 ms; requests every 1 ms; expected shares: the mean over {PHASES} \
+         monitor phases, with [lowest-highest] over those phases, in %. See the file's header \
+         for the model.\n"
+    );
+
+    let after = table(
+        "Refused after a stall ends (arrivals from its end for 2 s, or to the next stall)",
+        &[&a, &b, &b2],
+        Trace::after_stalls,
+    );
+    let during = table(
+        "Refused during sustained overload (arrivals in the 10 s of overload)",
+        &[&c],
+        |t| t.overload.into_iter().collect(),
+    );
+    table(
+        "Not in the goal: the backlog (arrivals during a stall, decided as it ends), and the 2 s \
+         after the overload ends",
+        &[&a, &b, &b2, &c],
+        |t| match t.overload {
+            Some((_, end)) => vec![(end, end + AFTER)],
+            None => t.stalls.clone(),
+        },
+    );
+
+    println!("### Goal check\n");
+    println!("| configuration | trace | goal | ours | original | result |");
+    println!("|---|---|---|---:|---:|---|");
+    for (col, config) in configs().iter().enumerate().skip(1) {
+        let mut all = true;
+        for (trace, row) in [&a, &b, &b2].iter().zip(&after) {
+            let (ours, original) = (row[col], row[0]);
+            let ok = ours <= original / 5.0;
+            all &= ok;
+            let vacuous = if original == 0.0 {
+                " (original refuses none)"
+            } else {
+                ""
+            };
+            println!(
+                "| {} | {} | after a stall: ours <= original / 5 | {} | {} | {}{} |",
+                config.label,
+                trace.label,
+                pct(ours),
+                pct(original),
+                verdict(ok),
+                vacuous
+            );
+        }
+        let (ours, original) = (during[0][col], during[0][0]);
+        let ok = (ours - original).abs() <= 0.1 * original;
+        all &= ok;
+        println!(
+            "| {} | {} | during overload: within 10% of original | {} ({:+.1}% rel.) | {} | {} |",
+            config.label,
+            c.label,
+            pct(ours),
+            100.0 * (ours - original) / original,
+            pct(original),
+            verdict(ok)
+        );
+        println!(
+            "| **{}** | all | | | | **{}** |",
+            config.label,
+            verdict(all)
+        );
+    }
+    println!();
+
+    timeline(&a);
+}
