@@ -71,3 +71,47 @@
 /// `breaker_site` only marks where the fn is: its path (`my_app::fetch`, or
 /// `my_app::Client::fetch` in an `impl`) is the breaker's default name.
 pub use resilient_macros::breaker;
+
+/// Load shedding at an `async fn`'s entry when the runtime lags, as toobusy-js does for Node's
+/// event loop, with the signals its users asked for.
+///
+/// ```
+/// use resilient::{too_busy, Rejected};
+///
+/// #[too_busy]                                  // the runtime's lag, max_lag 70 ms
+/// async fn ping() -> Result<&'static str, Rejected> {
+///     Ok("pong")
+/// }
+///
+/// #[too_busy(max_in_flight = 1)]               // one call at a time; the next is refused
+/// async fn exclusive() -> Result<(), Rejected> {
+///     tokio::task::yield_now().await;
+///     Ok(())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// assert_eq!(ping().await.unwrap(), "pong");
+/// let (a, b) = tokio::join!(exclusive(), exclusive());
+/// assert!(a.is_ok());
+/// assert!(b.unwrap_err().is_too_busy());
+/// # }
+/// ```
+///
+/// # Arguments
+///
+/// | argument | meaning | default |
+/// |---|---|---|
+/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it) | `resilient::busy::max_lag()`, 70 ms |
+/// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | none |
+/// | `max_latency = "200ms"` | refuse while this fn's recent mean latency is above it | none |
+/// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
+///
+/// Signals combine: a call is refused when any of them says so, at once (no queueing), with a
+/// [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts by
+/// itself on the caller's tokio runtime; configure it from code with `resilient::busy`.
+///
+/// The fn returns `Result<T, E>` with `E: From<Rejected>`; with the `axum` feature it may also
+/// return `axum::response::Response` or `impl IntoResponse`, and a refusal is a
+/// `503 Service Unavailable` with a `Retry-After` header.
+pub use resilient_macros::too_busy;

@@ -36,8 +36,8 @@
 
 mod attributes;
 
-pub use attributes::breaker;
-pub use resilient_runtime::breaker;
+pub use attributes::{breaker, too_busy};
+pub use resilient_runtime::{breaker, busy};
 pub use resilient_runtime::{Breaker, BreakerBuilder, KeyedBreaker, Rejected, RejectedKind};
 
 #[doc(hidden)]

@@ -256,10 +256,33 @@ impl Arg {
         }
     }
 
+    /// `crate = "::path"`: a string holding a path.
+    pub(crate) fn krate(&self) -> syn::Result<Spanned<syn::LitStr>> {
+        let krate = self.string("::resilient")?;
+        if let Err(error) = krate.value.parse::<syn::Path>() {
+            return Err(syn::Error::new(
+                krate.span,
+                format_args!("`crate` must be a path such as \"::resilient\": {error}"),
+            ));
+        }
+        Ok(krate)
+    }
+
     /// Any expression.
     pub(crate) fn expr(&self, example: &str) -> syn::Result<Expr> {
         self.value(&format!("an expression such as `{example}`"))
             .cloned()
+    }
+}
+
+/// The path generated code names the crate by: `crate = "..."`, or `::resilient`.
+pub(crate) fn krate_path(krate: Option<&Spanned<syn::LitStr>>) -> TokenStream {
+    match krate {
+        Some(k) => k
+            .value
+            .parse::<syn::Path>()
+            .map_or_else(|e| e.to_compile_error(), |p| p.into_token_stream()),
+        None => quote::quote!(::resilient),
     }
 }
 

@@ -6,8 +6,24 @@ use syn::{ItemFn, ReturnType, Type};
 
 use crate::args::Errors;
 
+/// What an attribute can refuse a call through.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub(crate) enum Returns {
+    /// `Result<T, E>` with `E: From<Rejected>` only.
+    Result,
+    /// Also a response type (`impl IntoResponse`, `Response`, anything `resilient::busy::Refuse`).
+    Refusable,
+}
+
+const REFUSABLE: &str = "`Result<T, E>` with `E: From<resilient::Rejected>`, or with the `axum` feature `axum::response::Response` or `impl IntoResponse`";
+
 /// Parses the item under `#[macro_name]`, reporting what keeps it from being wrapped.
-pub(crate) fn parse(item: TokenStream, macro_name: &str, errors: &mut Errors) -> Option<ItemFn> {
+pub(crate) fn parse(
+    item: TokenStream,
+    macro_name: &str,
+    returns: Returns,
+    errors: &mut Errors,
+) -> Option<ItemFn> {
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(func) => func,
         Err(error) => {
@@ -39,20 +55,34 @@ pub(crate) fn parse(item: TokenStream, macro_name: &str, errors: &mut Errors) ->
             ),
         );
     }
-    match &sig.output {
-        ReturnType::Default => errors.push(
+    match (&sig.output, returns) {
+        (ReturnType::Default, Returns::Result) => errors.push(
             sig.ident.span(),
             format_args!(
                 "`#[{macro_name}]` needs a return type: `-> Result<T, E>` with `E: From<resilient::Rejected>`"
             ),
         ),
-        ReturnType::Type(_, ty) if !could_be_result(ty) => errors.add(syn::Error::new_spanned(
-            ty,
-            format_args!(
-                "`#[{macro_name}]` needs the fn to return `Result<T, E>` with `E: From<resilient::Rejected>`, so that it can refuse a call with `Err`"
-            ),
-        )),
-        ReturnType::Type(..) => {}
+        (ReturnType::Default, Returns::Refusable) => errors.push(
+            sig.ident.span(),
+            format_args!("`#[{macro_name}]` needs a return type it can refuse through: {REFUSABLE}"),
+        ),
+        (ReturnType::Type(_, ty), Returns::Result) if !could_be_result(ty) => {
+            errors.add(syn::Error::new_spanned(
+                ty,
+                format_args!(
+                    "`#[{macro_name}]` needs the fn to return `Result<T, E>` with `E: From<resilient::Rejected>`, so that it can refuse a call with `Err`"
+                ),
+            ))
+        }
+        (ReturnType::Type(_, ty), Returns::Refusable)
+            if !matches!(**ty, Type::ImplTrait(_)) && !could_be_result(ty) =>
+        {
+            errors.add(syn::Error::new_spanned(
+                ty,
+                format_args!("`#[{macro_name}]` cannot refuse a call through this type; it supports {REFUSABLE}"),
+            ))
+        }
+        _ => {}
     }
     Some(func)
 }

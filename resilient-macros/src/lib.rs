@@ -11,11 +11,18 @@ use proc_macro::TokenStream;
 mod args;
 mod breaker;
 mod func;
+mod too_busy;
 
 /// A circuit breaker around an `async fn`. See `resilient::breaker` for the arguments.
 #[proc_macro_attribute]
 pub fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     breaker::breaker(args.into(), item.into()).into()
+}
+
+/// Load shedding at an `async fn`'s entry when the runtime lags. See `resilient::too_busy`.
+#[proc_macro_attribute]
+pub fn too_busy(args: TokenStream, item: TokenStream) -> TokenStream {
+    too_busy::too_busy(args.into(), item.into()).into()
 }
 
 #[cfg(test)]

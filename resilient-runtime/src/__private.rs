@@ -197,3 +197,29 @@ impl fmt::Debug for KeyedSite {
             .finish()
     }
 }
+
+pub use crate::busy::TooBusy;
+
+/// The body of a `#[too_busy]` handler that returns `impl IntoResponse`, as a `Response` through
+/// which a refusal can be a 503.
+#[cfg(feature = "axum")]
+pub fn into_response<T: axum_core::response::IntoResponse>(
+    value: T,
+) -> axum_core::response::Response {
+    value.into_response()
+}
+
+/// Without the `axum` feature, a handler returning `impl IntoResponse` cannot be guarded.
+#[cfg(not(feature = "axum"))]
+pub fn into_response<T: NeedsAxumFeature>(value: T) -> T {
+    value
+}
+
+/// Without the `axum` feature, a handler returning `impl IntoResponse` cannot be guarded.
+#[cfg(not(feature = "axum"))]
+#[diagnostic::on_unimplemented(
+    message = "`#[too_busy]` on a handler returning `impl Trait` needs the `axum` feature of `resilient`",
+    label = "refused calls become a 503 response only with the `axum` feature",
+    note = "add `features = [\"axum\"]` to the `resilient` dependency, or return `Result<T, E>` with `E: From<resilient::Rejected>`"
+)]
+pub trait NeedsAxumFeature {}

@@ -44,6 +44,25 @@ pub(crate) enum Reason {
         circuit: Circuit,
         after: Duration,
     },
+    TooBusy {
+        name: &'static str,
+        signal: BusySignal,
+    },
+}
+
+/// Which `#[too_busy]` signal refused a call.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum BusySignal {
+    /// The runtime's smoothed lag is above `max_lag` (refused with a probability that grows to 1
+    /// at twice `max_lag`).
+    Lag { lag: Duration, max_lag: Duration },
+    /// `limit` calls of the function are already in flight.
+    InFlight { limit: u32 },
+    /// The function's recent mean latency is above `max_latency`.
+    Latency {
+        mean: Duration,
+        max_latency: Duration,
+    },
 }
 
 /// The name (and key) of a breaker, as carried by a [`Rejected`].
@@ -73,6 +92,9 @@ pub enum RejectedKind {
     CircuitHalfOpen,
     /// A call ran past its breaker's `timeout` and was abandoned.
     Timeout,
+    /// `#[too_busy]` shed the call: the runtime lags, too many calls are in flight, or recent
+    /// calls are too slow. The call did not run.
+    TooBusy,
 }
 
 impl Rejected {
@@ -86,7 +108,13 @@ impl Rejected {
             Reason::Open { .. } | Reason::ForcedOpen { .. } => RejectedKind::CircuitOpen,
             Reason::ProbesBusy { .. } => RejectedKind::CircuitHalfOpen,
             Reason::Timeout { .. } => RejectedKind::Timeout,
+            Reason::TooBusy { .. } => RejectedKind::TooBusy,
         }
+    }
+
+    /// True when `#[too_busy]` shed the call.
+    pub fn is_too_busy(&self) -> bool {
+        self.kind() == RejectedKind::TooBusy
     }
 
     /// True when a circuit breaker refused the call because it is open or half-open.
@@ -104,12 +132,15 @@ impl Rejected {
 
     /// The name of the policy instance (for a breaker, its name) that refused the call.
     pub fn name(&self) -> &str {
-        &self.circuit().name
+        match &self.reason {
+            Reason::TooBusy { name, .. } => name,
+            _ => self.circuit().map_or("", |c| &c.name),
+        }
     }
 
     /// The key of the breaker that refused the call, for keyed breakers.
     pub fn key(&self) -> Option<&str> {
-        self.circuit().key.as_deref()
+        self.circuit()?.key.as_deref()
     }
 
     /// How long until the policy will let a call through again, when it knows: for an open breaker,
@@ -121,12 +152,13 @@ impl Rejected {
         }
     }
 
-    fn circuit(&self) -> &Circuit {
+    fn circuit(&self) -> Option<&Circuit> {
         match &self.reason {
             Reason::Open { circuit, .. }
             | Reason::ForcedOpen { circuit }
             | Reason::ProbesBusy { circuit }
-            | Reason::Timeout { circuit, .. } => circuit,
+            | Reason::Timeout { circuit, .. } => Some(circuit),
+            Reason::TooBusy { .. } => None,
         }
     }
 }
@@ -154,6 +186,26 @@ impl fmt::Display for Rejected {
                     "call through {circuit} timed out after {}",
                     Rounded(*after)
                 )
+            }
+            Reason::TooBusy { name, signal } => {
+                write!(f, "`{name}` is too busy: ")?;
+                match signal {
+                    BusySignal::Lag { lag, max_lag } => write!(
+                        f,
+                        "the runtime lags {} (max_lag {})",
+                        Rounded(*lag),
+                        Rounded(*max_lag)
+                    ),
+                    BusySignal::InFlight { limit } => {
+                        write!(f, "{limit} calls are in flight (max_in_flight {limit})")
+                    }
+                    BusySignal::Latency { mean, max_latency } => write!(
+                        f,
+                        "recent calls took {} on average (max_latency {})",
+                        Rounded(*mean),
+                        Rounded(*max_latency)
+                    ),
+                }
             }
         }
     }

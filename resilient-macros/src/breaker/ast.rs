@@ -76,7 +76,7 @@ impl Breaker {
                 "count_if" => arg.expr("is_transient").map(|v| out.count_if = Some(v)),
                 "idle_timeout" => arg.duration().map(|v| out.idle_timeout = Some(v)),
                 "max_keys" => arg.count().map(|v| out.max_keys = Some(v)),
-                "crate" => arg.string("::resilient").map(|v| out.krate = Some(v)),
+                "crate" => arg.krate().map(|v| out.krate = Some(v)),
                 _ => unreachable!("args::parse keeps known names only"),
             };
             if let Err(error) = parsed {

@@ -29,13 +29,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
         sig,
         block,
     } = func.clone();
-    let krate = match &attr.krate {
-        Some(k) => k
-            .value
-            .parse::<syn::Path>()
-            .map_or_else(|e| e.to_compile_error(), |p| p.into_token_stream()),
-        None => quote!(::resilient),
-    };
+    let krate = crate::args::krate_path(attr.krate.as_ref());
     // The default name is the fn's path, read off a marker fn declared beside the site (so that
     // `A::get` and `B::get` in one module get two breakers).
     let (marker, name) = match &attr.name {

@@ -13,7 +13,7 @@ pub(crate) fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let attr = ast::Breaker::from_args(args, &mut errors);
     attr.validate(&mut errors);
-    let func = func::parse(item.clone(), "breaker", &mut errors);
+    let func = func::parse(item.clone(), "breaker", func::Returns::Result, &mut errors);
     match (errors.finish(), func) {
         (Ok(()), Some(func)) => expand::expand(&attr, func),
         // Emit the item unchanged next to the errors, so that one typo does not turn every use of

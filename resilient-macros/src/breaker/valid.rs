@@ -107,13 +107,5 @@ impl Breaker {
                 errors.push(name.span, "`name` must not be empty");
             }
         }
-        if let Some(krate) = &self.krate {
-            if let Err(error) = krate.value.parse::<syn::Path>() {
-                errors.push(
-                    krate.span,
-                    format_args!("`crate` must be a path such as \"::resilient\": {error}"),
-                );
-            }
-        }
     }
 }

@@ -1,0 +1,70 @@
+//! The expansion: the fn keeps its signature; its body runs behind a static guard.
+//!
+//! ```ignore
+//! async fn handler(req: Request) -> Result<Response, AppError> {
+//!     {
+//!         static TOO_BUSY: ::resilient::__private::TooBusy =
+//!             ::resilient::__private::TooBusy::new("my_app::handler").max_in_flight(256);
+//!         &TOO_BUSY
+//!     }
+//!     .call(async move { /* the original body */ })
+//!     .await
+//! }
+//! ```
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned, ToTokens};
+use syn::{ItemFn, ReturnType, Type};
+
+use super::ast::TooBusy;
+use crate::args::duration_tokens;
+use crate::func;
+
+pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
+    let krate = crate::args::krate_path(attr.krate.as_ref());
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = func.clone();
+    let ident = sig.ident.to_string();
+    let ident = ident.trim_start_matches("r#");
+    let mut options = Vec::new();
+    if let Some(v) = &attr.max_lag {
+        let d = duration_tokens(v.value);
+        options.push(quote!(.max_lag(#d)));
+    }
+    if let Some(v) = &attr.max_in_flight {
+        let n = proc_macro2::Literal::u32_unsuffixed(v.value);
+        options.push(quote!(.max_in_flight(#n)));
+    }
+    if let Some(v) = &attr.max_latency {
+        let d = duration_tokens(v.value);
+        options.push(quote!(.max_latency(#d)));
+    }
+    let ret_span = func::error_type_span(&func);
+    // An `impl IntoResponse` body is turned into a `Response` (the `axum` feature), through
+    // which a refusal can be a 503.
+    let body = match &sig.output {
+        ReturnType::Type(_, ty) if matches!(**ty, Type::ImplTrait(_)) => quote! {
+            async move { #krate::__private::into_response(async move #block.await) }
+        },
+        _ => quote!(async move #block),
+    };
+    let call = quote_spanned!(ret_span=> call(#body));
+    let name = quote!(::core::concat!(::core::module_path!(), "::", #ident));
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            {
+                static TOO_BUSY: #krate::__private::TooBusy =
+                    #krate::__private::TooBusy::new(#name) #(#options)*;
+                &TOO_BUSY
+            }
+            .#call
+            .await
+        }
+    }
+    .into_token_stream()
+}

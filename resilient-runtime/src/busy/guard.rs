@@ -1,0 +1,306 @@
+//! A `#[too_busy]` guard: the signals it checks at a call's entry, and the call future.
+
+use std::cell::Cell;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+use tokio::time::Instant;
+
+use super::monitor::{current_lag, max_lag};
+use super::rules::shed_probability;
+use crate::rejected::{BusySignal, Reason, Rejected};
+
+/// A return type through which a call can be refused: `Result<T, E>` with `E: From<Rejected>`,
+/// and, with the `axum` feature, `axum::response::Response` (a `503 Service Unavailable` with a
+/// `Retry-After` header). Implement it for your own response type to guard handlers that return it.
+#[diagnostic::on_unimplemented(
+    message = "`#[too_busy]` cannot refuse a call through `{Self}`",
+    label = "the guard refuses by returning this type",
+    note = "supported: `Result<T, E>` with `E: From<resilient::Rejected>`; with the `axum` feature, `axum::response::Response` and `impl IntoResponse`; or implement `resilient::busy::Refuse`"
+)]
+pub trait Refuse {
+    /// The value a refused call returns.
+    fn refused(rejected: Rejected) -> Self;
+}
+
+impl<T, E: From<Rejected>> Refuse for Result<T, E> {
+    fn refused(rejected: Rejected) -> Self {
+        Err(E::from(rejected))
+    }
+}
+
+/// Load shedding at a function's entry: refuses a call when the runtime lags past `max_lag`
+/// (probabilistically, as toobusy-js), when `max_in_flight` calls are already running, or when
+/// recent calls took longer than `max_latency` on average. What `#[too_busy]` expands to.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient_runtime::busy::TooBusy;
+///
+/// static GUARD: TooBusy = TooBusy::new("search").max_in_flight(2);
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let slow = || GUARD.call(async {
+///     tokio::time::sleep(Duration::from_millis(50)).await;
+///     Ok::<_, resilient_runtime::Rejected>(())
+/// });
+/// let (a, b, c) = tokio::join!(slow(), slow(), slow());
+/// assert!(a.is_ok() && b.is_ok());
+/// assert!(c.unwrap_err().is_too_busy()); // the third was refused at once
+/// # }
+/// ```
+pub struct TooBusy {
+    name: &'static str,
+    max_lag: Option<Duration>,
+    max_in_flight: u32,
+    max_latency: Option<Duration>,
+    in_flight: AtomicU32,
+    /// Mean latency of recent calls (exponentially weighted), in ns.
+    latency_ns: AtomicU64,
+    /// When `latency_ns` was last updated, in ns since `base`.
+    latency_at: AtomicU64,
+    base: OnceLock<Instant>,
+}
+
+/// A latency mean older than this no longer refuses calls, so that a function whose calls are all
+/// refused lets one through now and then and can learn that it recovered.
+const LATENCY_HORIZON: Duration = Duration::from_secs(1);
+/// Weight of a new latency sample.
+const LATENCY_WEIGHT: f64 = 0.2;
+
+impl TooBusy {
+    /// A guard called `name` (used in messages and events) that checks the runtime's lag against
+    /// the default `max_lag` ([`set_max_lag`](super::set_max_lag), 70 ms unless changed).
+    pub const fn new(name: &'static str) -> Self {
+        TooBusy {
+            name,
+            max_lag: None,
+            max_in_flight: 0,
+            max_latency: None,
+            in_flight: AtomicU32::new(0),
+            latency_ns: AtomicU64::new(0),
+            latency_at: AtomicU64::new(0),
+            base: OnceLock::new(),
+        }
+    }
+
+    /// Refuses calls when the runtime's smoothed lag passes `max_lag`: with probability
+    /// `(lag - max_lag) / max_lag`, so always at twice `max_lag`.
+    pub const fn max_lag(mut self, max_lag: Duration) -> Self {
+        self.max_lag = Some(max_lag);
+        self
+    }
+
+    /// Refuses a call when `limit` calls are already in flight (0: no limit).
+    pub const fn max_in_flight(mut self, limit: u32) -> Self {
+        self.max_in_flight = limit;
+        self
+    }
+
+    /// Refuses calls while the mean latency of recent calls is above `max_latency`.
+    pub const fn max_latency(mut self, max_latency: Duration) -> Self {
+        self.max_latency = Some(max_latency);
+        self
+    }
+
+    /// The guard's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Calls in flight right now (counted only with `max_in_flight`).
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.load(Relaxed)
+    }
+
+    /// The mean latency of recent calls (measured only with `max_latency`).
+    pub fn recent_latency(&self) -> Duration {
+        Duration::from_nanos(self.latency_ns.load(Relaxed))
+    }
+
+    /// Runs `body` unless a signal refuses it; a refused call returns `R::refused(Rejected)` at
+    /// once, without running the body.
+    pub fn call<F>(&'static self, body: F) -> BusyCall<F>
+    where
+        F: Future,
+        F::Output: Refuse,
+    {
+        BusyCall {
+            guard: self,
+            stage: Stage::New,
+            body,
+        }
+    }
+
+    /// The entry check: `Ok(start)` admits the call (`start` is set when latency is measured).
+    #[inline]
+    fn admit(&self) -> Result<Option<Instant>, Rejected> {
+        if let Some(lag) = current_lag() {
+            let max_lag = self.max_lag.unwrap_or_else(max_lag);
+            if lag > max_lag && random() < shed_probability(lag, max_lag) {
+                return Err(self.refuse(BusySignal::Lag { lag, max_lag }));
+            }
+        }
+        if let Some(max_latency) = self.max_latency {
+            let mean = self.latency_ns.load(Relaxed);
+            if mean > max_latency.as_nanos() as u64 {
+                let fresh = self
+                    .elapsed_ns()
+                    .saturating_sub(self.latency_at.load(Relaxed))
+                    < LATENCY_HORIZON.as_nanos() as u64;
+                if fresh {
+                    return Err(self.refuse(BusySignal::Latency {
+                        mean: Duration::from_nanos(mean),
+                        max_latency,
+                    }));
+                }
+            }
+        }
+        if self.max_in_flight > 0 && self.in_flight.fetch_add(1, Relaxed) >= self.max_in_flight {
+            self.in_flight.fetch_sub(1, Relaxed);
+            return Err(self.refuse(BusySignal::InFlight {
+                limit: self.max_in_flight,
+            }));
+        }
+        Ok(self.max_latency.map(|_| Instant::now()))
+    }
+
+    fn done(&self, start: Option<Instant>) {
+        if self.max_in_flight > 0 {
+            self.in_flight.fetch_sub(1, Relaxed);
+        }
+        if let Some(start) = start {
+            let sample = start.elapsed().as_nanos() as f64;
+            let mean = self.latency_ns.load(Relaxed) as f64;
+            let next = if self.latency_at.load(Relaxed) == 0 {
+                sample
+            } else {
+                LATENCY_WEIGHT * sample + (1.0 - LATENCY_WEIGHT) * mean
+            };
+            self.latency_ns.store(next as u64, Relaxed);
+            self.latency_at.store(self.elapsed_ns().max(1), Relaxed);
+        }
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        let base = *self.base.get_or_init(Instant::now);
+        base.elapsed().as_nanos() as u64
+    }
+
+    #[cold]
+    fn refuse(&self, signal: BusySignal) -> Rejected {
+        tracing::debug!(target: "resilient::too_busy", guard = self.name, ?signal, "call refused");
+        Rejected::new(Reason::TooBusy {
+            name: self.name,
+            signal,
+        })
+    }
+}
+
+impl fmt::Debug for TooBusy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TooBusy")
+            .field("name", &self.name)
+            .field("max_lag", &self.max_lag)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("max_latency", &self.max_latency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A uniform number in [0, 1) from a thread-local xorshift: refusals need no lock and no
+/// cryptographic quality.
+fn random() -> f64 {
+    thread_local! {
+        static STATE: Cell<u64> = const { Cell::new(0) };
+    }
+    STATE.with(|state| {
+        let mut x = state.get();
+        if x == 0 {
+            // Seed from the thread's stack address and the clock; never zero.
+            x = (&x as *const u64 as u64) ^ (Instant::now().elapsed().as_nanos() as u64) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    })
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Stage {
+    New,
+    Running(Option<Instant>),
+    Done,
+}
+
+pin_project! {
+    /// The future of a call through a [`TooBusy`] guard.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct BusyCall<F> {
+        guard: &'static TooBusy,
+        stage: Stage,
+        #[pin]
+        body: F,
+    }
+
+    impl<F> PinnedDrop for BusyCall<F> {
+        fn drop(this: Pin<&mut Self>) {
+            // A call dropped before it finished still leaves the in-flight count.
+            let this = this.project();
+            if let Stage::Running(_) = this.stage {
+                if this.guard.max_in_flight > 0 {
+                    this.guard.in_flight.fetch_sub(1, Relaxed);
+                }
+            }
+        }
+    }
+}
+
+impl<F> Future for BusyCall<F>
+where
+    F: Future,
+    F::Output: Refuse,
+{
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let start = match *this.stage {
+            Stage::Running(start) => start,
+            Stage::New => match this.guard.admit() {
+                Ok(start) => {
+                    *this.stage = Stage::Running(start);
+                    start
+                }
+                Err(rejected) => {
+                    *this.stage = Stage::Done;
+                    return Poll::Ready(F::Output::refused(rejected));
+                }
+            },
+            Stage::Done => panic!("a `#[too_busy]` call was polled after it completed"),
+        };
+        let output = std::task::ready!(this.body.poll(cx));
+        *this.stage = Stage::Done;
+        this.guard.done(start);
+        Poll::Ready(output)
+    }
+}
+
+impl<F> fmt::Debug for BusyCall<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BusyCall")
+            .field("guard", &self.guard.name)
+            .field("stage", &self.stage)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,192 @@
+//! The lag monitor: a task on the caller's runtime that sleeps `interval`, measures how late it
+//! woke, and keeps the smoothed lag where a guarded call can read it with one load.
+//!
+//! One monitor per thread that runs guarded calls: on a current-thread runtime that is the
+//! runtime; on a multi-thread runtime each worker gets its own probe, which tokio mostly runs on
+//! that worker, so a handler sees the lag of the worker it runs on and one idle worker does not
+//! hide the others' overload. A monitor dies with its runtime and is started again, on the
+//! caller's runtime, by the next guarded call.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::rules::{Recovery, Smoothing};
+
+/// Default `interval`: how often a monitor samples the lag.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+/// Default `max_lag` of `#[too_busy]` when the attribute gives none (toobusy-js's 70 ms).
+pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(70);
+
+static INTERVAL_NS: AtomicU64 = AtomicU64::new(DEFAULT_INTERVAL.as_nanos() as u64);
+static MAX_LAG_NS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LAG.as_nanos() as u64);
+/// The smoothing factor's bits (f64), 0 meaning the default (1/3).
+static FACTOR_BITS: AtomicU64 = AtomicU64::new(0);
+/// 0: fast recovery (the default), 1: toobusy-js's original.
+static RECOVERY: AtomicU8 = AtomicU8::new(0);
+
+/// Sets how often monitors sample the lag (toobusy-js's `interval`). Applies from each monitor's
+/// next sample. Values below 1 ms are raised to 1 ms (tokio's timer resolution).
+pub fn set_interval(interval: Duration) {
+    let interval = interval.max(Duration::from_millis(1));
+    INTERVAL_NS.store(interval.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
+}
+
+/// How often monitors sample the lag.
+pub fn interval() -> Duration {
+    Duration::from_nanos(INTERVAL_NS.load(Relaxed))
+}
+
+/// Sets the `max_lag` that `#[too_busy]` uses when the attribute gives none, and that monitors cap
+/// samples by (at twice it) under [`Recovery::Fast`]. Zero is ignored.
+pub fn set_max_lag(max_lag: Duration) {
+    if !max_lag.is_zero() {
+        MAX_LAG_NS.store(max_lag.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
+    }
+}
+
+/// The default `max_lag`.
+pub fn max_lag() -> Duration {
+    Duration::from_nanos(MAX_LAG_NS.load(Relaxed))
+}
+
+/// Sets how monitors smooth their samples (factor and recovery mode).
+pub fn set_smoothing(smoothing: Smoothing) {
+    FACTOR_BITS.store(smoothing.factor().to_bits(), Relaxed);
+    RECOVERY.store(
+        u8::from(smoothing.recovery() == Recovery::Original),
+        Relaxed,
+    );
+}
+
+/// How monitors smooth their samples.
+pub fn smoothing() -> Smoothing {
+    let recovery = if RECOVERY.load(Relaxed) == 1 {
+        Recovery::Original
+    } else {
+        Recovery::Fast
+    };
+    let bits = FACTOR_BITS.load(Relaxed);
+    let factor = if bits == 0 {
+        Smoothing::default().factor()
+    } else {
+        f64::from_bits(bits)
+    };
+    Smoothing::new(factor, recovery).unwrap_or_default()
+}
+
+pub(crate) struct Monitor {
+    lag_ns: AtomicU64,
+    alive: AtomicBool,
+}
+
+/// Every monitor started, for [`lag`].
+static MONITORS: Mutex<Vec<Weak<Monitor>>> = Mutex::new(Vec::new());
+
+type LagCallback = Arc<dyn Fn(Duration) + Send + Sync>;
+static ON_LAG: RwLock<Vec<(Duration, LagCallback)>> = RwLock::new(Vec::new());
+
+/// Calls `callback` with the smoothed lag after every sample at or above `threshold`
+/// (toobusy-js's `onLag`), from the monitor's task. Keep it short.
+pub fn on_lag<F>(threshold: Duration, callback: F)
+where
+    F: Fn(Duration) + Send + Sync + 'static,
+{
+    ON_LAG
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((threshold, Arc::new(callback)));
+}
+
+/// The highest smoothed lag among the running monitors (zero when none runs).
+pub fn lag() -> Duration {
+    let monitors = MONITORS.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = monitors
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|m| m.alive.load(Relaxed))
+        .map(|m| m.lag_ns.load(Relaxed))
+        .max()
+        .unwrap_or(0);
+    Duration::from_nanos(ns)
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Arc<Monitor>>> = const { RefCell::new(None) };
+}
+
+/// The smoothed lag seen by this thread's monitor, starting one on the current tokio runtime if
+/// there is none (or it died with its runtime). `None` outside a tokio runtime.
+#[inline]
+pub(crate) fn current_lag() -> Option<Duration> {
+    LOCAL.with(|local| {
+        if let Some(monitor) = &*local.borrow() {
+            if monitor.alive.load(Relaxed) {
+                return Some(Duration::from_nanos(monitor.lag_ns.load(Relaxed)));
+            }
+        }
+        start(local)
+    })
+}
+
+#[cold]
+fn start(local: &RefCell<Option<Arc<Monitor>>>) -> Option<Duration> {
+    let handle = tokio::runtime::Handle::try_current().ok()?;
+    let monitor = Arc::new(Monitor {
+        lag_ns: AtomicU64::new(0),
+        alive: AtomicBool::new(true),
+    });
+    {
+        let mut monitors = MONITORS.lock().unwrap_or_else(|e| e.into_inner());
+        monitors.retain(|m| m.strong_count() > 0);
+        monitors.push(Arc::downgrade(&monitor));
+    }
+    drop(handle.spawn(run(monitor.clone())));
+    *local.borrow_mut() = Some(monitor);
+    Some(Duration::ZERO)
+}
+
+/// Marks the monitor dead when its task is dropped (its runtime shut down).
+struct Alive(Arc<Monitor>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.alive.store(false, Relaxed);
+    }
+}
+
+async fn run(monitor: Arc<Monitor>) {
+    let alive = Alive(monitor);
+    let mut lag = Duration::ZERO;
+    let mut above = false;
+    loop {
+        let due = Instant::now() + interval();
+        tokio::time::sleep_until(due).await;
+        let sample = Instant::now().saturating_duration_since(due);
+        let max_lag = max_lag();
+        lag = smoothing().next(lag, sample, max_lag);
+        alive.0.lag_ns.store(lag.as_nanos() as u64, Relaxed);
+        tracing::trace!(target: "resilient::too_busy", ?sample, ?lag, "runtime lag sample");
+        if (lag > max_lag) != above {
+            above = lag > max_lag;
+            if above {
+                tracing::warn!(target: "resilient::too_busy", ?lag, ?max_lag, "runtime lag above max_lag: shedding load");
+            } else {
+                tracing::info!(target: "resilient::too_busy", ?lag, ?max_lag, "runtime lag back below max_lag");
+            }
+        }
+        let callbacks: Vec<LagCallback> = ON_LAG
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(threshold, _)| lag >= *threshold)
+            .map(|(_, callback)| callback.clone())
+            .collect();
+        for callback in callbacks {
+            callback(lag);
+        }
+    }
+}
