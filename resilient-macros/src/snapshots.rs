@@ -6,22 +6,22 @@ use std::path::Path;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
-/// Expands every `#[breaker]` on the fns and methods of `source`.
+/// Expands every `#[breaker]` and `#[too_busy]` on the fns and methods of `source`.
 fn expand_file(source: &str) -> String {
     let mut file: syn::File = syn::parse_str(source).expect("the input parses");
     for item in &mut file.items {
         match item {
             syn::Item::Fn(func) => {
-                if let Some(args) = take_attr(&mut func.attrs) {
-                    let out = crate::breaker::breaker(args, func.to_token_stream());
+                if let Some((expand, args)) = take_attr(&mut func.attrs) {
+                    let out = expand(args, func.to_token_stream());
                     *func = syn::parse2(out).expect("the expansion parses");
                 }
             }
             syn::Item::Impl(block) => {
                 for item in &mut block.items {
                     if let syn::ImplItem::Fn(func) = item {
-                        if let Some(args) = take_attr(&mut func.attrs) {
-                            let out = crate::breaker::breaker(args, func.to_token_stream());
+                        if let Some((expand, args)) = take_attr(&mut func.attrs) {
+                            let out = expand(args, func.to_token_stream());
                             *func = syn::parse2(out).expect("the expansion parses");
                         }
                     }
@@ -33,13 +33,25 @@ fn expand_file(source: &str) -> String {
     prettyplease::unparse(&file)
 }
 
-/// Takes `#[breaker(...)]` off `attrs`, returning its arguments.
-fn take_attr(attrs: &mut Vec<syn::Attribute>) -> Option<TokenStream> {
-    let position = attrs.iter().position(|a| a.path().is_ident("breaker"))?;
-    match attrs.remove(position).meta {
-        syn::Meta::List(list) => Some(list.tokens),
-        _ => Some(TokenStream::new()),
-    }
+type Expand = fn(TokenStream, TokenStream) -> TokenStream;
+
+/// Takes the first known attribute off `attrs`, returning its expansion and arguments.
+fn take_attr(attrs: &mut Vec<syn::Attribute>) -> Option<(Expand, TokenStream)> {
+    let known: [(&str, Expand); 2] = [
+        ("breaker", crate::breaker::breaker),
+        ("too_busy", crate::too_busy::too_busy),
+    ];
+    let (position, expand) = attrs.iter().enumerate().find_map(|(i, a)| {
+        known
+            .iter()
+            .find(|(name, _)| a.path().is_ident(name))
+            .map(|(_, expand)| (i, *expand))
+    })?;
+    let args = match attrs.remove(position).meta {
+        syn::Meta::List(list) => list.tokens,
+        _ => TokenStream::new(),
+    };
+    Some((expand, args))
 }
 
 #[test]

@@ -1,0 +1,23 @@
+async fn handler(State(app): State<App>, Json(order): Json<Order>) -> impl IntoResponse {
+    {
+        static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::new(
+                ::core::concat!(::core::module_path!(), "::", "handler"),
+            )
+            .max_lag(::core::time::Duration::from_millis(50))
+            .max_in_flight(256)
+            .max_latency(::core::time::Duration::from_millis(200));
+        &TOO_BUSY
+    }
+        .call(async move {
+            ::resilient::__private::into_response(
+                async move {
+                    if order.items.is_empty() {
+                        return (StatusCode::BAD_REQUEST, "empty order").into_response();
+                    }
+                    app.place(order).await.into_response()
+                }
+                    .await,
+            )
+        })
+        .await
+}

@@ -1,0 +1,11 @@
+/// Serves a search.
+pub async fn search(query: String) -> Result<Hits, AppError> {
+    {
+        static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::new(
+            ::core::concat!(::core::module_path!(), "::", "search"),
+        );
+        &TOO_BUSY
+    }
+        .call(async move { index().search(&query).await })
+        .await
+}
