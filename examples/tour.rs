@@ -6,15 +6,17 @@
 //! ```
 //!
 //! The tour starts small axum servers on `127.0.0.1:0`, calls them with reqwest through functions
-//! annotated with `#[breaker(...)]`, makes the servers misbehave on purpose, and narrates what the
-//! breaker does. Every claim it prints is also checked: if the library does not behave as narrated,
-//! the tour stops with an error and a nonzero exit status, so it doubles as a smoke test.
+//! annotated with `#[breaker(...)]`, guards server handlers with `#[too_busy(...)]`, makes the
+//! servers misbehave or overloads them on purpose, and narrates what the policies do. Every claim it
+//! prints is also checked: if the library does not behave as narrated, the tour stops with an error
+//! and a nonzero exit status, so it doubles as a smoke test.
 //!
 //! Sections (each one is an `async fn` called from `main`, with its annotated functions above it):
 //!
 //! 1. A circuit breaker at work: healthy, flaky, open, half-open, closed again.
 //! 2. `capacity`: the open time derived from `timeout`.
 //! 3. Keyed breakers: one breaker per host.
+//! 4. `#[too_busy]`: a handler sheds load at its entry (in-flight cap, runtime lag) and recovers.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -25,7 +27,8 @@ use anyhow::{bail, ensure, Context as _};
 // `breaker` is both the attribute and the module (`breaker::get`, `breaker::subscribe`, ...): one
 // `use` brings in both. (`use resilient::breaker::{self}` would bring in the module only.)
 use resilient::breaker::State;
-use resilient::{breaker, Rejected};
+use resilient::busy::{self, shed_probability, Smoothing};
+use resilient::{breaker, too_busy, Rejected};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -36,7 +39,9 @@ async fn main() -> anyhow::Result<()> {
         !breaker::disabled(),
         "RESILIENT_DISABLED is set, so every breaker lets calls through; unset it to run the tour"
     );
-    println!("resilient tour: circuit breakers against real HTTP servers on 127.0.0.1");
+    println!(
+        "resilient tour: circuit breakers and load shedding against real HTTP servers on 127.0.0.1"
+    );
     println!(
         "(lines starting with `>>` are state changes reported by resilient::breaker::subscribe)"
     );
@@ -45,10 +50,11 @@ async fn main() -> anyhow::Result<()> {
     breaker_at_work(&tour).await?;
     capacity(&tour).await?;
     keyed_by_host(&tour).await?;
-    // Further sections (`#[too_busy]`, `#[race_retry]`) go here: one `async fn` each, defined
-    // below the last numbered section and above "The stage".
+    too_busy_handlers(&tour).await?;
+    // Further sections (`#[race_retry]`) go here: one `async fn` each, defined below the last
+    // numbered section and above "The stage".
 
-    println!("\nTour complete: every breaker behaved as narrated.");
+    println!("\nTour complete: every policy behaved as narrated.");
     Ok(())
 }
 
@@ -491,6 +497,406 @@ async fn keyed_by_host(tour: &Tour) -> anyhow::Result<()> {
 }
 
 // ================================================================================================
+// 4. `#[too_busy]`: load shedding at a handler's entry
+// ================================================================================================
+
+/// The error type of the handlers below. `#[too_busy]` refuses a call by returning
+/// `Err(AppError::from(rejected))`, and axum turns the error into a response. (A real app's error
+/// has more variants; here a refusal is all that can go wrong.)
+#[derive(Debug)]
+struct AppError(Rejected);
+
+impl From<Rejected> for AppError {
+    fn from(rejected: Rejected) -> Self {
+        AppError(rejected)
+    }
+}
+
+/// A refusal is `503 Service Unavailable`, with a `Retry-After` header (the refusal's own hint when
+/// it has one, else 1 s) and the refusal's message as the body. With the `axum` feature, `Rejected`
+/// is itself an `IntoResponse` that does exactly this, and guarded handlers may also return
+/// `impl IntoResponse`; the tour runs without features, so it spells it out.
+impl axum::response::IntoResponse for AppError {
+    fn into_response(self) -> axum::response::Response {
+        let AppError(rejected) = self;
+        let seconds = rejected
+            .retry_after()
+            .map_or(1, |hint| hint.as_secs_f64().ceil() as u64)
+            .max(1);
+        (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            [(axum::http::header::RETRY_AFTER, seconds.to_string())],
+            rejected.to_string(),
+        )
+            .into_response()
+    }
+}
+
+/// The thumbnail service: how many calls are inside the handler, and a switch the tour flips to let
+/// their work finish, so that "two calls in flight" lasts exactly as long as the tour needs.
+struct Thumbnails {
+    inside: AtomicU64,
+    made: AtomicU64,
+    finish: tokio::sync::watch::Sender<bool>,
+}
+
+/// Renders a thumbnail: two at a time at most; a third concurrent call is refused at the door.
+#[too_busy(max_in_flight = 2)]
+async fn thumbnail(
+    axum::extract::State(work): axum::extract::State<Arc<Thumbnails>>,
+) -> Result<String, AppError> {
+    work.inside.fetch_add(1, Ordering::SeqCst);
+    // The work itself: here, waiting until the tour says it is done.
+    let _ = work.finish.subscribe().wait_for(|done| *done).await;
+    work.inside.fetch_sub(1, Ordering::SeqCst);
+    let n = work.made.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(format!("thumbnail #{n}"))
+}
+
+/// The `max_lag` of `search`.
+const SEARCH_MAX_LAG: Duration = Duration::from_millis(50);
+
+/// Searches the catalogue: refused while the runtime it runs on lags more than 50ms.
+#[too_busy(max_lag = "50ms")]
+async fn search() -> Result<String, AppError> {
+    Ok("3 results".to_string())
+}
+
+/// The culprit of 4.3: CPU-bound work run on the async runtime itself, a common mistake. It
+/// computes in `slice`-long stretches and yields between them (as cooperative code should, but far
+/// too rarely), until `total` has passed. Returns when it ended.
+async fn reindex(total: Duration, slice: Duration) -> Instant {
+    let started = Instant::now();
+    let mut checksum = 0u64;
+    while started.elapsed() < total {
+        let stretch = Instant::now();
+        while stretch.elapsed() < slice {
+            checksum = std::hint::black_box(checksum.wrapping_mul(31).wrapping_add(7));
+        }
+        tokio::task::yield_now().await;
+    }
+    Instant::now()
+}
+
+async fn too_busy_handlers(tour: &Tour) -> anyhow::Result<()> {
+    tour.section("4. `#[too_busy]`: load shedding at a handler's entry");
+    println!(
+        "The handlers here return Result<String, AppError>. AppError implements From<Rejected>,"
+    );
+    println!("so the guard can refuse through it, and IntoResponse: a refusal becomes");
+    println!("`503 Service Unavailable` with a `Retry-After` header and the reason as its body.");
+    in_flight_cap(tour).await?;
+    runtime_lag(tour).await
+}
+
+/// The next reply from requests sent concurrently, each tagged with its number; at most 3 s away.
+async fn next_reply(
+    replies: &mut tokio::sync::mpsc::UnboundedReceiver<(u32, anyhow::Result<Reply>)>,
+) -> anyhow::Result<(u32, Reply)> {
+    let (i, reply) = tokio::time::timeout(Duration::from_secs(3), replies.recv())
+        .await
+        .ok()
+        .flatten()
+        .context("fewer replies than expected within 3s")?;
+    Ok((i, reply?))
+}
+
+async fn in_flight_cap(tour: &Tour) -> anyhow::Result<()> {
+    let (finish, _) = tokio::sync::watch::channel(false);
+    let work = Arc::new(Thumbnails {
+        inside: AtomicU64::new(0),
+        made: AtomicU64::new(0),
+        finish,
+    });
+    let app = axum::Router::new()
+        .route("/thumbnail", axum::routing::get(thumbnail))
+        .with_state(work.clone());
+    let url = format!("http://{}/thumbnail", serve("thumbnails", app).await?);
+    println!("\nserver `thumbnails` listens on {url}");
+    println!(
+        r#"
+    #[too_busy(max_in_flight = 2)]
+    async fn thumbnail(State(work): State<Arc<Thumbnails>>) -> Result<String, AppError>"#
+    );
+
+    tour.step(
+        "4.1 `max_in_flight`: five requests at once; two are admitted, three refused at once.",
+    );
+    println!("    [an admitted call keeps its slot until the tour lets its work finish]");
+    let (sink, mut replies) = tokio::sync::mpsc::unbounded_channel();
+    for i in 1..=5 {
+        let (client, url, sink) = (tour.client.clone(), url.clone(), sink.clone());
+        tokio::spawn(async move {
+            let _ = sink.send((i, fetch(&client, &url).await));
+        });
+    }
+    drop(sink);
+    let mut bodies = Vec::new();
+    for _ in 0..3 {
+        let (i, reply) = next_reply(&mut replies)
+            .await
+            .context("expected three immediate refusals (were more than two calls admitted?)")?;
+        ensure!(
+            reply.status == reqwest::StatusCode::SERVICE_UNAVAILABLE,
+            "request {i} got {} while two calls were in flight; expected 503",
+            reply.status
+        );
+        ensure!(
+            reply.took < Duration::from_millis(500),
+            "a refusal took {:?}; it should be immediate",
+            reply.took
+        );
+        ensure!(
+            reply.retry_after.as_deref() == Some("1"),
+            "expected `Retry-After: 1`, got {:?}",
+            reply.retry_after
+        );
+        println!(
+            "    request {i} -> {} in {} (Retry-After: 1)",
+            reply.status,
+            millis(reply.took)
+        );
+        bodies.push(reply.body);
+    }
+    bodies.dedup();
+    ensure!(
+        bodies.len() == 1 && bodies[0].contains("in flight"),
+        "expected the in-flight cap to refuse all three, got {bodies:?}"
+    );
+    println!("    each with the body: {}", bodies[0]);
+    let inside = wait_for(Duration::from_secs(1), || {
+        work.inside.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    ensure!(
+        inside,
+        "expected 2 calls inside `thumbnail`, saw {}",
+        work.inside.load(Ordering::SeqCst)
+    );
+    println!("    Meanwhile 2 calls are inside `thumbnail`, holding both slots. The refused ones");
+    println!("    did not wait in a queue, and never entered its body.");
+
+    println!("    [the tour lets the two admitted calls finish]");
+    work.finish.send_replace(true);
+    for _ in 0..2 {
+        let (i, reply) = next_reply(&mut replies)
+            .await
+            .context("the two admitted calls did not finish")?;
+        ensure!(
+            reply.status == reqwest::StatusCode::OK,
+            "admitted request {i} got {}: {}",
+            reply.status,
+            reply.body
+        );
+        println!(
+            "    request {i} -> {} in {}: {:?}",
+            reply.status,
+            millis(reply.took),
+            reply.body
+        );
+    }
+    let reply = fetch(&tour.client, &url).await?;
+    ensure!(
+        reply.status == reqwest::StatusCode::OK,
+        "with both slots free, a call got {}: {}",
+        reply.status,
+        reply.body
+    );
+    println!(
+        "    request 6 -> {} in {}: {:?}   (the slots are free again)",
+        reply.status,
+        millis(reply.took),
+        reply.body
+    );
+    Ok(())
+}
+
+async fn runtime_lag(tour: &Tour) -> anyhow::Result<()> {
+    let app = axum::Router::new().route("/search", axum::routing::get(search));
+    let server = SingleThreadServer::start("search", app)?;
+    let url = server.url("/search");
+    println!("\nserver `search` listens on {url}, on a current-thread runtime");
+    println!("of its own: one thread does all its work, as in a Node server");
+    println!(
+        r#"
+    #[too_busy(max_lag = "50ms")]
+    async fn search() -> Result<String, AppError>"#
+    );
+
+    tour.step("4.2 `max_lag`: while the server is idle, its runtime does not lag.");
+    for _ in 0..3 {
+        let reply = fetch(&tour.client, &url).await?;
+        ensure!(
+            reply.status == reqwest::StatusCode::OK,
+            "the idle server refused a call: {}",
+            reply.body
+        );
+        println!(
+            "    call -> {} in {}: {:?}",
+            reply.status,
+            millis(reply.took),
+            reply.body
+        );
+    }
+    let interval = busy::interval();
+    println!("    The first guarded call started a lag monitor on the server's runtime: every");
+    println!(
+        "    {interval:?} (busy::interval()) it sleeps, measures how late it woke, and smooths"
+    );
+    println!(
+        "    the samples. A call is refused with probability (lag - max_lag) / max_lag: never"
+    );
+    println!("    while the lag is under 50ms, always from 100ms.");
+    tokio::time::sleep(3 * interval).await;
+    let idle = busy::lag();
+    ensure!(
+        idle < SEARCH_MAX_LAG,
+        "the idle server already lags {idle:?}"
+    );
+    println!("    busy::lag() -> {}", millis(idle));
+    // toobusy-js's `onLag`: the monitor calls it after every sample at or above the threshold.
+    let peak = Arc::new(AtomicU64::new(0));
+    let seen = peak.clone();
+    busy::on_lag(SEARCH_MAX_LAG, move |lag| {
+        seen.fetch_max(lag.as_nanos() as u64, Ordering::SeqCst);
+    });
+
+    // The monitor samples only between stretches, once per stretch; a 250ms stretch makes it wake
+    // 150ms late, more than the 140ms cap (twice the default max_lag), so the lag climbs the same
+    // way every run: 47, 78, 98, 112, 122ms, ... and from the 4th sample on every call is refused.
+    let (total, slice) = (Duration::from_millis(2500), Duration::from_millis(250));
+    tour.step("4.3 A CPU-bound job lands on the server's thread: it computes in 250ms stretches,");
+    println!(
+        "    yielding between them, for 2.5s. A client calls /search every 50ms meanwhile; each"
+    );
+    println!("    call waits for the current stretch to end, then the guard looks at the lag.");
+    println!("    (+time: when the answer came, from the job's start; lag: busy::lag() just then;");
+    println!("    a refusal quotes the lag the guard saw)");
+    let started = Instant::now();
+    let mut job = server.runtime.spawn(reindex(total, slice));
+    let mut ended: Option<Instant> = None;
+    let (mut ok_during, mut refused_during) = (0, 0);
+    let mut back_after = None;
+    let mut ok_in_a_row = 0;
+    let mut pace = tokio::time::interval(Duration::from_millis(50));
+    pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while ok_in_a_row < 5 {
+        ensure!(
+            started.elapsed() < total + Duration::from_secs(2),
+            "the server did not recover within 2s of the job's end"
+        );
+        pace.tick().await;
+        let reply = fetch(&tour.client, &url).await?;
+        let lag = busy::lag();
+        let ok = reply.status == reqwest::StatusCode::OK;
+        ensure!(
+            ok || (reply.status == reqwest::StatusCode::SERVICE_UNAVAILABLE
+                && reply.body.contains("runtime lags")),
+            "expected 200 or a refusal for lag, got {}: {}",
+            reply.status,
+            reply.body
+        );
+        let just_ended = ended.is_none() && job.is_finished();
+        if just_ended {
+            ended = Some((&mut job).await?);
+        }
+        // Did this answer come after the job had ended?
+        match ended.filter(|end| *end <= reply.received) {
+            None if ok => ok_during += 1,
+            None => refused_during += 1,
+            Some(end) => {
+                if ok && back_after.is_none() {
+                    back_after = Some(reply.received - end);
+                }
+                ok_in_a_row = if ok { ok_in_a_row + 1 } else { 0 };
+            }
+        }
+        let answer = if ok {
+            format!("{:?}", reply.body)
+        } else {
+            reply.body
+        };
+        let line = format!(
+            "    +{:>4}ms  {}  lag {:>5}  {answer}",
+            (reply.received - started).as_millis(),
+            reply.status.as_u16(),
+            millis(lag)
+        );
+        match ended.filter(|_| just_ended) {
+            Some(end) => {
+                let mark = format!(
+                    "    +{:>4}ms  [the job is done: the server's thread is free again]",
+                    (end - started).as_millis()
+                );
+                if end <= reply.received {
+                    println!("{mark}\n{line}");
+                } else {
+                    println!("{line}\n{mark}");
+                }
+            }
+            None => println!("{line}"),
+        }
+    }
+    let back_after = back_after.context("no call succeeded after the job")?;
+    let calls = ok_during + refused_during;
+    // About 9 calls, the last 5 or more at a lag of 100ms or more; a call that opens a new
+    // connection waits two stretches, so leave room for a few of those.
+    ensure!(
+        refused_during >= 3,
+        "expected the lagging server to refuse calls during the job; it refused {refused_during} of {calls}"
+    );
+    let peak = Duration::from_nanos(peak.load(Ordering::SeqCst));
+    println!(
+        "    During the job {refused_during} of {calls} calls were refused, each as soon as its"
+    );
+    println!(
+        "    turn came; busy::on_lag({}) saw the lag peak at {}.",
+        millis(SEARCH_MAX_LAG),
+        millis(peak)
+    );
+
+    tour.step("4.4 Recovery: 200s are back as soon as the monitor takes one quiet sample.");
+    ensure!(
+        back_after < Duration::from_millis(600),
+        "200s came back only {back_after:?} after the job ended; expected about one interval \
+         ({interval:?})"
+    );
+    println!(
+        "    The first 200 came {} after the job ended, and the next ones all went through.",
+        millis(back_after)
+    );
+    // What quiet samples do to the lag the job left behind, under our rule and toobusy-js's,
+    // until the lag no longer refuses anything.
+    let recovery = |smoothing: Smoothing| {
+        let mut lag = peak;
+        let mut steps = Vec::new();
+        while shed_probability(lag, SEARCH_MAX_LAG) > 0.0 && steps.len() < 20 {
+            lag = smoothing.next(lag, Duration::ZERO, busy::max_lag());
+            let share = shed_probability(lag, SEARCH_MAX_LAG) * 100.0;
+            steps.push(format!("{} (refuses {share:.0}%)", millis(lag)));
+        }
+        steps
+    };
+    let fast = recovery(busy::smoothing());
+    let original = recovery(Smoothing::toobusy());
+    println!("    Fast recovery (the default, from toobusy-js PR #17): while the lag falls, a new");
+    println!("    sample weighs 2/3, so one quiet sample removes two thirds of the lag:");
+    println!("      {} -> {}", millis(peak), fast.join(" -> "));
+    println!("    toobusy-js's original rule weighs it 1/3 both ways: from the same lag, the idle");
+    let longer = original.len().saturating_sub(fast.len()) as u32;
+    println!(
+        "    server would have kept refusing calls for {longer} intervals ({:?}) longer:",
+        longer * interval
+    );
+    println!("      {} -> {}", millis(peak), original.join(" -> "));
+    ensure!(
+        fast.len() == 1 && original.len() > 1,
+        "expected fast recovery to need one quiet sample and the original rule more"
+    );
+    Ok(())
+}
+
+// ================================================================================================
 // The stage: test servers, the shared client, narration and checks
 // ================================================================================================
 
@@ -617,5 +1023,133 @@ async fn answer(
             tokio::time::sleep(Duration::from_secs(30)).await;
             (axum::http::StatusCode::OK, "sorry, I was asleep")
         }
+    }
+}
+
+/// What a client saw of one GET.
+struct Reply {
+    status: reqwest::StatusCode,
+    retry_after: Option<String>,
+    body: String,
+    /// From sending the request to the end of the body.
+    took: Duration,
+    /// When the body had arrived.
+    received: Instant,
+}
+
+/// GETs `url`, giving up after 5 s.
+async fn fetch(client: &reqwest::Client, url: &str) -> anyhow::Result<Reply> {
+    let sent = Instant::now();
+    let get = async {
+        let response = client.get(url).send().await?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let body = response.text().await?;
+        anyhow::Ok((status, retry_after, body))
+    };
+    let (status, retry_after, body) = tokio::time::timeout(Duration::from_secs(5), get)
+        .await
+        .with_context(|| format!("GET {url}: no answer within 5s"))??;
+    let received = Instant::now();
+    Ok(Reply {
+        status,
+        retry_after,
+        body,
+        took: received - sent,
+        received,
+    })
+}
+
+/// Serves `app` on `127.0.0.1:0` on the tour's own runtime; returns its address.
+async fn serve(name: &str, app: axum::Router) -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .with_context(|| format!("cannot bind server `{name}`"))?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(addr)
+}
+
+/// A real HTTP server on 127.0.0.1 with a current-thread tokio runtime of its own, on its own OS
+/// thread: whatever blocks that thread delays everything the server does, so its lag is its own.
+/// Dropping it shuts the runtime down.
+struct SingleThreadServer {
+    addr: SocketAddr,
+    /// The server's runtime, to spawn work on it.
+    runtime: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SingleThreadServer {
+    fn start(name: &str, app: axum::Router) -> anyhow::Result<Self> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .with_context(|| format!("cannot bind server `{name}`"))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let listener = {
+            let _entered = handle.enter();
+            tokio::net::TcpListener::from_std(listener)?
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(format!("server `{name}`"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    tokio::spawn(async move { axum::serve(listener, app).await });
+                    let _ = stopped.await;
+                });
+            })?;
+        Ok(SingleThreadServer {
+            addr,
+            runtime: handle,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for SingleThreadServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Polls `condition` every few ms until it holds (true) or `limit` has passed (false).
+async fn wait_for(limit: Duration, condition: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !condition() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    true
+}
+
+/// `12ms`, `0.4ms`: a duration in milliseconds, for narration.
+fn millis(duration: Duration) -> String {
+    let ms = duration.as_secs_f64() * 1e3;
+    if ms < 10.0 {
+        format!("{ms:.1}ms")
+    } else {
+        format!("{ms:.0}ms")
     }
 }

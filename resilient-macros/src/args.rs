@@ -211,26 +211,28 @@ impl Arg {
         Ok(self.spanned(duration, expr))
     }
 
-    /// An integer literal of at least 1.
-    pub(crate) fn count<T>(&self) -> syn::Result<Spanned<T>>
-    where
-        T: std::str::FromStr + PartialEq + From<u8>,
-        T::Err: std::fmt::Display,
-    {
+    /// An integer literal of at least 1 that fits `T`.
+    pub(crate) fn count<T: Count>(&self) -> syn::Result<Spanned<T>> {
         let (lit, expr) = self.lit("a whole number such as `3`")?;
         let Lit::Int(int) = lit else {
             return Err(self.expected(expr, "a whole number such as `3`"));
         };
-        let value: T = int.base10_parse()?;
-        if value == T::from(0) {
-            return Err(syn::Error::new(
+        let out_of_range = || {
+            syn::Error::new(
                 int.span(),
                 format_args!(
-                    "`{}` must be at least 1, e.g. `{} = 3`",
-                    self.name, self.name
+                    "`{}` must be a whole number from 1 to {}, e.g. `{} = 3`",
+                    self.name,
+                    T::MAX,
+                    self.name
                 ),
-            ));
+            )
+        };
+        let value: u128 = int.base10_parse().map_err(|_| out_of_range())?;
+        if value == 0 || value > T::MAX {
+            return Err(out_of_range());
         }
+        let value = T::try_from(value).map_err(|_| out_of_range())?;
         Ok(self.spanned(value, expr))
     }
 
@@ -284,6 +286,19 @@ pub(crate) fn krate_path(krate: Option<&Spanned<syn::LitStr>>) -> TokenStream {
             .map_or_else(|e| e.to_compile_error(), |p| p.into_token_stream()),
         None => quote::quote!(::resilient),
     }
+}
+
+/// An integer type an argument can hold.
+pub(crate) trait Count: TryFrom<u128> {
+    const MAX: u128;
+}
+
+impl Count for u32 {
+    const MAX: u128 = u32::MAX as u128;
+}
+
+impl Count for u64 {
+    const MAX: u128 = u64::MAX as u128;
 }
 
 /// Parses "450ms", "1.5s", "2m", "250us", "10ns", "1h" (also "µs").

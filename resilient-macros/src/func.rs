@@ -136,3 +136,66 @@ pub(crate) fn error_type_span(func: &ItemFn) -> proc_macro2::Span {
     }
     ty.span()
 }
+
+/// The attributes of this crate, by the last segment of their path.
+const RESILIENT: &[&str] = &["breaker", "too_busy", "race_retry"];
+
+/// The argument a deferred attribute carries first (see [`defer`]).
+pub(crate) const DEFERRED: &str = "__deferred";
+
+/// Takes a leading `__deferred` off an attribute's arguments: true when it was there.
+pub(crate) fn take_deferred(args: TokenStream) -> (bool, TokenStream) {
+    let mut tokens = args.clone().into_iter();
+    match tokens.next() {
+        Some(proc_macro2::TokenTree::Ident(ident)) if ident == DEFERRED => {
+            // Drop the comma after it, if any.
+            let rest: TokenStream = tokens
+                .skip_while(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ','))
+                .collect();
+            (true, rest)
+        }
+        _ => (false, args),
+    }
+}
+
+/// Stacked attributes of this crate apply top to bottom: the first written is the outermost.
+/// Rust expands the top one first, which would make it the innermost, so an attribute that finds
+/// another of ours not yet expanded below it steps aside: it re-emits the fn with itself moved
+/// below the others, marked deferred, before the attributes deferred earlier (so that they expand
+/// in reverse order of writing, innermost first).
+pub(crate) fn defer(
+    func: &ItemFn,
+    me: &str,
+    args: &TokenStream,
+    krate: &TokenStream,
+) -> Option<TokenStream> {
+    let ours = |attr: &syn::Attribute| {
+        attr.path()
+            .segments
+            .last()
+            .is_some_and(|s| RESILIENT.contains(&s.ident.to_string().as_str()))
+    };
+    let deferred = |attr: &syn::Attribute| match &attr.meta {
+        syn::Meta::List(list) => take_deferred(list.tokens.clone()).0,
+        _ => false,
+    };
+    if !func.attrs.iter().any(|a| ours(a) && !deferred(a)) {
+        return None;
+    }
+    let me = proc_macro2::Ident::new(me, proc_macro2::Span::call_site());
+    let marker = proc_macro2::Ident::new(DEFERRED, proc_macro2::Span::call_site());
+    let separator = if args.is_empty() {
+        quote::quote!()
+    } else {
+        quote::quote!(,)
+    };
+    let myself: syn::Attribute = syn::parse_quote!(#[#krate::#me(#marker #separator #args)]);
+    let mut func = func.clone();
+    let at = func
+        .attrs
+        .iter()
+        .position(|a| ours(a) && deferred(a))
+        .unwrap_or(func.attrs.len());
+    func.attrs.insert(at, myself);
+    Some(quote::ToTokens::into_token_stream(func))
+}

@@ -196,6 +196,9 @@ impl fmt::Display for Rejected {
                         Rounded(*lag),
                         Rounded(*max_lag)
                     ),
+                    BusySignal::InFlight { limit: 1 } => {
+                        f.write_str("1 call is in flight (max_in_flight 1)")
+                    }
                     BusySignal::InFlight { limit } => {
                         write!(f, "{limit} calls are in flight (max_in_flight {limit})")
                     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
-use super::monitor::{current_lag, max_lag};
+use super::monitor::{current_lag, max_lag, note_max_lag};
 use super::rules::shed_probability;
 use crate::rejected::{BusySignal, Reason, Rejected};
 
@@ -29,7 +29,7 @@ pub trait Refuse {
     fn refused(rejected: Rejected) -> Self;
 }
 
-impl<T, E: From<Rejected>> Refuse for Result<T, E> {
+impl<T, E: crate::__private::FromRejected> Refuse for Result<T, E> {
     fn refused(rejected: Rejected) -> Self {
         Err(E::from(rejected))
     }
@@ -127,7 +127,7 @@ impl TooBusy {
 
     /// Runs `body` unless a signal refuses it; a refused call returns `R::refused(Rejected)` at
     /// once, without running the body.
-    pub fn call<F>(&'static self, body: F) -> BusyCall<F>
+    pub fn call<F>(&'static self, body: F) -> BusyCall<F, F::Output>
     where
         F: Future,
         F::Output: Refuse,
@@ -135,6 +135,7 @@ impl TooBusy {
         BusyCall {
             guard: self,
             stage: Stage::New,
+            refuse: <F::Output as Refuse>::refused,
             body,
         }
     }
@@ -143,7 +144,13 @@ impl TooBusy {
     #[inline]
     fn admit(&self) -> Result<Option<Instant>, Rejected> {
         if let Some(lag) = current_lag() {
-            let max_lag = self.max_lag.unwrap_or_else(max_lag);
+            let max_lag = match self.max_lag {
+                Some(max_lag) => {
+                    note_max_lag(max_lag);
+                    max_lag
+                }
+                None => max_lag(),
+            };
             if lag > max_lag && random() < shed_probability(lag, max_lag) {
                 return Err(self.refuse(BusySignal::Lag { lag, max_lag }));
             }
@@ -179,13 +186,19 @@ impl TooBusy {
         if let Some(start) = start {
             let sample = start.elapsed().as_nanos() as f64;
             let mean = self.latency_ns.load(Relaxed) as f64;
-            let next = if self.latency_at.load(Relaxed) == 0 {
+            let now = self.elapsed_ns().max(1);
+            let last = self.latency_at.load(Relaxed);
+            // The first sample, or the first after a quiet horizon (such as the one call let
+            // through while refusing), starts the mean afresh: a function that became fast again
+            // is admitted again at once.
+            let next = if last == 0 || now.saturating_sub(last) >= LATENCY_HORIZON.as_nanos() as u64
+            {
                 sample
             } else {
                 LATENCY_WEIGHT * sample + (1.0 - LATENCY_WEIGHT) * mean
             };
             self.latency_ns.store(next as u64, Relaxed);
-            self.latency_at.store(self.elapsed_ns().max(1), Relaxed);
+            self.latency_at.store(now, Relaxed);
         }
     }
 
@@ -221,11 +234,15 @@ fn random() -> f64 {
     thread_local! {
         static STATE: Cell<u64> = const { Cell::new(0) };
     }
+    static SEEDS: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
     STATE.with(|state| {
         let mut x = state.get();
         if x == 0 {
-            // Seed from the thread's stack address and the clock; never zero.
-            x = (&x as *const u64 as u64) ^ (Instant::now().elapsed().as_nanos() as u64) | 1;
+            // A distinct odd seed per thread.
+            x = SEEDS
+                .fetch_add(0x9E37_79B9_7F4A_7C15, Relaxed)
+                .wrapping_mul(0xBF58_476D_1CE4_E5B9)
+                | 1;
         }
         x ^= x << 13;
         x ^= x >> 7;
@@ -245,14 +262,16 @@ enum Stage {
 pin_project! {
     /// The future of a call through a [`TooBusy`] guard.
     #[must_use = "futures do nothing unless polled"]
-    pub struct BusyCall<F> {
+    pub struct BusyCall<F, O> {
         guard: &'static TooBusy,
         stage: Stage,
+        // `O::refused`, taken where the call is made (and its bound checked, once).
+        refuse: fn(Rejected) -> O,
         #[pin]
         body: F,
     }
 
-    impl<F> PinnedDrop for BusyCall<F> {
+    impl<F, O> PinnedDrop for BusyCall<F, O> {
         fn drop(this: Pin<&mut Self>) {
             // A call dropped before it finished still leaves the in-flight count.
             let this = this.project();
@@ -265,15 +284,14 @@ pin_project! {
     }
 }
 
-impl<F> Future for BusyCall<F>
+impl<F, O> Future for BusyCall<F, O>
 where
-    F: Future,
-    F::Output: Refuse,
+    F: Future<Output = O>,
 {
-    type Output = F::Output;
+    type Output = O;
 
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
         let this = self.project();
         let start = match *this.stage {
             Stage::Running(start) => start,
@@ -284,7 +302,7 @@ where
                 }
                 Err(rejected) => {
                     *this.stage = Stage::Done;
-                    return Poll::Ready(F::Output::refused(rejected));
+                    return Poll::Ready((this.refuse)(rejected));
                 }
             },
             Stage::Done => panic!("a `#[too_busy]` call was polled after it completed"),
@@ -296,7 +314,7 @@ where
     }
 }
 
-impl<F> fmt::Debug for BusyCall<F> {
+impl<F, O> fmt::Debug for BusyCall<F, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BusyCall")
             .field("guard", &self.guard.name)

@@ -2,10 +2,11 @@
 //! woke, and keeps the smoothed lag where a guarded call can read it with one load.
 //!
 //! One monitor per thread that runs guarded calls: on a current-thread runtime that is the
-//! runtime; on a multi-thread runtime each worker gets its own probe, which tokio mostly runs on
-//! that worker, so a handler sees the lag of the worker it runs on and one idle worker does not
-//! hide the others' overload. A monitor dies with its runtime and is started again, on the
-//! caller's runtime, by the next guarded call.
+//! runtime itself; on a multi-thread runtime each worker that runs guarded calls starts a probe
+//! of its own. tokio may run any probe on any worker, so the probes measure how late the runtime
+//! as a whole runs timers: one blocked worker whose work the others can take over does not count
+//! as overload, a runtime whose workers are all busy does. A monitor dies with its runtime and is
+//! started again, on the caller's runtime, by the next guarded call.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -23,6 +24,23 @@ pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(70);
 
 static INTERVAL_NS: AtomicU64 = AtomicU64::new(DEFAULT_INTERVAL.as_nanos() as u64);
 static MAX_LAG_NS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LAG.as_nanos() as u64);
+/// The largest `max_lag` any guard has checked against: samples are capped at twice it, so that
+/// every guard's lag can reach full refusal (twice its own `max_lag`).
+static CAP_BASIS_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Notes that a guard checks against `max_lag`.
+#[inline]
+pub(crate) fn note_max_lag(max_lag: Duration) {
+    let ns = max_lag.as_nanos() as u64;
+    if ns > CAP_BASIS_NS.load(Relaxed) {
+        CAP_BASIS_NS.fetch_max(ns, Relaxed);
+    }
+}
+
+/// The `max_lag` that samples are capped by (at twice it).
+fn cap_basis() -> Duration {
+    Duration::from_nanos(CAP_BASIS_NS.load(Relaxed).max(MAX_LAG_NS.load(Relaxed)))
+}
 /// The smoothing factor's bits (f64), 0 meaning the default (1/3).
 static FACTOR_BITS: AtomicU64 = AtomicU64::new(0);
 /// 0: fast recovery (the default), 1: toobusy-js's original.
@@ -144,7 +162,9 @@ fn start(local: &RefCell<Option<Arc<Monitor>>>) -> Option<Duration> {
         monitors.retain(|m| m.strong_count() > 0);
         monitors.push(Arc::downgrade(&monitor));
     }
-    drop(handle.spawn(run(monitor.clone())));
+    // The guard that marks the monitor dead travels inside the task, so that a task dropped before
+    // it ever ran (its runtime shut down first) marks it dead too.
+    drop(handle.spawn(run(Alive(monitor.clone()))));
     *local.borrow_mut() = Some(monitor);
     Some(Duration::ZERO)
 }
@@ -158,8 +178,7 @@ impl Drop for Alive {
     }
 }
 
-async fn run(monitor: Arc<Monitor>) {
-    let alive = Alive(monitor);
+async fn run(alive: Alive) {
     let mut lag = Duration::ZERO;
     let mut above = false;
     loop {
@@ -167,7 +186,7 @@ async fn run(monitor: Arc<Monitor>) {
         tokio::time::sleep_until(due).await;
         let sample = Instant::now().saturating_duration_since(due);
         let max_lag = max_lag();
-        lag = smoothing().next(lag, sample, max_lag);
+        lag = smoothing().next(lag, sample, cap_basis());
         alive.0.lag_ns.store(lag.as_nanos() as u64, Relaxed);
         tracing::trace!(target: "resilient::too_busy", ?sample, ?lag, "runtime lag sample");
         if (lag > max_lag) != above {

@@ -1,0 +1,235 @@
+//! `#[too_busy]` on axum handlers, over real HTTP on 127.0.0.1 (the `axum` feature): handlers
+//! returning `impl IntoResponse`, `Response`, and `Result<String, AppError>`. With one request held
+//! in flight, the next is a `503 Service Unavailable` with `Retry-After` and a body that says too
+//! busy; once the first is released it returns 200, and so does the next.
+#![cfg(feature = "axum")]
+
+use std::time::Duration;
+
+use anyhow::{ensure, Context as _};
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use resilient::{too_busy, Rejected};
+use tokio::sync::{mpsc, watch};
+
+/// Lets the test see that a handler is running, and hold it there until the gate opens.
+#[derive(Clone)]
+struct Gate {
+    entered: mpsc::UnboundedSender<()>,
+    open: watch::Receiver<bool>,
+}
+
+impl Gate {
+    async fn pass(&self) {
+        let _ = self.entered.send(());
+        let mut open = self.open.clone();
+        let _ = open.wait_for(|open| *open).await;
+    }
+}
+
+#[too_busy(max_in_flight = 1)]
+async fn impl_handler(State(gate): State<Gate>) -> impl IntoResponse {
+    gate.pass().await;
+    (StatusCode::OK, "impl IntoResponse: done")
+}
+
+#[too_busy(max_in_flight = 1)]
+async fn response_handler(State(gate): State<Gate>) -> Response {
+    gate.pass().await;
+    "Response: done".into_response()
+}
+
+/// An application's error: a refusal becomes the crate's 503 (`Rejected: IntoResponse`), marked so
+/// that the test sees this mapping was used.
+#[derive(Debug)]
+enum AppError {
+    Busy(Rejected),
+    #[allow(dead_code)]
+    Internal(String),
+}
+
+impl From<Rejected> for AppError {
+    fn from(rejected: Rejected) -> Self {
+        AppError::Busy(rejected)
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        match self {
+            AppError::Busy(rejected) => {
+                let mut response = rejected.into_response();
+                response
+                    .headers_mut()
+                    .insert("x-app-error", HeaderValue::from_static("busy"));
+                response
+            }
+            AppError::Internal(message) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, message).into_response()
+            }
+        }
+    }
+}
+
+#[too_busy(max_in_flight = 1)]
+async fn result_handler(State(gate): State<Gate>) -> Result<String, AppError> {
+    gate.pass().await;
+    Ok("Result: done".to_owned())
+}
+
+#[too_busy]
+async fn lag_only_handler() -> impl IntoResponse {
+    "lag only: done"
+}
+
+/// A server on 127.0.0.1:0 with every handler, its address, and the test's ends of the gate.
+struct Server {
+    base: String,
+    entered: mpsc::UnboundedReceiver<()>,
+    open: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    async fn start() -> anyhow::Result<Server> {
+        let (entered_tx, entered) = mpsc::unbounded_channel();
+        let (open, open_rx) = watch::channel(false);
+        let app = Router::new()
+            .route("/impl", get(impl_handler))
+            .route("/response", get(response_handler))
+            .route("/result", get(result_handler))
+            .route("/lag", get(lag_only_handler))
+            .with_state(Gate {
+                entered: entered_tx,
+                open: open_rx,
+            });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let task = tokio::spawn(async move { axum::serve(listener, app).await });
+        Ok(Server {
+            base,
+            entered,
+            open,
+            task,
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+const WAIT: Duration = Duration::from_secs(5);
+
+/// Holds one request to `path` in flight, checks that the next is refused with a 503, releases
+/// the first and checks that it and a third return 200 with `ok_body`. Returns the refusal.
+async fn sheds_while_one_is_in_flight(
+    path: &str,
+    ok_body: &str,
+) -> anyhow::Result<reqwest::Response> {
+    let mut server = Server::start().await?;
+    let client = reqwest::Client::new();
+    let url = format!("{}{path}", server.base);
+
+    let first = tokio::spawn(client.get(&url).send());
+    tokio::time::timeout(WAIT, server.entered.recv())
+        .await
+        .context("the first request never reached the handler")?;
+
+    let refused = tokio::time::timeout(WAIT, client.get(&url).send())
+        .await
+        .context("the second request was not answered at once")??;
+    ensure!(
+        refused.status() == StatusCode::SERVICE_UNAVAILABLE,
+        "second request: {}",
+        refused.status()
+    );
+    let retry_after = refused
+        .headers()
+        .get(header::RETRY_AFTER)
+        .context("no Retry-After header")?;
+    ensure!(retry_after == "1", "Retry-After: {retry_after:?}");
+
+    server.open.send(true)?;
+    let first = tokio::time::timeout(WAIT, first)
+        .await
+        .context("the first request did not finish once released")???;
+    ensure!(
+        first.status() == StatusCode::OK,
+        "first request: {}",
+        first.status()
+    );
+    ensure!(first.text().await? == ok_body);
+
+    let third = client.get(&url).send().await?;
+    ensure!(
+        third.status() == StatusCode::OK,
+        "third request: {}",
+        third.status()
+    );
+    ensure!(third.text().await? == ok_body);
+    Ok(refused)
+}
+
+fn in_flight_message(handler: &str) -> String {
+    format!("`too_busy_axum::{handler}` is too busy: 1 call is in flight (max_in_flight 1)")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impl_into_response_handler_answers_503_while_busy() -> anyhow::Result<()> {
+    let refused = sheds_while_one_is_in_flight("/impl", "impl IntoResponse: done").await?;
+    let body = refused.text().await?;
+    ensure!(body.contains("too busy"), "503 body: {body:?}");
+    ensure!(
+        body == in_flight_message("impl_handler"),
+        "503 body: {body:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_handler_answers_503_while_busy() -> anyhow::Result<()> {
+    let refused = sheds_while_one_is_in_flight("/response", "Response: done").await?;
+    let body = refused.text().await?;
+    ensure!(
+        body == in_flight_message("response_handler"),
+        "503 body: {body:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn result_handler_answers_503_through_its_error_type() -> anyhow::Result<()> {
+    let refused = sheds_while_one_is_in_flight("/result", "Result: done").await?;
+    ensure!(
+        refused
+            .headers()
+            .get("x-app-error")
+            .is_some_and(|v| v == "busy"),
+        "the refusal did not go through AppError: {:?}",
+        refused.headers()
+    );
+    let body = refused.text().await?;
+    ensure!(
+        body == in_flight_message("result_handler"),
+        "503 body: {body:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lag_guarded_handler_answers_normally_on_an_idle_server() -> anyhow::Result<()> {
+    let server = Server::start().await?;
+    let client = reqwest::Client::new();
+    for _ in 0..20 {
+        let response = client.get(format!("{}/lag", server.base)).send().await?;
+        ensure!(response.status() == StatusCode::OK, "{}", response.status());
+        ensure!(response.text().await? == "lag only: done");
+    }
+    Ok(())
+}

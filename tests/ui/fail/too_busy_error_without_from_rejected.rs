@@ -1,0 +1,11 @@
+use resilient::too_busy;
+
+#[derive(Debug)]
+struct MyError;
+
+#[too_busy]
+async fn handler() -> Result<u32, MyError> {
+    Ok(1)
+}
+
+fn main() {}

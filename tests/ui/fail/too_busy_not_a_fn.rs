@@ -1,0 +1,8 @@
+use resilient::too_busy;
+
+#[too_busy]
+struct Handler {
+    id: u32,
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use resilient::too_busy;
+
+#[too_busy]
+async fn handler() -> String {
+    String::from("ok")
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use resilient::too_busy;
+
+#[too_busy]
+async fn handler() -> (u8, u8) {
+    (1, 2)
+}
+
+fn main() {}
