@@ -47,6 +47,9 @@
 /// | `max_keys = 100000` | keyed: the most keys held at once | 4,194,304 |
 /// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
 ///
+/// Stacked attributes of this crate apply top to bottom: the first written is the outermost, so
+/// `#[too_busy]` above `#[breaker]` sheds load before the breaker counts anything.
+///
 /// The function must be an `async fn` (free or a method; generics, `&self` and `impl Trait`
 /// arguments are fine) returning `Result<T, E>` with `E: From<resilient::Rejected>`. While the
 /// breaker is open the body does not run and the call returns `Err(E::from(Rejected))`.

@@ -2,10 +2,11 @@
 //! event loop, plus the signals its users asked for: a cap on calls in flight and the recent mean
 //! latency.
 //!
-//! * A monitor task on the caller's runtime (started by the first guarded call, one per worker
-//!   thread, gone with its runtime) sleeps [`interval`] (100 ms by default), measures how late it
+//! * A monitor task on the caller's runtime (started by the first guarded call, gone with its
+//!   runtime; each worker thread that runs guarded calls adds a probe) sleeps [`interval`] (100 ms by default), measures how late it
 //!   woke, and smooths the samples with [`Smoothing`]: toobusy-js's exponential smoothing (factor
-//!   1/3), by default with the fix of toobusy-js PR #17: samples capped at `2 * max_lag` and the
+//!   1/3), by default with the fix of toobusy-js PR #17: samples capped at `2 * max_lag` (the
+//!   largest `max_lag` in use) and the
 //!   inverse factor while the lag falls, so that one stall does not refuse a burst of healthy
 //!   requests and recovery is fast ([`Recovery::Original`] restores toobusy-js's rule).
 //! * A guarded call is refused with probability [`shed_probability`]`(lag, max_lag)`: 0 at
