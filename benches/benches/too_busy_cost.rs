@@ -1,0 +1,486 @@
+//! The cost of the `#[too_busy]` check: `cargo bench -p resilient-benches --bench too_busy_cost`.
+//!
+//! Prints markdown tables of figures measured during the run (nothing here is hard-coded): the ns
+//! per call of one trivial `async fn` returning `Result<u64, E>` called plainly and under
+//! `#[too_busy]` (defaults: the runtime's lag, `max_lag` 70 ms), `#[too_busy(max_in_flight = 1024)]`
+//! and `#[too_busy(max_latency = "200ms")]`, on 1 thread and on 2 OS threads calling the same fn
+//! (so sharing its one static guard). "added" is the guarded figure minus the plain one for the
+//! same thread count; the goal is an added cost under 5 ns for the default attribute. The plain
+//! and default calls are repeated with a pointer-sized error type (`Box<dyn Error>`), whose
+//! `Result` comes back in registers: the difference between the two "added" figures is the cost
+//! of moving a larger output (here 56 B, a `Rejected` held inline) through one more future, not
+//! of the check itself.
+//!
+//! # How calls are driven
+//!
+//! As in the breaker benchmark (`benches/breaker.rs`): each call's future is polled to completion
+//! by [`block_on`], a tiny loop on the calling thread, one fresh future per call, on plain OS
+//! threads pinned to their own CPUs, with the stack shifted between rounds.
+//!
+//! One difference: the lag signal needs a tokio runtime. The guard reads the lag that this
+//! thread's monitor keeps, and starts that monitor on the caller's runtime the first time; with no
+//! runtime there is no monitor, and every call would try (and fail) to start one, which is not the
+//! path a server takes. So each worker thread builds a current-thread runtime (time driver on)
+//! and runs its calls inside that runtime's `block_on`: the runtime's context is entered, the
+//! first guarded call starts the monitor on it, and between two chunks of calls the worker yields
+//! to the runtime (`tokio::task::yield_now`), so the monitor's timer fires and it samples the lag
+//! every 100 ms as in a server. Every call inside a chunk still goes through the tiny
+//! [`block_on`], so a call's figure holds the future's construction, one poll and the guard, and
+//! nothing of the scheduler. The plain call runs in exactly the same setting (runtime, yields),
+//! so the scheduler's share (one yield per `CHUNK` calls) cancels out of "added". The number of
+//! lag samples the monitors took while calls were measured is printed, as a check that the
+//! signal was live.
+//!
+//! # How time is measured
+//!
+//! A sample runs a contender for a fixed time (`SAMPLE`) in chunks of `CHUNK` calls and divides
+//! the time by the calls made; with 2 threads both start at a barrier and stop at one flag, and
+//! the figure is the mean of the two threads' time per call. Samples are taken round-robin over
+//! the contenders (`SAMPLES` rounds); the main table and the goal use medians, a second table the
+//! best samples.
+//!
+//! `BENCH_PROFILE=<contender>` runs one contender alone, for `valgrind --tool=callgrind`: see
+//! [`profile`].
+
+use std::future::Future;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Barrier};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use resilient::{too_busy, Rejected};
+
+/// How long one sample runs each contender.
+const SAMPLE: Duration = Duration::from_millis(150);
+/// Rounds of samples; the best and the median are reported.
+const SAMPLES: usize = 9;
+/// Calls between two looks at the stop flag (and two yields to the runtime).
+const CHUNK: u64 = 4096;
+/// The goal: added ns per call of the default `#[too_busy]`.
+const GOAL_NS: f64 = 5.0;
+const THREADS: [usize; 2] = [1, 2];
+
+// ---------------------------------------------------------------------------------------------
+// The call under test.
+
+/// The error of the benchmarked call: it can carry a `Rejected`, as `#[too_busy]` requires.
+#[derive(Debug)]
+#[allow(dead_code)] // the variants are there to be returned, never inspected
+enum CallError {
+    Down,
+    Refused(Rejected),
+}
+
+impl From<Rejected> for CallError {
+    fn from(rejected: Rejected) -> Self {
+        CallError::Refused(rejected)
+    }
+}
+
+/// Trivial work that the optimizer cannot remove or hoist.
+#[inline(always)]
+fn work(x: u64) -> Result<u64, CallError> {
+    let x = black_box(x);
+    if x == u64::MAX {
+        return Err(CallError::Down);
+    }
+    Ok(black_box(x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7))
+}
+
+async fn plain(x: u64) -> Result<u64, CallError> {
+    work(x)
+}
+
+#[too_busy]
+async fn busy_default(x: u64) -> Result<u64, CallError> {
+    work(x)
+}
+
+#[too_busy(max_in_flight = 1024)]
+async fn busy_in_flight(x: u64) -> Result<u64, CallError> {
+    work(x)
+}
+
+#[too_busy(max_latency = "200ms")]
+async fn busy_latency(x: u64) -> Result<u64, CallError> {
+    work(x)
+}
+
+/// A pointer-sized error: `Result<u64, BoxError>` is 16 B and comes back in registers, where
+/// `Result<u64, CallError>` (which holds a `Rejected` inline) is 56 B and goes through memory.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+async fn plain_boxed(x: u64) -> Result<u64, BoxError> {
+    work(x).map_err(|_| "down".into())
+}
+
+#[too_busy]
+async fn busy_default_boxed(x: u64) -> Result<u64, BoxError> {
+    work(x).map_err(|_| "down".into())
+}
+
+/// A contender: its name, what makes `n` calls, and the index of the plain call it is compared
+/// with (itself for a plain call).
+type Contender = (&'static str, fn(u64), usize);
+
+/// The contenders, in table order. The goal compares 1 with 0; 4 and 5 repeat 0 and 1 with a
+/// pointer-sized error type, to separate the guard's own cost from the cost of moving a larger
+/// output through one more future.
+const CONTENDERS: [Contender; 6] = [
+    ("plain `async fn`", |n| run(n, plain), 0),
+    (
+        "`#[too_busy]` (defaults: lag, max_lag 70 ms)",
+        |n| run(n, busy_default),
+        0,
+    ),
+    (
+        "`#[too_busy(max_in_flight = 1024)]`",
+        |n| run(n, busy_in_flight),
+        0,
+    ),
+    (
+        "`#[too_busy(max_latency = \"200ms\")]`",
+        |n| run(n, busy_latency),
+        0,
+    ),
+    (
+        "plain `async fn`, `Box<dyn Error>` error",
+        |n| run(n, plain_boxed),
+        4,
+    ),
+    (
+        "`#[too_busy]` (defaults), `Box<dyn Error>` error",
+        |n| run(n, busy_default_boxed),
+        4,
+    ),
+];
+
+/// `n` calls of `call`, each polled to completion by [`block_on`].
+#[inline(always)]
+fn run<E, F: Future<Output = Result<u64, E>>>(n: u64, call: impl Fn(u64) -> F) {
+    let waker = thread_waker();
+    for i in 0..n {
+        let _ = black_box(block_on(&waker, call(black_box(i))));
+    }
+}
+
+/// Polls `future` to completion on this thread. Nothing benchmarked here waits (no call is
+/// refused, none sleeps), so the first poll completes; a `Pending` parks the thread until `waker`
+/// unparks it.
+#[inline(always)]
+fn block_on<F: Future>(waker: &Waker, future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut cx = Context::from_waker(waker);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+/// The waker of [`block_on`]: unparks the thread that polls.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// A waker for this thread, made once per chunk of calls (so its cost is not in any call).
+fn thread_waker() -> Waker {
+    Waker::from(Arc::new(Unpark(std::thread::current())))
+}
+
+/// A current-thread runtime with the time driver, as a worker thread's own.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime builds")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring.
+
+/// Pins this thread to the `n`-th CPU it may run on (modulo their number), so that 2 worker
+/// threads run on 2 different cores.
+fn pin_to_cpu(n: usize) {
+    // SAFETY: `set` is a plain bit set on the stack, passed with its size; `CPU_ISSET` and
+    // `CPU_SET` index within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut set) != 0 {
+            return;
+        }
+        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect();
+        if allowed.is_empty() {
+            return;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(allowed[n % allowed.len()], &mut one);
+        libc::sched_setaffinity(0, size, &one);
+    }
+}
+
+/// Runs `f` with the stack moved down by `shift % 8` half-kilobytes (see `benches/breaker.rs`:
+/// where the stack sits relative to hot data modulo 4 KiB can move a tight loop's time).
+fn with_stack_shift<R>(shift: usize, f: impl FnOnce() -> R) -> R {
+    #[inline(never)]
+    fn padded<const N: usize, R>(f: impl FnOnce() -> R) -> R {
+        let pad = [0u8; N];
+        black_box(&pad);
+        let out = f();
+        black_box(&pad);
+        out
+    }
+    match shift % 8 {
+        0 => padded::<0, R>(f),
+        1 => padded::<512, R>(f),
+        2 => padded::<1024, R>(f),
+        3 => padded::<1536, R>(f),
+        4 => padded::<2048, R>(f),
+        5 => padded::<2560, R>(f),
+        6 => padded::<3072, R>(f),
+        _ => padded::<3584, R>(f),
+    }
+}
+
+/// Lag samples taken by all monitors so far (counted by an `on_lag` callback at threshold 0).
+static LAG_SAMPLES: AtomicU64 = AtomicU64::new(0);
+
+/// ns per call of one sample of `contender` on `threads` threads; `round` picks the stack shift.
+/// Also returns the calls made.
+fn sample(contender: fn(u64), threads: usize, round: usize) -> (f64, u64) {
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    let results: Vec<(Duration, u64)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|worker| {
+                let (barrier, stop) = (&barrier, &stop);
+                scope.spawn(move || {
+                    pin_to_cpu(worker);
+                    with_stack_shift(round, || {
+                        runtime().block_on(async {
+                            contender(CHUNK); // warm up; starts this thread's monitor
+                            tokio::task::yield_now().await;
+                            barrier.wait();
+                            let start = Instant::now();
+                            let mut calls = 0;
+                            while !stop.load(Relaxed) {
+                                contender(CHUNK);
+                                calls += CHUNK;
+                                tokio::task::yield_now().await; // the monitor's timer may fire
+                            }
+                            (start.elapsed(), calls)
+                        })
+                    })
+                })
+            })
+            .collect();
+        barrier.wait();
+        std::thread::sleep(SAMPLE);
+        stop.store(true, Relaxed);
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let ns = results
+        .iter()
+        .map(|(time, calls)| time.as_nanos() as f64 / *calls as f64)
+        .sum::<f64>()
+        / threads as f64;
+    (ns, results.iter().map(|r| r.1).sum())
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+fn print_table(ns: &[[f64; 2]]) {
+    println!("| contender | 1 thread ns/call | added | 2 threads ns/call | added |");
+    println!("|---|---:|---:|---:|---:|");
+    for (c, &(name, _, base)) in CONTENDERS.iter().enumerate() {
+        let added = |t: usize| {
+            if c == base {
+                "—".to_string()
+            } else {
+                format!("{:+.1}", ns[c][t] - ns[base][t])
+            }
+        };
+        println!(
+            "| {name} | {:.1} | {} | {:.1} | {} |",
+            ns[c][0],
+            added(0),
+            ns[c][1],
+            added(1)
+        );
+    }
+}
+
+fn measure() {
+    // samples[contender][threads] = ns per call of each round
+    let mut samples = vec![[Vec::new(), Vec::new()]; CONTENDERS.len()];
+    let mut fewest_calls = u64::MAX;
+    let mut guarded_runtimes = 0;
+    let lag_samples_before = LAG_SAMPLES.load(Relaxed);
+    for round in 0..SAMPLES {
+        for (c, &(_, contender, base)) in CONTENDERS.iter().enumerate() {
+            for (t, &threads) in THREADS.iter().enumerate() {
+                let (ns, calls) = sample(contender, threads, round);
+                samples[c][t].push(ns);
+                fewest_calls = fewest_calls.min(calls);
+                if c != base {
+                    guarded_runtimes += threads;
+                }
+            }
+        }
+    }
+    let lag_samples = LAG_SAMPLES.load(Relaxed) - lag_samples_before;
+    let best: Vec<[f64; 2]> = samples
+        .iter()
+        .map(|[one, two]| [one, two].map(|s| s.iter().copied().fold(f64::INFINITY, f64::min)))
+        .collect();
+    let medians: Vec<[f64; 2]> = samples
+        .iter_mut()
+        .map(|[one, two]| [median(one), median(two)])
+        .collect();
+
+    println!("## Added cost of the check\n");
+    println!(
+        "ns per call, median of {SAMPLES} samples of {} ms each (every sample made at least {} \
+         calls); \"added\" = contender minus the plain call. Calls run inside a current-thread \
+         tokio runtime per thread (its lag monitor live); 2 threads = 2 OS threads calling the \
+         same fn (one shared static guard), time per call as each thread sees it.\n",
+        SAMPLE.as_millis(),
+        group(fewest_calls),
+    );
+    print_table(&medians);
+    println!("\nBest of the same samples:\n");
+    print_table(&best);
+    println!(
+        "\nLag monitors took {lag_samples} samples during the guarded measurements \
+         ({guarded_runtimes} expected: each guarded sample's runtimes live about {} ms and a \
+         monitor samples every {} ms), so the lag signal was live.\n",
+        SAMPLE.as_millis(),
+        resilient::busy::interval().as_millis()
+    );
+    println!(
+        "Size of the call's future before its first poll: plain {} B, `#[too_busy]` {} B, \
+         with max_in_flight {} B, with max_latency {} B. Size of the output: `Result<u64, \
+         CallError>` {} B, `Result<u64, Box<dyn Error>>` {} B.\n",
+        std::mem::size_of_val(&plain(0)),
+        std::mem::size_of_val(&busy_default(0)),
+        std::mem::size_of_val(&busy_in_flight(0)),
+        std::mem::size_of_val(&busy_latency(0)),
+        std::mem::size_of::<Result<u64, CallError>>(),
+        std::mem::size_of::<Result<u64, BoxError>>(),
+    );
+
+    println!("### Goal: `#[too_busy]` (defaults) adds under {GOAL_NS} ns per call (medians)\n");
+    println!("| threads | added | goal | result |");
+    println!("|---:|---:|---:|---|");
+    for (t, &threads) in THREADS.iter().enumerate() {
+        let added = medians[1][t] - medians[0][t];
+        println!(
+            "| {threads} | {added:+.1} | < {GOAL_NS} | {} |",
+            if added < GOAL_NS { "PASS" } else { "MISS" }
+        );
+    }
+    println!();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// The 1, 5 and 15 minute load averages: other processes on the machine disturb the figures.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// `BENCH_PROFILE=<contender number>` (0 = plain, 1 = defaults, 2 = max_in_flight,
+/// 3 = max_latency, 4 = plain with a boxed error, 5 = defaults with a boxed error) runs just that contender for `BENCH_CALLS` calls (default 10M, rounded up to
+/// whole chunks) on each of `BENCH_THREADS` threads (default 1), in the same setting as the
+/// measurement (a current-thread runtime per thread, a yield per chunk), and prints one line:
+/// a target for `valgrind --tool=callgrind` or `perf`.
+fn profile(which: &str) {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(default)
+    };
+    let calls = env("BENCH_CALLS", 10_000_000).div_ceil(CHUNK) * CHUNK;
+    let threads = env("BENCH_THREADS", 1) as usize;
+    let (name, contender, _) = CONTENDERS[which
+        .parse::<usize>()
+        .expect("BENCH_PROFILE is a contender number")];
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for worker in 0..threads {
+            scope.spawn(move || {
+                pin_to_cpu(worker);
+                runtime().block_on(async {
+                    for _ in 0..calls / CHUNK {
+                        contender(CHUNK);
+                        tokio::task::yield_now().await;
+                    }
+                })
+            });
+        }
+    });
+    eprintln!(
+        "{threads} thread(s) x {calls} calls of {name}: {:.1} ns per call per thread",
+        start.elapsed().as_nanos() as f64 / calls as f64
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
+    if let Ok(which) = std::env::var("BENCH_PROFILE") {
+        return profile(&which);
+    }
+    resilient::busy::on_lag(Duration::ZERO, |_| {
+        LAG_SAMPLES.fetch_add(1, Relaxed);
+    });
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("# resilient `#[too_busy]` cost benchmark\n");
+    println!(
+        "{cores} cores available; load average at start: {}.\n",
+        load_average()
+    );
+    let started = Instant::now();
+    measure();
+    println!(
+        "Whole run: {:.1} s; load average at the end: {}.",
+        started.elapsed().as_secs_f64(),
+        load_average()
+    );
+}
