@@ -12,7 +12,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
-use super::monitor::{current_lag, max_lag, note_max_lag};
+use super::monitor::{current_lag_ns, note_max_lag, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::rejected::{BusySignal, Reason, Rejected};
 
@@ -141,16 +141,39 @@ impl TooBusy {
     }
 
     /// The entry check: `Ok(start)` admits the call (`start` is set when latency is measured).
-    #[inline]
+    /// The common case (lag at most `max_lag`, no other signal configured) is a few loads and
+    /// compares, inlined; everything else is in `admit_slow`.
+    #[inline(always)]
     fn admit(&self) -> Result<Option<Instant>, Rejected> {
-        if let Some(lag) = current_lag() {
-            let max_lag = match self.max_lag {
-                Some(max_lag) => {
-                    note_max_lag(max_lag);
-                    max_lag
-                }
-                None => max_lag(),
-            };
+        let lag_ns = current_lag_ns();
+        let max_lag_ns = match self.max_lag {
+            Some(max_lag) => {
+                // The monitor caps samples at twice the largest `max_lag` in use.
+                note_max_lag(max_lag);
+                max_lag.as_nanos() as u64
+            }
+            None => MAX_LAG_NS.load(Relaxed),
+        };
+        if lag_ns.is_none_or(|lag| lag <= max_lag_ns)
+            && self.max_in_flight == 0
+            && self.max_latency.is_none()
+        {
+            return Ok(None);
+        }
+        self.admit_slow(lag_ns, max_lag_ns)
+    }
+
+    #[inline(never)]
+    fn admit_slow(
+        &self,
+        lag_ns: Option<u64>,
+        max_lag_ns: u64,
+    ) -> Result<Option<Instant>, Rejected> {
+        if let Some(lag_ns) = lag_ns {
+            let (lag, max_lag) = (
+                Duration::from_nanos(lag_ns),
+                Duration::from_nanos(max_lag_ns),
+            );
             if lag > max_lag && random() < shed_probability(lag, max_lag) {
                 return Err(self.refuse(BusySignal::Lag { lag, max_lag }));
             }
@@ -179,7 +202,15 @@ impl TooBusy {
         Ok(self.max_latency.map(|_| Instant::now()))
     }
 
+    #[inline(always)]
     fn done(&self, start: Option<Instant>) {
+        if self.max_in_flight == 0 && start.is_none() {
+            return;
+        }
+        self.record(start);
+    }
+
+    fn record(&self, start: Option<Instant>) {
         if self.max_in_flight > 0 {
             self.in_flight.fetch_sub(1, Relaxed);
         }

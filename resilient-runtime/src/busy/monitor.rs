@@ -8,9 +8,9 @@
 //! as overload, a runtime whose workers are all busy does. A monitor dies with its runtime and is
 //! started again, on the caller's runtime, by the next guarded call.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -23,7 +23,7 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(70);
 
 static INTERVAL_NS: AtomicU64 = AtomicU64::new(DEFAULT_INTERVAL.as_nanos() as u64);
-static MAX_LAG_NS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LAG.as_nanos() as u64);
+pub(crate) static MAX_LAG_NS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LAG.as_nanos() as u64);
 /// The largest `max_lag` any guard has checked against: samples are capped at twice it, so that
 /// every guard's lag can reach full refusal (twice its own `max_lag`).
 static CAP_BASIS_NS: AtomicU64 = AtomicU64::new(0);
@@ -97,12 +97,16 @@ pub fn smoothing() -> Smoothing {
 }
 
 pub(crate) struct Monitor {
+    /// The smoothed lag in ns; `DEAD` while no task of this monitor runs.
     lag_ns: AtomicU64,
-    alive: AtomicBool,
 }
 
-/// Every monitor started, for [`lag`].
-static MONITORS: Mutex<Vec<Weak<Monitor>>> = Mutex::new(Vec::new());
+/// `lag_ns` of a monitor whose runtime is gone (or not started yet).
+const DEAD: u64 = u64::MAX;
+
+/// Every monitor: one per thread that ran guarded calls, kept for the process's life and reused
+/// by the next runtime on that thread.
+static MONITORS: Mutex<Vec<&'static Monitor>> = Mutex::new(Vec::new());
 
 type LagCallback = Arc<dyn Fn(Duration) + Send + Sync>;
 static ON_LAG: RwLock<Vec<(Duration, LagCallback)>> = RwLock::new(Vec::new());
@@ -124,57 +128,57 @@ pub fn lag() -> Duration {
     let monitors = MONITORS.lock().unwrap_or_else(|e| e.into_inner());
     let ns = monitors
         .iter()
-        .filter_map(Weak::upgrade)
-        .filter(|m| m.alive.load(Relaxed))
         .map(|m| m.lag_ns.load(Relaxed))
+        .filter(|&ns| ns != DEAD)
         .max()
         .unwrap_or(0);
     Duration::from_nanos(ns)
 }
 
 thread_local! {
-    static LOCAL: RefCell<Option<Arc<Monitor>>> = const { RefCell::new(None) };
+    static LOCAL: Cell<Option<&'static Monitor>> = const { Cell::new(None) };
 }
 
-/// The smoothed lag seen by this thread's monitor, starting one on the current tokio runtime if
-/// there is none (or it died with its runtime). `None` outside a tokio runtime.
-#[inline]
-pub(crate) fn current_lag() -> Option<Duration> {
-    LOCAL.with(|local| {
-        if let Some(monitor) = &*local.borrow() {
-            if monitor.alive.load(Relaxed) {
-                return Some(Duration::from_nanos(monitor.lag_ns.load(Relaxed)));
-            }
+/// The smoothed lag (ns) seen by this thread's monitor, starting one on the current tokio runtime
+/// if none runs (or it died with its runtime). `None` outside a tokio runtime.
+#[inline(always)]
+pub(crate) fn current_lag_ns() -> Option<u64> {
+    if let Some(monitor) = LOCAL.with(Cell::get) {
+        let ns = monitor.lag_ns.load(Relaxed);
+        if ns != DEAD {
+            return Some(ns);
         }
-        start(local)
-    })
+    }
+    start()
 }
 
-#[cold]
-fn start(local: &RefCell<Option<Arc<Monitor>>>) -> Option<Duration> {
+#[inline(never)]
+fn start() -> Option<u64> {
     let handle = tokio::runtime::Handle::try_current().ok()?;
-    let monitor = Arc::new(Monitor {
-        lag_ns: AtomicU64::new(0),
-        alive: AtomicBool::new(true),
+    let monitor = LOCAL.with(Cell::get).unwrap_or_else(|| {
+        let monitor: &'static Monitor = Box::leak(Box::new(Monitor {
+            lag_ns: AtomicU64::new(DEAD),
+        }));
+        MONITORS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(monitor);
+        LOCAL.with(|local| local.set(Some(monitor)));
+        monitor
     });
-    {
-        let mut monitors = MONITORS.lock().unwrap_or_else(|e| e.into_inner());
-        monitors.retain(|m| m.strong_count() > 0);
-        monitors.push(Arc::downgrade(&monitor));
-    }
+    monitor.lag_ns.store(0, Relaxed);
     // The guard that marks the monitor dead travels inside the task, so that a task dropped before
     // it ever ran (its runtime shut down first) marks it dead too.
-    drop(handle.spawn(run(Alive(monitor.clone()))));
-    *local.borrow_mut() = Some(monitor);
-    Some(Duration::ZERO)
+    drop(handle.spawn(run(Alive(monitor))));
+    Some(0)
 }
 
 /// Marks the monitor dead when its task is dropped (its runtime shut down).
-struct Alive(Arc<Monitor>);
+struct Alive(&'static Monitor);
 
 impl Drop for Alive {
     fn drop(&mut self) {
-        self.0.alive.store(false, Relaxed);
+        self.0.lag_ns.store(DEAD, Relaxed);
     }
 }
 
