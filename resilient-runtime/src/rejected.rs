@@ -25,7 +25,9 @@ use std::time::Duration;
 /// ```
 #[derive(Clone)]
 pub struct Rejected {
-    reason: Reason,
+    // Boxed: an error type that holds a `Rejected` stays one pointer bigger, which keeps every
+    // guarded call's output small (the box is made only when a call is refused).
+    reason: Box<Reason>,
 }
 
 #[derive(Clone, Debug)]
@@ -99,12 +101,14 @@ pub enum RejectedKind {
 
 impl Rejected {
     pub(crate) fn new(reason: Reason) -> Self {
-        Rejected { reason }
+        Rejected {
+            reason: Box::new(reason),
+        }
     }
 
     /// Which policy refused the call, and how.
     pub fn kind(&self) -> RejectedKind {
-        match self.reason {
+        match *self.reason {
             Reason::Open { .. } | Reason::ForcedOpen { .. } => RejectedKind::CircuitOpen,
             Reason::ProbesBusy { .. } => RejectedKind::CircuitHalfOpen,
             Reason::Timeout { .. } => RejectedKind::Timeout,
@@ -132,7 +136,7 @@ impl Rejected {
 
     /// The name of the policy instance (for a breaker, its name) that refused the call.
     pub fn name(&self) -> &str {
-        match &self.reason {
+        match &*self.reason {
             Reason::TooBusy { name, .. } => name,
             _ => self.circuit().map_or("", |c| &c.name),
         }
@@ -146,14 +150,14 @@ impl Rejected {
     /// How long until the policy will let a call through again, when it knows: for an open breaker,
     /// the time left until it half-opens. Useful for an HTTP `Retry-After` header.
     pub fn retry_after(&self) -> Option<Duration> {
-        match self.reason {
+        match *self.reason {
             Reason::Open { retry_in, .. } => Some(retry_in),
             _ => None,
         }
     }
 
     fn circuit(&self) -> Option<&Circuit> {
-        match &self.reason {
+        match &*self.reason {
             Reason::Open { circuit, .. }
             | Reason::ForcedOpen { circuit }
             | Reason::ProbesBusy { circuit }
@@ -165,7 +169,7 @@ impl Rejected {
 
 impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.reason {
+        match &*self.reason {
             Reason::Open { circuit, retry_in } => {
                 write!(
                     f,
@@ -254,6 +258,14 @@ fn trim(mut s: String) -> String {
 mod tests {
     use super::Rounded;
     use std::time::Duration;
+
+    #[test]
+    fn a_rejected_is_one_pointer() {
+        assert_eq!(
+            std::mem::size_of::<super::Rejected>(),
+            std::mem::size_of::<usize>()
+        );
+    }
 
     #[test]
     fn rounded_durations() {
