@@ -199,3 +199,29 @@ pub(crate) fn defer(
     func.attrs.insert(at, myself);
     Some(quote::ToTokens::into_token_stream(func))
 }
+
+/// The end every attribute shares: with errors, the item unchanged next to them (so that one typo
+/// does not turn every use of the function red); else, unless it defers to another of our
+/// attributes below it, its expansion.
+pub(crate) fn finish(
+    errors: Errors,
+    func: Option<ItemFn>,
+    item: TokenStream,
+    stacking: (&str, bool, &TokenStream, &TokenStream),
+    expand: impl FnOnce(ItemFn) -> TokenStream,
+) -> TokenStream {
+    let (me, deferred, args, krate) = stacking;
+    match (errors.finish(), func) {
+        (Ok(()), Some(func)) => match deferred {
+            false => defer(&func, me, args, krate),
+            true => None,
+        }
+        .unwrap_or_else(|| expand(func)),
+        (Err(error), _) => {
+            let mut out = error.to_compile_error();
+            out.extend(item);
+            out
+        }
+        (Ok(()), None) => item,
+    }
+}

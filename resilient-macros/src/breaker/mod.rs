@@ -15,22 +15,12 @@ pub(crate) fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     let attr = ast::Breaker::from_args(args.clone(), &mut errors);
     attr.validate(&mut errors);
     let func = func::parse(item.clone(), "breaker", func::Returns::Result, &mut errors);
-    match (errors.finish(), func) {
-        (Ok(()), Some(func)) => {
-            let krate = crate::args::krate_path(attr.krate.as_ref());
-            match deferred {
-                false => func::defer(&func, "breaker", &args, &krate),
-                true => None,
-            }
-            .unwrap_or_else(|| expand::expand(&attr, func))
-        }
-        // Emit the item unchanged next to the errors, so that one typo does not turn every use of
-        // the function red.
-        (Err(error), _) => {
-            let mut out = error.to_compile_error();
-            out.extend(item);
-            out
-        }
-        (Ok(()), None) => item,
-    }
+    let krate = crate::args::krate_path(attr.krate.as_ref());
+    func::finish(
+        errors,
+        func,
+        item,
+        ("breaker", deferred, &args, &krate),
+        |func| expand::expand(&attr, func),
+    )
 }

@@ -18,21 +18,12 @@ pub(crate) fn too_busy(args: TokenStream, item: TokenStream) -> TokenStream {
         func::Returns::Refusable,
         &mut errors,
     );
-    match (errors.finish(), func) {
-        (Ok(()), Some(func)) => {
-            let krate = crate::args::krate_path(attr.krate.as_ref());
-            match deferred {
-                false => func::defer(&func, "too_busy", &args, &krate),
-                true => None,
-            }
-            .unwrap_or_else(|| expand::expand(&attr, func))
-        }
-        // Emit the item unchanged next to the errors (see `breaker`).
-        (Err(error), _) => {
-            let mut out = error.to_compile_error();
-            out.extend(item);
-            out
-        }
-        (Ok(()), None) => item,
-    }
+    let krate = crate::args::krate_path(attr.krate.as_ref());
+    func::finish(
+        errors,
+        func,
+        item,
+        ("too_busy", deferred, &args, &krate),
+        |func| expand::expand(&attr, func),
+    )
 }
