@@ -27,9 +27,13 @@
 //! ```
 //!
 //! * [`#[breaker]`](macro@breaker): a circuit breaker with Semian's semantics, plus `capacity`.
+//! * [`#[too_busy]`](macro@too_busy): load shedding at a handler's entry when the runtime lags
+//!   (toobusy-js, with the fix its users proposed), too many calls are in flight, or recent calls
+//!   are slow.
 //!
 //! Everything the attributes use is also usable from code: [`Breaker::builder`], the
-//! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families. A refused call
+//! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families, and the
+//! [`busy`] module's monitor settings and `TooBusy` guards. A refused call
 //! returns `Err(E::from(Rejected))`; [`Rejected`] says what was refused and why.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
