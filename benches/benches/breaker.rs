@@ -55,11 +55,13 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::Future;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Barrier};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use resilient::{breaker, Rejected};
+
+mod common;
+use common::{block_on, group, load_average, median, pin_to_cpu, thread_waker, with_stack_shift};
 
 /// How long one sample runs each contender.
 const SAMPLE: Duration = Duration::from_millis(150);
@@ -160,40 +162,6 @@ async fn count_rule(x: u64) -> Result<u64, CallError> {
 #[breaker(failure_rate = 0.5, min_calls = 20)]
 async fn rate_rule(x: u64) -> Result<u64, CallError> {
     work(x)
-}
-
-/// Polls `future` to completion on this thread. Nothing benchmarked here waits for I/O or timers,
-/// so the first poll nearly always completes; when one returns `Pending` (only a contended
-/// `tokio::sync::Mutex` inside tower-resilience does), the thread parks until `waker` unparks it,
-/// as a runtime's worker with nothing else to run would.
-#[inline(always)]
-fn block_on<F: Future>(waker: &Waker, future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    let mut cx = Context::from_waker(waker);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        std::thread::park();
-    }
-}
-
-/// The waker of [`block_on`]: unparks the thread that polls.
-struct Unpark(std::thread::Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// A waker for this thread, made once per chunk of calls (so its cost is not in any call).
-fn thread_waker() -> Waker {
-    Waker::from(Arc::new(Unpark(std::thread::current())))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -297,54 +265,6 @@ fn contenders(lock: &str) -> Vec<Contender> {
     all
 }
 
-/// Pins this thread to the `n`-th CPU it may run on (modulo their number), so that 2 worker
-/// threads always run on 2 different cores and really contend, rather than taking turns on one.
-fn pin_to_cpu(n: usize) {
-    // SAFETY: `set` is a plain bit set on the stack, passed with its size; `CPU_ISSET` and
-    // `CPU_SET` index within it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        if libc::sched_getaffinity(0, size, &mut set) != 0 {
-            return;
-        }
-        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
-            .collect();
-        if allowed.is_empty() {
-            return;
-        }
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(allowed[n % allowed.len()], &mut one);
-        libc::sched_setaffinity(0, size, &one);
-    }
-}
-
-/// Runs `f` with the stack moved down by `shift % 8` half-kilobytes. Where a thread's stack sits
-/// relative to a breaker's fields (modulo 4 KiB, where x86 can hold a load back behind an
-/// unrelated store) can move a tight loop's time by tens of percent, and glibc hands each new
-/// thread the same stack again; shifting it between rounds spreads that luck over the samples.
-fn with_stack_shift<R>(shift: usize, f: impl FnOnce() -> R) -> R {
-    #[inline(never)]
-    fn padded<const N: usize, R>(f: impl FnOnce() -> R) -> R {
-        let pad = [0u8; N];
-        black_box(&pad);
-        let out = f();
-        black_box(&pad);
-        out
-    }
-    match shift % 8 {
-        0 => padded::<0, R>(f),
-        1 => padded::<512, R>(f),
-        2 => padded::<1024, R>(f),
-        3 => padded::<1536, R>(f),
-        4 => padded::<2048, R>(f),
-        5 => padded::<2560, R>(f),
-        6 => padded::<3072, R>(f),
-        _ => padded::<3584, R>(f),
-    }
-}
-
 /// ns per call of one sample on `threads` threads sharing the contender's breaker; `round`
 /// picks the stack shift.
 fn sample(contender: &Contender, threads: usize, round: usize) -> (f64, u64) {
@@ -382,16 +302,6 @@ fn sample(contender: &Contender, threads: usize, round: usize) -> (f64, u64) {
         .sum::<f64>()
         / threads as f64;
     (ns, results.iter().map(|r| r.1).sum())
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
 }
 
 fn print_table(all: &[Contender], ns: &[[f64; 2]]) {
@@ -667,26 +577,6 @@ fn keyed_registry() {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-/// The 1, 5 and 15 minute load averages: other processes on the machine disturb the figures.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
 
 /// The version of `name` in the workspace's Cargo.lock, so the tables say what was measured.
 fn crate_version(lock: &str, name: &str) -> String {

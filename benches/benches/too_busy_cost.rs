@@ -45,11 +45,13 @@
 use std::future::Future;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Barrier};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use resilient::{too_busy, Rejected};
+
+mod common;
+use common::{block_on, group, load_average, median, pin_to_cpu, thread_waker, with_stack_shift};
 
 /// How long one sample runs each contender.
 const SAMPLE: Duration = Duration::from_millis(150);
@@ -165,39 +167,6 @@ fn run<E, F: Future<Output = Result<u64, E>>>(n: u64, call: impl Fn(u64) -> F) {
     }
 }
 
-/// Polls `future` to completion on this thread. Nothing benchmarked here waits (no call is
-/// refused, none sleeps), so the first poll completes; a `Pending` parks the thread until `waker`
-/// unparks it.
-#[inline(always)]
-fn block_on<F: Future>(waker: &Waker, future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    let mut cx = Context::from_waker(waker);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        std::thread::park();
-    }
-}
-
-/// The waker of [`block_on`]: unparks the thread that polls.
-struct Unpark(std::thread::Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// A waker for this thread, made once per chunk of calls (so its cost is not in any call).
-fn thread_waker() -> Waker {
-    Waker::from(Arc::new(Unpark(std::thread::current())))
-}
-
 /// A current-thread runtime with the time driver, as a worker thread's own.
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -208,52 +177,6 @@ fn runtime() -> tokio::runtime::Runtime {
 
 // ---------------------------------------------------------------------------------------------
 // Measuring.
-
-/// Pins this thread to the `n`-th CPU it may run on (modulo their number), so that 2 worker
-/// threads run on 2 different cores.
-fn pin_to_cpu(n: usize) {
-    // SAFETY: `set` is a plain bit set on the stack, passed with its size; `CPU_ISSET` and
-    // `CPU_SET` index within it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        if libc::sched_getaffinity(0, size, &mut set) != 0 {
-            return;
-        }
-        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
-            .collect();
-        if allowed.is_empty() {
-            return;
-        }
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(allowed[n % allowed.len()], &mut one);
-        libc::sched_setaffinity(0, size, &one);
-    }
-}
-
-/// Runs `f` with the stack moved down by `shift % 8` half-kilobytes (see `benches/breaker.rs`:
-/// where the stack sits relative to hot data modulo 4 KiB can move a tight loop's time).
-fn with_stack_shift<R>(shift: usize, f: impl FnOnce() -> R) -> R {
-    #[inline(never)]
-    fn padded<const N: usize, R>(f: impl FnOnce() -> R) -> R {
-        let pad = [0u8; N];
-        black_box(&pad);
-        let out = f();
-        black_box(&pad);
-        out
-    }
-    match shift % 8 {
-        0 => padded::<0, R>(f),
-        1 => padded::<512, R>(f),
-        2 => padded::<1024, R>(f),
-        3 => padded::<1536, R>(f),
-        4 => padded::<2048, R>(f),
-        5 => padded::<2560, R>(f),
-        6 => padded::<3072, R>(f),
-        _ => padded::<3584, R>(f),
-    }
-}
 
 /// Lag samples taken by all monitors so far (counted by an `on_lag` callback at threshold 0).
 static LAG_SAMPLES: AtomicU64 = AtomicU64::new(0);
@@ -298,16 +221,6 @@ fn sample(contender: fn(u64), threads: usize, round: usize) -> (f64, u64) {
         .sum::<f64>()
         / threads as f64;
     (ns, results.iter().map(|r| r.1).sum())
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
 }
 
 fn print_table(ns: &[[f64; 2]]) {
@@ -404,26 +317,6 @@ fn measure() {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-/// The 1, 5 and 15 minute load averages: other processes on the machine disturb the figures.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
 
 /// `BENCH_PROFILE=<contender number>` (0 = plain, 1 = defaults, 2 = max_in_flight,
 /// 3 = max_latency, 4 = plain with a boxed error, 5 = defaults with a boxed error) runs just that contender for `BENCH_CALLS` calls (default 10M, rounded up to

@@ -70,6 +70,9 @@ use axum::routing::get;
 use axum::Router;
 use resilient::Rejected;
 
+mod common;
+use common::{load_average, pin_to_cpu};
+
 /// CPU burnt by one request.
 const WORK: Duration = Duration::from_millis(5);
 /// How long each run sends requests.
@@ -691,29 +694,6 @@ fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
 
 // ---------------------------------------------------------------------------------------------
 
-/// Pins this thread to the `n`-th CPU it may run on (modulo their number), so that the server and
-/// the load generator run on different cores.
-fn pin_to_cpu(n: usize) {
-    // SAFETY: `set` is a plain bit set on the stack, passed with its size; `CPU_ISSET` and
-    // `CPU_SET` index within it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        if libc::sched_getaffinity(0, size, &mut set) != 0 {
-            return;
-        }
-        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
-            .collect();
-        if allowed.is_empty() {
-            return;
-        }
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(allowed[n % allowed.len()], &mut one);
-        libc::sched_setaffinity(0, size, &one);
-    }
-}
-
 /// Raises the open-files limit to its maximum: an overloaded run holds thousands of sockets.
 fn raise_open_files() -> u64 {
     // SAFETY: `limit` is a plain struct on the stack, passed by pointer as the calls require.
@@ -726,13 +706,6 @@ fn raise_open_files() -> u64 {
         }
         limit.rlim_cur
     }
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "unknown".into())
 }
 
 fn pass(ok: bool) -> &'static str {
