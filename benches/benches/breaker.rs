@@ -58,10 +58,13 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering::Relaxed};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use resilient::{breaker, Rejected};
+use resilient::breaker;
 
 mod common;
-use common::{block_on, group, load_average, median, pin_to_cpu, thread_waker, with_stack_shift};
+use common::{
+    block_on, group, load_average, median, pin_to_cpu, plain, thread_waker, with_stack_shift, work,
+    CallError,
+};
 
 /// How long one sample runs each contender.
 const SAMPLE: Duration = Duration::from_millis(150);
@@ -125,34 +128,6 @@ static GLOBAL: Counting = Counting;
 
 // ---------------------------------------------------------------------------------------------
 // The call under test.
-
-/// The error of the benchmarked call: it can carry a `Rejected`, as `#[breaker]` requires.
-#[derive(Debug)]
-#[allow(dead_code)] // the variants are there to be returned, never inspected
-enum CallError {
-    Down,
-    Refused(Rejected),
-}
-
-impl From<Rejected> for CallError {
-    fn from(rejected: Rejected) -> Self {
-        CallError::Refused(rejected)
-    }
-}
-
-/// Trivial work that the optimizer cannot remove or hoist.
-#[inline(always)]
-fn work(x: u64) -> Result<u64, CallError> {
-    let x = black_box(x);
-    if x == u64::MAX {
-        return Err(CallError::Down);
-    }
-    Ok(black_box(x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7))
-}
-
-async fn plain(x: u64) -> Result<u64, CallError> {
-    work(x)
-}
 
 #[breaker]
 async fn count_rule(x: u64) -> Result<u64, CallError> {

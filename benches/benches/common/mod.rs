@@ -8,6 +8,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
+use resilient::Rejected;
+
 /// The waker of [`block_on`]: unparks the thread that polls.
 struct Unpark(std::thread::Thread);
 
@@ -118,4 +120,33 @@ pub fn group(n: u64) -> String {
         out.push(d);
     }
     out
+}
+
+/// The error of the benchmarked call: it can carry a `Rejected`, as the attributes require.
+#[derive(Debug)]
+#[allow(dead_code)] // the variants are there to be returned, never inspected
+pub enum CallError {
+    Down,
+    Refused(Rejected),
+}
+
+impl From<Rejected> for CallError {
+    fn from(rejected: Rejected) -> Self {
+        CallError::Refused(rejected)
+    }
+}
+
+/// Trivial work that the optimizer cannot remove or hoist.
+#[inline(always)]
+pub fn work(x: u64) -> Result<u64, CallError> {
+    let x = black_box(x);
+    if x == u64::MAX {
+        return Err(CallError::Down);
+    }
+    Ok(black_box(x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7))
+}
+
+/// The baseline: the same work in a plain `async fn`.
+pub async fn plain(x: u64) -> Result<u64, CallError> {
+    work(x)
 }
