@@ -259,10 +259,12 @@ fn measure() {
     print_table(&medians);
     println!("\nBest of the same samples:\n");
     print_table(&best);
+    let expected = guarded_runtimes as u128 * SAMPLE.as_millis()
+        / resilient::busy::interval().as_millis().max(1);
     println!(
-        "\nLag monitors took {lag_samples} samples during the guarded measurements \
-         ({guarded_runtimes} expected: each guarded sample's runtimes live about {} ms and a \
-         monitor samples every {} ms), so the lag signal was live.\n",
+        "\nLag monitors took {lag_samples} samples during the guarded measurements (about \
+         {expected} if on time: {guarded_runtimes} guarded runtimes, each living about {} ms, a \
+         monitor sampling every {} ms), so the lag signal was live.\n",
         SAMPLE.as_millis(),
         resilient::busy::interval().as_millis()
     );

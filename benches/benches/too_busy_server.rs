@@ -22,7 +22,7 @@
 //!
 //! So that the unguarded server's lag can be plotted too, each server makes one guarded no-op
 //! call at start, which starts the lag monitor on its runtime; the unguarded handler never
-//! consults it. The monitor samples every 100 ms (the default interval).
+//! consults it. The monitor samples every 10 ms (the default interval).
 //!
 //! # Capacity
 //!
@@ -52,7 +52,7 @@
 //! run's start and `RUN` later, divided by `RUN`; answers to the backlog after that do not
 //! count) and as a share of capacity, the **refusal rate** (503s among the requests sent), errors
 //! and timeouts, and how many lag samples the server's monitor took during the run (one per
-//! 100 ms when the runtime keeps up). Then the goal at 5x (guarded
+//! interval, 10 ms, when the runtime keeps up). Then the goal at 5x (guarded
 //! accepted p99 under 250 ms and goodput at least 80% of capacity, with the unguarded p99 at
 //! least 10 times the guarded), and a timeline of the 5x runs per 500 ms window (by scheduled
 //! send time) with the monitor's lag (`resilient::busy::lag()`, read every 100 ms by a sampler

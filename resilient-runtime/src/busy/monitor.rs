@@ -1,5 +1,9 @@
 //! The lag monitor: a task on the caller's runtime that sleeps `interval`, measures how late it
-//! woke, and keeps the smoothed lag where a guarded call can read it with one load.
+//! woke, and keeps the smoothed lag where a guarded call can read it with one load. Every 32nd
+//! guarded call on a thread (every call once the timer is overdue by an interval) also looks
+//! whether the monitor's timer is overdue (one clock read):
+//! under overload the monitor's own timer waits in the run queue behind the work it should
+//! measure, so a monitor that only sampled would see overload seconds late.
 //!
 //! One monitor per thread that runs guarded calls: on a current-thread runtime that is the
 //! runtime itself; on a multi-thread runtime each worker that runs guarded calls starts a probe
@@ -9,8 +13,8 @@
 //! started again, on the caller's runtime, by the next guarded call.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -18,7 +22,7 @@ use tokio::time::Instant;
 use super::rules::{Recovery, Smoothing};
 
 /// Default `interval`: how often a monitor samples the lag.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(10);
 /// Default `max_lag` of `#[too_busy]` when the attribute gives none (toobusy-js's 70 ms).
 pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(70);
 
@@ -96,13 +100,90 @@ pub fn smoothing() -> Smoothing {
     Smoothing::new(factor, recovery).unwrap_or_default()
 }
 
+/// Aligned to its own cache lines: each thread writes its monitor's call countdown, and monitors
+/// are allocated one after another.
+#[repr(align(128))]
 pub(crate) struct Monitor {
-    /// The smoothed lag in ns; `DEAD` while no task of this monitor runs.
+    /// The lag guards act on, in ns: the probe's smoothed lag, raised by guards that find the
+    /// probe's timer overdue; `DEAD` while no task of this monitor runs.
     lag_ns: AtomicU64,
+    /// Guarded calls on this monitor's thread until the next look at the probe's timer.
+    calls: AtomicU32,
+    /// The probe's own smoothed lag, in ns (what its samples say).
+    sampled_ns: AtomicU64,
+    /// When the probe's timer is due, in ns since `base`.
+    due_ns: AtomicU64,
+    /// How overdue the timer was when a guard first found it overdue (`NONE`: not yet).
+    first_seen_ns: AtomicU64,
+    base: OnceLock<Instant>,
 }
+
+impl Monitor {
+    fn since_base(&self, at: Instant) -> u64 {
+        let base = *self.base.get_or_init(|| at);
+        at.saturating_duration_since(base).as_nanos() as u64
+    }
+
+    /// Publishes the next time the probe's timer is due.
+    fn arm(&self, due: Instant) {
+        self.first_seen_ns.store(NONE, Relaxed);
+        self.due_ns.store(self.since_base(due), Relaxed);
+    }
+
+    /// The lag to act on now: the probe's smoothed lag, or more if its timer is overdue (the
+    /// runtime is too busy to run it), per [`Smoothing::overdue`]. Raises `lag_ns` so that the
+    /// calls before the next look act on it too.
+    #[cold]
+    #[inline(never)]
+    fn look(&self, lag_ns: u64) -> u64 {
+        let now = self.since_base(Instant::now());
+        let due = self.due_ns.load(Relaxed);
+        // The next look: `LOOK_EVERY` calls on (a clock read costs more than the rest of the
+        // check, so not at every call), or at every call once the timer is overdue by an interval,
+        // until the probe runs.
+        let gap = if now > due && now - due >= INTERVAL_NS.load(Relaxed) {
+            1
+        } else {
+            LOOK_EVERY
+        };
+        self.calls.store(gap, Relaxed);
+        if now <= due {
+            return lag_ns;
+        }
+        let sampled = Duration::from_nanos(self.sampled_ns.load(Relaxed));
+        let overdue = now - due;
+        let first_seen = match self.first_seen_ns.load(Relaxed) {
+            NONE => {
+                self.first_seen_ns.store(overdue, Relaxed);
+                overdue
+            }
+            seen => seen,
+        };
+        let lag = smoothing().overdue(
+            sampled,
+            Duration::from_nanos(first_seen),
+            Duration::from_nanos(overdue),
+            interval(),
+            cap_basis(),
+        );
+        let ns = (lag.as_nanos() as u64).min(DEAD - 1);
+        if ns > lag_ns {
+            // Not if the monitor died meanwhile.
+            let _ = self.lag_ns.compare_exchange(lag_ns, ns, Relaxed, Relaxed);
+            return ns;
+        }
+        lag_ns
+    }
+}
+
+/// Guarded calls on a thread between two looks at the probe's timer (a clock read) while it is on
+/// time (or overdue by less than an interval).
+const LOOK_EVERY: u32 = 32;
 
 /// `lag_ns` of a monitor whose runtime is gone (or not started yet).
 const DEAD: u64 = u64::MAX;
+/// `due_ns` while no timer is armed, `first_seen_ns` while no guard found it overdue.
+const NONE: u64 = u64::MAX;
 
 /// Every monitor: one per thread that ran guarded calls, kept for the process's life and reused
 /// by the next runtime on that thread.
@@ -123,7 +204,8 @@ where
         .push((threshold, Arc::new(callback)));
 }
 
-/// The highest smoothed lag among the running monitors (zero when none runs).
+/// The highest lag among the running monitors (zero when none runs): the smoothed lag, or more
+/// while a monitor's timer is overdue and guarded calls have seen it (what they act on).
 pub fn lag() -> Duration {
     let monitors = MONITORS.lock().unwrap_or_else(|e| e.into_inner());
     let ns = monitors
@@ -139,14 +221,21 @@ thread_local! {
     static LOCAL: Cell<Option<&'static Monitor>> = const { Cell::new(None) };
 }
 
-/// The smoothed lag (ns) seen by this thread's monitor, starting one on the current tokio runtime
-/// if none runs (or it died with its runtime). `None` outside a tokio runtime.
+/// The lag (ns) this thread's monitor reports, starting one on the current tokio runtime if none
+/// runs (or it died with its runtime). Now and then (see `Monitor::look`), also looks whether the
+/// monitor's timer is overdue. `None` outside a tokio runtime.
 #[inline(always)]
 pub(crate) fn current_lag_ns() -> Option<u64> {
     if let Some(monitor) = LOCAL.with(Cell::get) {
         let ns = monitor.lag_ns.load(Relaxed);
         if ns != DEAD {
-            return Some(ns);
+            // Only this thread's guards count down (a load and a store, no read-modify-write).
+            let calls = monitor.calls.load(Relaxed);
+            if calls > 1 {
+                monitor.calls.store(calls - 1, Relaxed);
+                return Some(ns);
+            }
+            return Some(monitor.look(ns));
         }
     }
     start()
@@ -158,6 +247,11 @@ fn start() -> Option<u64> {
     let monitor = LOCAL.with(Cell::get).unwrap_or_else(|| {
         let monitor: &'static Monitor = Box::leak(Box::new(Monitor {
             lag_ns: AtomicU64::new(DEAD),
+            calls: AtomicU32::new(LOOK_EVERY),
+            sampled_ns: AtomicU64::new(0),
+            due_ns: AtomicU64::new(NONE),
+            first_seen_ns: AtomicU64::new(NONE),
+            base: OnceLock::new(),
         }));
         MONITORS
             .lock()
@@ -166,6 +260,9 @@ fn start() -> Option<u64> {
         LOCAL.with(|local| local.set(Some(monitor)));
         monitor
     });
+    // Not overdue until the task has armed its first timer.
+    monitor.due_ns.store(NONE, Relaxed);
+    monitor.sampled_ns.store(0, Relaxed);
     monitor.lag_ns.store(0, Relaxed);
     // The guard that marks the monitor dead travels inside the task, so that a task dropped before
     // it ever ran (its runtime shut down first) marks it dead too.
@@ -184,14 +281,24 @@ impl Drop for Alive {
 
 async fn run(alive: Alive) {
     let mut lag = Duration::ZERO;
+    let mut previous = Duration::ZERO;
     let mut above = false;
     loop {
         let due = Instant::now() + interval();
+        alive.0.arm(due);
         tokio::time::sleep_until(due).await;
         let sample = Instant::now().saturating_duration_since(due);
         let max_lag = max_lag();
-        lag = smoothing().next(lag, sample, cap_basis());
-        alive.0.lag_ns.store(lag.as_nanos() as u64, Relaxed);
+        let first_seen = match alive.0.first_seen_ns.load(Relaxed) {
+            NONE => None,
+            ns => Some(Duration::from_nanos(ns)),
+        };
+        lag = smoothing().sampled(lag, previous, sample, first_seen, interval(), cap_basis());
+        previous = sample;
+        let ns = (lag.as_nanos() as u64).min(DEAD - 1);
+        alive.0.due_ns.store(NONE, Relaxed);
+        alive.0.sampled_ns.store(ns, Relaxed);
+        alive.0.lag_ns.store(ns, Relaxed);
         tracing::trace!(target: "resilient::too_busy", ?sample, ?lag, "runtime lag sample");
         if (lag > max_lag) != above {
             above = lag > max_lag;

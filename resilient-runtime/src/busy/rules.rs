@@ -89,6 +89,109 @@ impl Smoothing {
         let next = weight * sample + (1.0 - weight) * current;
         Duration::from_nanos((next * 1e9).round() as u64)
     }
+
+    /// The smoothed lag after the monitor's timer ran `sample` late.
+    ///
+    /// A late sample is one sample ([`next`]: a lone stall moves the lag by `factor` of it, as in
+    /// toobusy-js) unless something says the runtime has stayed behind: the sample before it was
+    /// late too (both above `max_lag`), or guarded calls kept running while the timer was overdue
+    /// (they first found it `first_seen` overdue). Then every `interval` it stayed overdue counts
+    /// as one more sample, as a monitor that could have run on time would have taken (see
+    /// [`overdue`]).
+    ///
+    /// [`next`]: Smoothing::next
+    /// [`overdue`]: Smoothing::overdue
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilient_runtime::busy::Smoothing;
+    ///
+    /// let ms = Duration::from_millis;
+    /// let fast = Smoothing::default();
+    /// // A lone 300 ms stall after quiet samples: one capped sample.
+    /// assert_eq!(fast.sampled(ms(0), ms(1), ms(300), None, ms(10), ms(70)).as_micros(), 46_666);
+    /// // Calls kept running from 20 ms on while the timer waited: work queued behind it.
+    /// assert!(fast.sampled(ms(0), ms(1), ms(300), Some(ms(20)), ms(10), ms(70)) > ms(139));
+    /// // A second late sample in a row: the runtime stays behind.
+    /// assert!(fast.sampled(ms(47), ms(300), ms(300), None, ms(10), ms(70)) > ms(139));
+    /// ```
+    pub fn sampled(
+        &self,
+        current: Duration,
+        previous: Duration,
+        sample: Duration,
+        first_seen: Option<Duration>,
+        interval: Duration,
+        max_lag: Duration,
+    ) -> Duration {
+        let behind = if previous > max_lag && sample > max_lag {
+            Duration::ZERO
+        } else {
+            first_seen.map_or(sample, |seen| seen.min(sample))
+        };
+        self.repeated(
+            current,
+            Self::counted(behind, sample, interval),
+            sample,
+            max_lag,
+        )
+    }
+
+    /// The smoothed lag to act on while the monitor's timer is overdue (due and not yet run), from
+    /// the last smoothed lag `current`: guarded calls first found it `first_seen` overdue, and it is
+    /// `overdue` now.
+    ///
+    /// Under overload the monitor's timer waits in the run queue behind the work it should
+    /// measure, so a monitor that only sampled would see overload seconds late. The overdue time
+    /// before the first look is one sample, as a stall is (the runtime ran nothing then, so
+    /// nothing says it has more work than it can do); every `interval` that passes after it while
+    /// calls keep running and the timer still cannot run counts as one more sample of `overdue`,
+    /// as a monitor that could run would have taken. Samples go through the same cap and weights
+    /// as [`next`]; the result is never below `current`, and at most 32 samples are counted.
+    ///
+    /// [`next`]: Smoothing::next
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilient_runtime::busy::Smoothing;
+    ///
+    /// let ms = Duration::from_millis;
+    /// let fast = Smoothing::default();
+    /// // First seen 300 ms overdue, after a stall: one sample, capped at 140 ms.
+    /// assert_eq!(fast.overdue(ms(0), ms(300), ms(300), ms(10), ms(70)).as_micros(), 46_666);
+    /// // Overdue for 40 ms more while calls ran: four more samples.
+    /// assert_eq!(fast.overdue(ms(0), ms(300), ms(340), ms(10), ms(70)).as_millis(), 121);
+    /// ```
+    pub fn overdue(
+        &self,
+        current: Duration,
+        first_seen: Duration,
+        overdue: Duration,
+        interval: Duration,
+        max_lag: Duration,
+    ) -> Duration {
+        let samples = Self::counted(first_seen, overdue, interval);
+        self.repeated(current, samples, overdue, max_lag)
+            .max(current)
+    }
+
+    /// How many samples a timer overdue by `overdue` counts for, first seen `first_seen` overdue:
+    /// one, plus one per `interval` since, at most 32.
+    fn counted(first_seen: Duration, overdue: Duration, interval: Duration) -> u32 {
+        let since = overdue.saturating_sub(first_seen);
+        1 + (since.as_nanos() / interval.as_nanos().max(1)).min(31) as u32
+    }
+
+    /// `samples` times [`next`](Smoothing::next) with `sample`.
+    fn repeated(
+        &self,
+        current: Duration,
+        samples: u32,
+        sample: Duration,
+        max_lag: Duration,
+    ) -> Duration {
+        (0..samples).fold(current, |lag, _| self.next(lag, sample, max_lag))
+    }
 }
 
 /// The share of calls to refuse at smoothed lag `lag`: 0 up to `max_lag`, rising linearly to 1 at
@@ -159,6 +262,66 @@ mod tests {
         assert_eq!(&lags[60..], [46.7, 15.6, 5.2]);
         let original = run(Smoothing::toobusy(), &samples);
         assert_eq!(&original[60..], [93.3, 62.2, 41.5]);
+    }
+
+    #[test]
+    fn overdue_timer_counts_every_interval_it_stays_overdue() {
+        let fast = Smoothing::default();
+        let at = |current, first_seen, overdue, interval| {
+            let lag = fast.overdue(
+                ms(current),
+                ms(first_seen),
+                ms(overdue),
+                ms(interval),
+                ms(70),
+            );
+            (lag.as_secs_f64() * 1e4).round() / 10.0
+        };
+        // First seen: one sample, however late (a stall), and a falling one never lowers the lag.
+        assert_eq!(at(0, 30, 30, 10), 10.0);
+        assert_eq!(at(0, 300, 300, 10), 46.7);
+        assert_eq!(at(60, 30, 30, 10), 60.0);
+        // Seen overdue from early on (work queued behind it): one sample per interval since.
+        assert_eq!(at(0, 0, 100, 100), 55.6);
+        assert_eq!(at(0, 1, 100, 20), 86.8);
+        assert_eq!(at(0, 5, 399, 100), 112.3);
+        // However long: at most the cap, reached after 32 samples.
+        assert_eq!(at(0, 0, 1_000_000, 1), 140.0);
+        // The original rule has no cap: the samples are the overdue time itself.
+        let original = Smoothing::toobusy().overdue(ms(0), ms(0), ms(300), ms(100), ms(70));
+        assert_eq!(original.as_millis(), 240);
+    }
+
+    #[test]
+    fn a_late_sample_counts_per_interval_only_after_another_late_one() {
+        let fast = Smoothing::default();
+        let sampled = |current, previous, sample, seen: Option<u64>| {
+            fast.sampled(
+                ms(current),
+                ms(previous),
+                ms(sample),
+                seen.map(ms),
+                ms(10),
+                ms(70),
+            )
+        };
+        // After an on-time sample, no call saw it overdue: one sample (a lone stall).
+        assert_eq!(sampled(0, 1, 300, None), fast.next(ms(0), ms(300), ms(70)));
+        // Calls saw it overdue only at the end (the backlog of a stall): one sample.
+        assert_eq!(
+            sampled(0, 1, 300, Some(300)),
+            fast.next(ms(0), ms(300), ms(70))
+        );
+        // Calls saw it overdue from 100 ms on: 21 samples.
+        assert!(sampled(0, 1, 300, Some(100)) > ms(139));
+        // After a late one: the runtime stays behind, 31 intervals of 300 ms: the cap.
+        assert!(sampled(47, 300, 300, None) > ms(139));
+        // Late but not past max_lag: one sample; a quiet sample lowers the lag.
+        assert_eq!(sampled(0, 60, 60, None), ms(20));
+        assert_eq!(
+            sampled(140, 300, 2, Some(1)),
+            fast.next(ms(140), ms(2), ms(70))
+        );
     }
 
     #[test]
