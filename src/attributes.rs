@@ -118,3 +118,66 @@ pub use resilient_macros::breaker;
 /// return `axum::response::Response` or `impl IntoResponse`, and a refusal is a
 /// `503 Service Unavailable` with a `Retry-After` header.
 pub use resilient_macros::too_busy;
+
+/// Raced retries under one deadline (proposed for Zalando's perron client): a retry does not
+/// abort the attempt in flight but races it.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient::{race_retry, Rejected};
+///
+/// struct Directory;
+///
+/// impl Directory {
+///     #[race_retry(retries = 2, after = "150ms", total = "450ms")]
+///     async fn lookup(&self, id: u64, region: &str) -> Result<String, Rejected> {
+///         // The first attempt hangs on a slow replica; the second answers in 20 ms.
+///         let slow = ATTEMPTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
+///         let wait = if slow { 5_000 } else { 20 };
+///         tokio::time::sleep(Duration::from_millis(wait)).await;
+///         Ok(format!("user {id} in {region}"))
+///     }
+/// }
+/// static ATTEMPTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let started = tokio::time::Instant::now();
+/// let user = Directory.lookup(7, "eu").await.unwrap();
+/// assert_eq!(user, "user 7 in eu");
+/// // The second attempt started at 150 ms, answered at 170 ms; the first was cancelled.
+/// assert_eq!(started.elapsed(), Duration::from_millis(170));
+/// # }
+/// ```
+///
+/// | argument | meaning | default |
+/// |---|---|---|
+/// | `retries = 2` | extra attempts at most (3 attempts in all), up to 16 | 2 |
+/// | `after = "150ms"` | start the next attempt this long after the previous one started, while none has succeeded; `"p95"` (any `"pNN"` or `"pNN.N"`) = that percentile of this fn's recent attempt latencies, learned as it runs (`total / (retries + 1)` until 32 attempts were seen) | `"p95"` |
+/// | `total = "450ms"` | one deadline over everything: then the call returns `Err(E::from(Rejected))` ([`Rejected::is_deadline`](crate::Rejected::is_deadline)) and every attempt is cancelled | required |
+/// | `each = "300ms"` | bound on one attempt: an attempt past it is cancelled and has failed | none |
+/// | `budget = 0.1` | extra attempts may add at most this share of the calls of this fn (plus 10 per second), shared by all its calls | none |
+/// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
+/// | `crate = "..."` | the path of this crate, if renamed | `::resilient` |
+///
+/// Semantics: attempt 1 starts at once; attempt k + 1 starts `after` after attempt k started, or
+/// at once when an attempt fails; the first `Ok` is returned and every other attempt is dropped
+/// (cancelled) before the call returns; when all attempts fail, the last error is returned.
+///
+/// Attempts run concurrently inside the caller's task (no `tokio::spawn`), so borrowed arguments
+/// and `&self` methods work. Every attempt gets its own copy of each argument: references and
+/// `&self` are copied, owned values cloned (so they must be `Clone`). `&mut self`, `&mut`
+/// arguments and `self` by value cannot be shared by attempts running at once and are compile
+/// errors that name the argument.
+///
+/// Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
+/// `resilient::race_retry`) and what [`race::observe`](crate::race::observe) returns to the
+/// caller; [`race::stats`](crate::race::stats) counts extra attempts, wins by them, budget
+/// refusals and deadlines.
+///
+/// **With `#[breaker]`.** Attributes of this crate apply top to bottom (the first written is the
+/// outermost). `#[breaker]` above `#[race_retry]` puts the breaker around the whole race: one
+/// outcome per call, and an open breaker refuses the call before any attempt. `#[race_retry]`
+/// above `#[breaker]` puts the breaker around each attempt: each attempt's error counts, and
+/// once it opens, the remaining attempts fail at once with `Rejected` (the call ends with it).
+pub use resilient_macros::race_retry;

@@ -30,18 +30,21 @@
 //! * [`#[too_busy]`](macro@too_busy): load shedding at a handler's entry when the runtime lags
 //!   (toobusy-js, with the fix its users proposed), too many calls are in flight, or recent calls
 //!   are slow.
+//! * [`#[race_retry]`](macro@race_retry): retries that race the attempt in flight instead of
+//!   aborting it, under one deadline, with a shared retry budget.
 //!
 //! Everything the attributes use is also usable from code: [`Breaker::builder`], the
 //! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families, and the
-//! [`busy`] module's monitor settings and `TooBusy` guards. A refused call
+//! [`busy`] module's monitor settings and `TooBusy` guards, the [`race`] module's `RaceRetry`
+//! policies, `observe` and stats. A refused call
 //! returns `Err(E::from(Rejected))`; [`Rejected`] says what was refused and why.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
 mod attributes;
 
-pub use attributes::{breaker, too_busy};
-pub use resilient_runtime::{breaker, busy};
+pub use attributes::{breaker, race_retry, too_busy};
+pub use resilient_runtime::{breaker, busy, race};
 pub use resilient_runtime::{Breaker, BreakerBuilder, KeyedBreaker, Rejected, RejectedKind};
 
 #[doc(hidden)]

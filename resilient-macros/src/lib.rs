@@ -11,6 +11,7 @@ use proc_macro::TokenStream;
 mod args;
 mod breaker;
 mod func;
+mod race_retry;
 mod too_busy;
 
 /// A circuit breaker around an `async fn`. See `resilient::breaker` for the arguments.
@@ -23,6 +24,12 @@ pub fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn too_busy(args: TokenStream, item: TokenStream) -> TokenStream {
     too_busy::too_busy(args.into(), item.into()).into()
+}
+
+/// Raced retries under one deadline. See `resilient::race_retry` for the arguments.
+#[proc_macro_attribute]
+pub fn race_retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    race_retry::race_retry(args.into(), item.into()).into()
 }
 
 #[cfg(test)]

@@ -200,6 +200,24 @@ impl fmt::Debug for KeyedSite {
 
 pub use crate::busy::TooBusy;
 
+pub use crate::race::{After, RaceRetry};
+
+/// Each attempt's own copy of an argument: `&T` and `&self` are copied, owned values cloned.
+#[diagnostic::on_unimplemented(
+    message = "`#[race_retry]` gives every attempt its own copy of each argument, and `{Self}` cannot be cloned",
+    label = "this argument is cloned for each attempt",
+    note = "take it by reference (`&T`), share it in an `Arc`, or make it `Clone` (for a generic type, add a `Clone` bound)"
+)]
+pub trait AttemptArg: Clone {}
+
+impl<T: Clone> AttemptArg for T {}
+
+/// An attempt's copy of an argument.
+#[inline(always)]
+pub fn attempt_arg<T: AttemptArg>(value: &T) -> T {
+    value.clone()
+}
+
 /// The body of a `#[too_busy]` handler that returns `impl IntoResponse`, as a `Response` through
 /// which a refusal can be a 503.
 #[cfg(feature = "axum")]

@@ -20,6 +20,7 @@
 
 pub mod breaker;
 pub mod busy;
+pub mod race;
 mod rejected;
 
 #[doc(hidden)]

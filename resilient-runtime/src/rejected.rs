@@ -50,6 +50,17 @@ pub(crate) enum Reason {
         name: &'static str,
         signal: BusySignal,
     },
+    /// `#[race_retry]`'s `total` passed with no attempt successful.
+    Deadline {
+        name: &'static str,
+        total: Duration,
+        attempts: u32,
+    },
+    /// `#[race_retry]`'s `each` passed for the last attempt running.
+    AttemptTimeout {
+        name: &'static str,
+        each: Duration,
+    },
 }
 
 /// Which `#[too_busy]` signal refused a call.
@@ -97,6 +108,9 @@ pub enum RejectedKind {
     /// `#[too_busy]` shed the call: the runtime lags, too many calls are in flight, or recent
     /// calls are too slow. The call did not run.
     TooBusy,
+    /// `#[race_retry]`'s overall deadline (`total`) passed before any attempt succeeded; the
+    /// attempts still running were cancelled.
+    Deadline,
 }
 
 impl Rejected {
@@ -111,8 +125,9 @@ impl Rejected {
         match *self.reason {
             Reason::Open { .. } | Reason::ForcedOpen { .. } => RejectedKind::CircuitOpen,
             Reason::ProbesBusy { .. } => RejectedKind::CircuitHalfOpen,
-            Reason::Timeout { .. } => RejectedKind::Timeout,
+            Reason::Timeout { .. } | Reason::AttemptTimeout { .. } => RejectedKind::Timeout,
             Reason::TooBusy { .. } => RejectedKind::TooBusy,
+            Reason::Deadline { .. } => RejectedKind::Deadline,
         }
     }
 
@@ -134,10 +149,17 @@ impl Rejected {
         self.kind() == RejectedKind::Timeout
     }
 
+    /// True when `#[race_retry]`'s overall deadline passed with no attempt successful.
+    pub fn is_deadline(&self) -> bool {
+        self.kind() == RejectedKind::Deadline
+    }
+
     /// The name of the policy instance (for a breaker, its name) that refused the call.
     pub fn name(&self) -> &str {
         match &*self.reason {
-            Reason::TooBusy { name, .. } => name,
+            Reason::TooBusy { name, .. }
+            | Reason::Deadline { name, .. }
+            | Reason::AttemptTimeout { name, .. } => name,
             _ => self.circuit().map_or("", |c| &c.name),
         }
     }
@@ -162,7 +184,9 @@ impl Rejected {
             | Reason::ForcedOpen { circuit }
             | Reason::ProbesBusy { circuit }
             | Reason::Timeout { circuit, .. } => Some(circuit),
-            Reason::TooBusy { .. } => None,
+            Reason::TooBusy { .. } | Reason::Deadline { .. } | Reason::AttemptTimeout { .. } => {
+                None
+            }
         }
     }
 }
@@ -191,6 +215,23 @@ impl fmt::Display for Rejected {
                     Rounded(*after)
                 )
             }
+            Reason::Deadline {
+                name,
+                total,
+                attempts,
+            } => {
+                let s = if *attempts == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "`{name}` found no answer within its deadline of {} ({attempts} attempt{s})",
+                    Rounded(*total)
+                )
+            }
+            Reason::AttemptTimeout { name, each } => write!(
+                f,
+                "the last attempt of `{name}` ran past its limit of {} per attempt",
+                Rounded(*each)
+            ),
             Reason::TooBusy { name, signal } => {
                 write!(f, "`{name}` is too busy: ")?;
                 match signal {

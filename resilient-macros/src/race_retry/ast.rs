@@ -1,0 +1,179 @@
+//! The arguments of `#[race_retry(...)]`, each kept with its span, and the checks that relate them
+//! (`after` and `each` below `total`).
+
+use std::time::Duration;
+
+use proc_macro2::{Span, TokenStream};
+use syn::{Expr, LitStr};
+
+use crate::args::{self, Errors, Spanned};
+
+pub(crate) const ARGUMENTS: &[&str] = &[
+    "retries", "after", "total", "each", "budget", "retry_if", "crate",
+];
+
+/// The most extra attempts (the runtime's `MAX_RETRIES`).
+const MAX_RETRIES: u32 = 16;
+
+/// When the next attempt starts.
+#[derive(Copy, Clone)]
+pub(crate) enum After {
+    Fixed(Duration),
+    /// A quantile in (0, 1): `"p95"` is 0.95.
+    Percentile(f64),
+}
+
+pub(crate) struct RaceRetry {
+    pub(crate) retries: Option<Spanned<u32>>,
+    pub(crate) after: Option<Spanned<After>>,
+    pub(crate) total: Option<Spanned<Duration>>,
+    pub(crate) each: Option<Spanned<Duration>>,
+    pub(crate) budget: Option<Spanned<f64>>,
+    pub(crate) retry_if: Option<Expr>,
+    pub(crate) krate: Option<Spanned<LitStr>>,
+}
+
+/// `"p95"`, `"p99.9"`: a percentile strictly between 0 and 100, as a quantile.
+fn parse_percentile(text: &str) -> Option<Result<f64, String>> {
+    let digits = text.strip_prefix('p')?;
+    let valid = !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && digits.matches('.').count() <= 1
+        && !digits.starts_with('.')
+        && !digits.ends_with('.');
+    if !valid {
+        return Some(Err(format!(
+            "`{text}` is not a percentile; write \"p\" and a number, such as \"p95\" or \"p99.9\""
+        )));
+    }
+    let value: f64 = digits.parse().ok()?;
+    if value <= 0.0 || value >= 100.0 {
+        return Some(Err(format!(
+            "`{text}`: a percentile lies strictly between p0 and p100, such as \"p95\""
+        )));
+    }
+    Some(Ok(value / 100.0))
+}
+
+impl RaceRetry {
+    pub(crate) fn from_args(tokens: TokenStream, call_site: Span, errors: &mut Errors) -> Self {
+        let mut out = RaceRetry {
+            retries: None,
+            after: None,
+            total: None,
+            each: None,
+            budget: None,
+            retry_if: None,
+            krate: None,
+        };
+        for arg in args::parse(tokens, "race_retry", ARGUMENTS, errors) {
+            let parsed = match arg.name.as_str() {
+                "retries" => arg.count::<u32>().and_then(|v| {
+                    if v.value > MAX_RETRIES {
+                        Err(syn::Error::new(
+                            v.span,
+                            format_args!(
+                                "`retries` is at most {MAX_RETRIES} (extra attempts on top of the first); each one multiplies the load an outage puts on the callee"
+                            ),
+                        ))
+                    } else {
+                        out.retries = Some(v);
+                        Ok(())
+                    }
+                }),
+                "after" => parse_after(&arg).map(|v| out.after = Some(v)),
+                "total" => arg.duration().map(|v| out.total = Some(v)),
+                "each" => arg.duration().map(|v| out.each = Some(v)),
+                "budget" => arg.number("0.1").and_then(|v| {
+                    if v.value > 0.0 && v.value <= 1.0 {
+                        out.budget = Some(v);
+                        Ok(())
+                    } else {
+                        Err(syn::Error::new(
+                            v.span,
+                            "`budget` is the share of load extra attempts may add: above 0 and at most 1, such as `budget = 0.1` (10%)",
+                        ))
+                    }
+                }),
+                "retry_if" => arg
+                    .expr("is_transient")
+                    .map(|v| out.retry_if = Some(v)),
+                "crate" => arg.krate().map(|v| out.krate = Some(v)),
+                _ => unreachable!("args::parse keeps known names only"),
+            };
+            if let Err(error) = parsed {
+                errors.add(error);
+            }
+        }
+        out.validate(call_site, errors);
+        out
+    }
+
+    fn validate(&self, call_site: Span, errors: &mut Errors) {
+        let Some(total) = &self.total else {
+            errors.push(
+                call_site,
+                "`#[race_retry]` needs `total`: one deadline over every attempt, such as `#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]`",
+            );
+            return;
+        };
+        if let Some(Spanned {
+            value: After::Fixed(after),
+            span,
+            ..
+        }) = &self.after
+        {
+            if after >= &total.value {
+                errors.push(
+                    *span,
+                    format_args!(
+                        "`after` must be below `total` ({}): no attempt after the first could start before the deadline",
+                        format_args!("{:?}", total.value)
+                    ),
+                );
+            }
+        }
+        if let Some(each) = &self.each {
+            if each.value >= total.value {
+                errors.push(
+                    each.span,
+                    format_args!(
+                        "`each` must be below `total` ({}), or it bounds nothing; leave it out to let one attempt use the whole deadline",
+                        format_args!("{:?}", total.value)
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn parse_after(arg: &args::Arg) -> syn::Result<Spanned<After>> {
+    let text = arg.string("150ms")?;
+    let value = text.value.value();
+    let after = match parse_percentile(&value) {
+        Some(Ok(q)) => After::Percentile(q),
+        Some(Err(why)) => return Err(syn::Error::new(text.span, format_args!("`after`: {why}"))),
+        None => match args::parse_duration(&value) {
+            Ok(d) if !d.is_zero() => After::Fixed(d),
+            Ok(_) => {
+                return Err(syn::Error::new(
+                    text.span,
+                    "`after` must be above zero (to start every attempt at once, race them with `futures::select_ok` instead); write a duration such as \"150ms\" or a percentile such as \"p95\"",
+                ))
+            }
+            Err(why) => {
+                return Err(syn::Error::new(
+                    text.span,
+                    format_args!(
+                        "`after`: {why}; write a duration such as \"150ms\" or a percentile such as \"p95\""
+                    ),
+                ))
+            }
+        },
+    };
+    Ok(Spanned {
+        value: after,
+        span: text.span,
+        name: text.name,
+    })
+}

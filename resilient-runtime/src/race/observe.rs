@@ -1,0 +1,151 @@
+//! Seeing every attempt of a raced call, losers included: [`observe`] and [`Attempt`].
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+
+/// One attempt of a raced call, as [`observe`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The raced function's name (its path, or the `name` given to [`RaceRetry`](super::RaceRetry)).
+    pub name: &'static str,
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub number: u32,
+    /// When it started, after the call started.
+    pub started: Duration,
+    /// How long it ran: until it returned, or until it was cancelled.
+    pub elapsed: Duration,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// How an [`Attempt`] ended.
+#[non_exhaustive]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// It returned `Ok` first: the call returned its value.
+    Won,
+    /// It returned an error worth another attempt.
+    Failed,
+    /// It returned an error that `retry_if` says is not worth another attempt: the call returned
+    /// that error at once.
+    NotRetryable,
+    /// It ran past `each` and was cancelled: it counts as failed.
+    TimedOut,
+    /// It was still running when another attempt won, and was cancelled.
+    Lost,
+    /// It was still running when the call ended otherwise (the deadline passed, or an attempt
+    /// failed with an error that is not worth another attempt), and was cancelled.
+    Abandoned,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Outcome::Won => "won",
+            Outcome::Failed => "failed",
+            Outcome::NotRetryable => "failed (not retryable)",
+            Outcome::TimedOut => "timed out",
+            Outcome::Lost => "lost (cancelled)",
+            Outcome::Abandoned => "abandoned (cancelled)",
+        })
+    }
+}
+
+thread_local! {
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+    static LOG: RefCell<Vec<Attempt>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether an [`observe`] is polling on this thread (a raced call reports its attempts then).
+#[inline]
+pub(crate) fn active() -> bool {
+    ACTIVE.with(Cell::get)
+}
+
+pub(crate) fn report(attempt: Attempt) {
+    LOG.with(|log| {
+        if let Ok(mut log) = log.try_borrow_mut() {
+            log.push(attempt);
+        }
+    });
+}
+
+/// Runs `call` and returns its output with every attempt that raced calls made inside it
+/// (including calls nested in it, in the order their attempts ended): when each started, how
+/// long it ran, and how it ended, losers included.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient_runtime::race::{observe, After, Outcome, RaceRetry};
+/// use resilient_runtime::Rejected;
+///
+/// static LOOKUP: RaceRetry =
+///     RaceRetry::new("lookup", 2, After::Fixed(Duration::from_millis(150)), Duration::from_millis(450));
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let mut calls = 0;
+/// let (result, attempts) = observe(LOOKUP.run(|| {
+///     calls += 1;
+///     let slow = calls == 1; // the first attempt hangs, the second answers in 20 ms
+///     async move {
+///         let wait = if slow { Duration::from_secs(5) } else { Duration::from_millis(20) };
+///         tokio::time::sleep(wait).await;
+///         Ok::<_, Rejected>(calls)
+///     }
+/// }))
+/// .await;
+/// assert_eq!(result.unwrap(), 2);
+/// let outcomes: Vec<_> = attempts.iter().map(|a| (a.number, a.outcome)).collect();
+/// assert_eq!(outcomes, [(2, Outcome::Won), (1, Outcome::Lost)]);
+/// assert_eq!(attempts[0].started, Duration::from_millis(150));
+/// # }
+/// ```
+pub fn observe<F: Future>(call: F) -> Observed<F> {
+    Observed {
+        call,
+        log: Vec::new(),
+    }
+}
+
+pin_project! {
+    /// The future of [`observe`].
+    #[derive(Debug)]
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Observed<F> {
+        #[pin]
+        call: F,
+        log: Vec<Attempt>,
+    }
+}
+
+impl<F: Future> Future for Observed<F> {
+    type Output = (F::Output, Vec<Attempt>);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        // Lend this call's log to the thread while its future is polled; an outer observe's log
+        // (if any) is put back afterwards, and gets the inner attempts too.
+        let before = this.log.len();
+        let outer_active = ACTIVE.with(|a| a.replace(true));
+        let outer =
+            LOG.with(|log| std::mem::replace(&mut *log.borrow_mut(), std::mem::take(this.log)));
+        let poll = this.call.poll(cx);
+        let mine = LOG.with(|log| std::mem::replace(&mut *log.borrow_mut(), outer));
+        ACTIVE.with(|a| a.set(outer_active));
+        if outer_active {
+            LOG.with(|log| log.borrow_mut().extend(mine[before..].iter().cloned()));
+        }
+        *this.log = mine;
+        match poll {
+            Poll::Ready(output) => Poll::Ready((output, std::mem::take(this.log))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

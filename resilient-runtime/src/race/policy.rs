@@ -1,0 +1,292 @@
+//! [`RaceRetry`]: one raced function's settings and the state its calls share (the retry budget,
+//! its recent latencies, counters).
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::budget::Budget;
+use super::engine::{Always, Race};
+use super::latency::Latencies;
+use crate::__private::FromRejected;
+
+/// The most extra attempts a call may make.
+pub const MAX_RETRIES: u32 = 16;
+
+/// When the next attempt starts while none has succeeded (it also starts at once when one fails).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum After {
+    /// This long after the previous attempt started.
+    Fixed(Duration),
+    /// That quantile (in (0, 1): 0.95 for `"p95"`) of the function's recent attempt latencies,
+    /// learned as it runs. Until 32 attempts were seen, `total / (retries + 1)`.
+    Percentile(f64),
+}
+
+enum Name {
+    Static(&'static str),
+    Lazy(fn() -> &'static str),
+}
+
+/// A raced function: its settings, and the state all its calls share. What `#[race_retry]`
+/// expands to (a `static` in the function), and usable without the macro:
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient_runtime::race::{After, RaceRetry};
+/// use resilient_runtime::Rejected;
+///
+/// static FETCH: RaceRetry = RaceRetry::new(
+///     "fetch",
+///     2,                                   // retries: 3 attempts at most
+///     After::Fixed(Duration::from_millis(150)),
+///     Duration::from_millis(450),          // total
+/// )
+/// .budget(0.1);
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let answer: Result<u32, Rejected> = FETCH.run(|| async { Ok(7) }).await;
+/// assert_eq!(answer.unwrap(), 7);
+/// # }
+/// ```
+pub struct RaceRetry {
+    name: Name,
+    named: OnceLock<&'static str>,
+    retries: u32,
+    after: After,
+    total: Duration,
+    each: Option<Duration>,
+    pub(crate) budget: Budget,
+    pub(crate) latencies: Latencies,
+    base: OnceLock<Instant>,
+    pub(crate) extra_attempts: AtomicU64,
+    pub(crate) won_by_extra: AtomicU64,
+    pub(crate) budget_refused: AtomicU64,
+    pub(crate) deadlines: AtomicU64,
+}
+
+impl fmt::Debug for RaceRetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaceRetry")
+            .field("name", &self.name())
+            .field("retries", &self.retries)
+            .field("after", &self.after)
+            .field("total", &self.total)
+            .field("each", &self.each)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// What a raced function's calls did so far (see [`RaceRetry::stats`], [`stats`](super::stats)).
+#[non_exhaustive]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct RaceStats {
+    /// Attempts started after the first of their call.
+    pub extra_attempts: u64,
+    /// Calls answered by an attempt other than the first.
+    pub won_by_extra: u64,
+    /// Extra attempts the budget did not allow.
+    pub budget_refused: u64,
+    /// Calls that ran out of time (`total`) with no attempt successful.
+    pub deadlines: u64,
+    /// Whole extra attempts the budget holds now (with a budget).
+    pub budget_balance: f64,
+    /// The `after` delay an attempt started now would wait.
+    pub after: Duration,
+}
+
+static REGISTRY: Mutex<Vec<&'static RaceRetry>> = Mutex::new(Vec::new());
+
+impl RaceRetry {
+    /// A raced function named `name`: at most `retries` extra attempts (clamped to
+    /// [`MAX_RETRIES`]), started `after` apart while none has succeeded (or at once when one
+    /// fails), all within `total`.
+    pub const fn new(name: &'static str, retries: u32, after: After, total: Duration) -> Self {
+        Self::with_name(Name::Static(name), retries, after, total)
+    }
+
+    /// As [`new`](Self::new), the name computed on first use (what the attribute uses: the fn's
+    /// path).
+    #[doc(hidden)]
+    pub const fn lazy(
+        name: fn() -> &'static str,
+        retries: u32,
+        after: After,
+        total: Duration,
+    ) -> Self {
+        Self::with_name(Name::Lazy(name), retries, after, total)
+    }
+
+    const fn with_name(name: Name, retries: u32, after: After, total: Duration) -> Self {
+        RaceRetry {
+            name,
+            named: OnceLock::new(),
+            retries: if retries > MAX_RETRIES {
+                MAX_RETRIES
+            } else {
+                retries
+            },
+            after,
+            total,
+            each: None,
+            budget: Budget::new(None),
+            latencies: Latencies::new(),
+            base: OnceLock::new(),
+            extra_attempts: AtomicU64::new(0),
+            won_by_extra: AtomicU64::new(0),
+            budget_refused: AtomicU64::new(0),
+            deadlines: AtomicU64::new(0),
+        }
+    }
+
+    /// Bounds each attempt: one that runs longer is cancelled and counts as failed.
+    pub const fn each(mut self, each: Duration) -> Self {
+        self.each = Some(each);
+        self
+    }
+
+    /// Extra attempts may add at most `share` of the calls' load (plus a floor of 10 per
+    /// second), counted over all calls of this function. A `share` outside (0, 1] is clamped.
+    pub const fn budget(mut self, share: f64) -> Self {
+        // NaN and values at or below zero fail `share > 0.0`.
+        let share = if share > 1.0 {
+            1.0
+        } else if share > 0.0 {
+            share
+        } else {
+            0.001
+        };
+        self.budget = Budget::new(Some(share));
+        self
+    }
+
+    /// The function's name.
+    pub fn name(&self) -> &'static str {
+        self.named.get_or_init(|| match self.name {
+            Name::Static(name) => name,
+            Name::Lazy(name) => name(),
+        })
+    }
+
+    /// Extra attempts at most.
+    pub fn retries(&self) -> u32 {
+        self.retries
+    }
+
+    /// The overall deadline.
+    pub fn total(&self) -> Duration {
+        self.total
+    }
+
+    /// The bound on one attempt, if any.
+    pub fn each_limit(&self) -> Option<Duration> {
+        self.each
+    }
+
+    /// How long after an attempt started the next one starts, now (for `After::Percentile`, the
+    /// percentile learned so far, or `total / (retries + 1)` before 32 attempts were seen).
+    pub fn after(&self) -> Duration {
+        match self.after {
+            After::Fixed(after) => after,
+            After::Percentile(_) => self
+                .latencies
+                .percentile()
+                .unwrap_or(self.total / (self.retries + 1))
+                .min(self.total),
+        }
+    }
+
+    pub(crate) fn quantile(&self) -> Option<f64> {
+        match self.after {
+            After::Percentile(q) => Some(q),
+            After::Fixed(_) => None,
+        }
+    }
+
+    /// What this function's calls did so far.
+    pub fn stats(&self) -> RaceStats {
+        RaceStats {
+            extra_attempts: self.extra_attempts.load(Relaxed),
+            won_by_extra: self.won_by_extra.load(Relaxed),
+            budget_refused: self.budget_refused.load(Relaxed),
+            deadlines: self.deadlines.load(Relaxed),
+            budget_balance: self.budget.balance(),
+            after: self.after(),
+        }
+    }
+
+    /// Attempt latencies seen so far (recorded with `After::Percentile` only).
+    pub fn latency_samples(&self) -> u64 {
+        self.latencies.samples()
+    }
+
+    /// Time since this function's first call (for the budget's floor).
+    pub(crate) fn since_first(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(*self.base.get_or_init(|| now))
+    }
+
+    /// Makes the stats reachable by name, on the first call.
+    #[inline]
+    pub(crate) fn register(&'static self) {
+        if self.named.get().is_none() {
+            self.register_slow();
+        }
+    }
+
+    #[cold]
+    fn register_slow(&'static self) {
+        let _ = self.name();
+        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        if !registry.iter().any(|r| std::ptr::eq(*r, self)) {
+            registry.push(self);
+        }
+    }
+
+    /// Races attempts made by `make` (called once per attempt; each call's future is one
+    /// attempt) under this function's settings: attempt 1 at once, attempt k + 1 `after` after
+    /// attempt k started or at once when one fails; the first `Ok` wins and every other attempt is
+    /// cancelled before this returns; after `total`, `Err(E::from(Rejected))`; when every attempt
+    /// failed, the last error. The attempts run inside the caller's task (nothing is spawned).
+    pub fn run<M, Fut, T, E>(&'static self, make: M) -> Race<M, Fut, E, Always>
+    where
+        M: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        Race::new(self, make, Always)
+    }
+
+    /// As [`run`](Self::run), but an error for which `retryable` is false ends the call at once
+    /// (with that error, the other attempts cancelled).
+    pub fn run_if<M, Fut, T, E, P>(&'static self, retryable: P, make: M) -> Race<M, Fut, E, P>
+    where
+        M: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: FromRejected,
+        P: Fn(&E) -> bool,
+    {
+        Race::new(self, make, retryable)
+    }
+}
+
+/// The stats of the raced function called `name` (its path, e.g. `my_app::db::lookup`), once it
+/// has been called.
+pub fn stats(name: &str) -> Option<RaceStats> {
+    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    registry
+        .iter()
+        .find(|r| r.name() == name)
+        .map(|r| r.stats())
+}
+
+/// The names of the raced functions called so far.
+pub fn names() -> Vec<&'static str> {
+    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    registry.iter().map(|r| r.name()).collect()
+}
