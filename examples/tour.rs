@@ -17,6 +17,7 @@
 //! 2. `capacity`: the open time derived from `timeout`.
 //! 3. Keyed breakers: one breaker per host.
 //! 4. `#[too_busy]`: a handler sheds load at its entry (in-flight cap, runtime lag) and recovers.
+//! 5. `#[race_retry]`: a raced retry overtakes a slow first attempt; fast failures; the deadline.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -28,7 +29,8 @@ use anyhow::{bail, ensure, Context as _};
 // `use` brings in both. (`use resilient::breaker::{self}` would bring in the module only.)
 use resilient::breaker::State;
 use resilient::busy::{self, shed_probability, Smoothing};
-use resilient::{breaker, too_busy, Rejected};
+use resilient::race::{self, Outcome};
+use resilient::{breaker, race_retry, too_busy, Rejected};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -51,8 +53,7 @@ async fn main() -> anyhow::Result<()> {
     capacity(&tour).await?;
     keyed_by_host(&tour).await?;
     too_busy_handlers(&tour).await?;
-    // Further sections (`#[race_retry]`) go here: one `async fn` each, defined below the last
-    // numbered section and above "The stage".
+    raced_retries(&tour).await?;
 
     println!("\nTour complete: every policy behaved as narrated.");
     Ok(())
@@ -893,6 +894,200 @@ async fn runtime_lag(tour: &Tour) -> anyhow::Result<()> {
         fast.len() == 1 && original.len() > 1,
         "expected fast recovery to need one quiet sample and the original rule more"
     );
+    Ok(())
+}
+
+// ================================================================================================
+// 5. `#[race_retry]`: raced retries under one deadline
+// ================================================================================================
+
+/// Looks a user up on a replica. A retry does not abort the attempt in flight but races it: the
+/// first answer wins, and the other attempts are cancelled before the call returns.
+#[race_retry(retries = 2, after = "150ms", total = "1s")]
+async fn lookup_user(client: &reqwest::Client, base: &str, id: u64) -> anyhow::Result<String> {
+    let response = client.get(format!("{base}/user/{id}")).send().await?;
+    Ok(response.error_for_status()?.text().await?)
+}
+
+/// What the replica does with the next requests it receives (then it answers in 20 ms).
+#[derive(Copy, Clone, Debug)]
+enum Plan {
+    /// Answer after this long.
+    Delay(Duration),
+    /// 503 at once.
+    Fail,
+}
+
+#[derive(Default)]
+struct Replica {
+    plan: Mutex<std::collections::VecDeque<Plan>>,
+    hits: AtomicU64,
+}
+
+async fn replica_answer(
+    axum::extract::State(replica): axum::extract::State<Arc<Replica>>,
+    axum::extract::Path(id): axum::extract::Path<u64>,
+) -> (axum::http::StatusCode, String) {
+    let n = replica.hits.fetch_add(1, Ordering::SeqCst) + 1;
+    let plan = replica.plan.lock().unwrap().pop_front();
+    match plan.unwrap_or(Plan::Delay(Duration::from_millis(20))) {
+        Plan::Delay(delay) => {
+            tokio::time::sleep(delay).await;
+            (
+                axum::http::StatusCode::OK,
+                format!("user {id} (request #{n})"),
+            )
+        }
+        Plan::Fail => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!("replica overloaded (request #{n})"),
+        ),
+    }
+}
+
+/// Prints what `race::observe` saw: every attempt, losers included.
+fn print_attempts(attempts: &[race::Attempt]) {
+    let mut attempts = attempts.to_vec();
+    attempts.sort_by_key(|a| a.number);
+    for a in &attempts {
+        println!(
+            "      attempt {}: started at {:>5}, ran {:>6}, {}",
+            a.number,
+            millis(a.started),
+            millis(a.elapsed),
+            a.outcome
+        );
+    }
+}
+
+async fn raced_retries(tour: &Tour) -> anyhow::Result<()> {
+    tour.section("5. `#[race_retry]`: raced retries under one deadline");
+    let replica = Arc::new(Replica::default());
+    let app = axum::Router::new()
+        .route("/user/{id}", axum::routing::get(replica_answer))
+        .with_state(replica.clone());
+    let base = format!("http://{}", serve("replica", app).await?);
+    println!("server `replica` listens on {base}/user/{{id}}");
+    println!(
+        r#"
+    #[race_retry(retries = 2, after = "150ms", total = "1s")]
+    async fn lookup_user(client: &reqwest::Client, base: &str, id: u64) -> anyhow::Result<String>
+
+    Attempt 1 starts at once; attempt k + 1 starts 150ms after attempt k started, or at once
+    when one fails. The first Ok wins; the others are cancelled before the call returns."#
+    );
+    let plan = |steps: &[Plan]| replica.plan.lock().unwrap().extend(steps.iter().copied());
+
+    tour.step("5.1 The replica answers in 20ms: one attempt, nothing raced.");
+    let started = Instant::now();
+    let (user, attempts) = race::observe(lookup_user(&tour.client, &base, 7)).await;
+    let user = user.context("a healthy replica's lookup failed")?;
+    println!(
+        "    lookup_user(7) -> Ok({user:?}) in {}",
+        millis(started.elapsed())
+    );
+    print_attempts(&attempts);
+    ensure!(
+        attempts.len() == 1,
+        "expected one attempt, saw {}",
+        attempts.len()
+    );
+
+    tour.step(
+        "5.2 The next request hangs for 3s on the replica (a slow disk, a GC pause).\n    \
+         The retry at 150ms does not abort it but races it, and overtakes it.",
+    );
+    plan(&[Plan::Delay(Duration::from_secs(3))]);
+    let started = Instant::now();
+    let (user, attempts) = race::observe(lookup_user(&tour.client, &base, 8)).await;
+    let took = started.elapsed();
+    let user = user.context("the raced lookup failed")?;
+    println!("    lookup_user(8) -> Ok({user:?}) in {}", millis(took));
+    print_attempts(&attempts);
+    let outcome = |n: u32| attempts.iter().find(|a| a.number == n).map(|a| a.outcome);
+    ensure!(
+        outcome(2) == Some(Outcome::Won) && outcome(1) == Some(Outcome::Lost),
+        "expected attempt 2 to win and attempt 1 to lose: {attempts:?}"
+    );
+    ensure!(
+        took < Duration::from_millis(600),
+        "the raced call took {}",
+        millis(took)
+    );
+    println!(
+        "    Attempt 1 was cancelled when attempt 2 won: the caller waited {} instead of 3s.",
+        millis(took)
+    );
+
+    tour.step(
+        "5.3 The next request takes 400ms, the two after it hang: retrying does not abort\n    \
+         attempt 1 (perron's fault was to abort it), so it still wins at 400ms.",
+    );
+    plan(&[
+        Plan::Delay(Duration::from_millis(400)),
+        Plan::Delay(Duration::from_secs(3)),
+        Plan::Delay(Duration::from_secs(3)),
+    ]);
+    let started = Instant::now();
+    let (user, attempts) = race::observe(lookup_user(&tour.client, &base, 11)).await;
+    let took = started.elapsed();
+    let user = user.context("attempt 1 should have won")?;
+    println!("    lookup_user(11) -> Ok({user:?}) in {}", millis(took));
+    print_attempts(&attempts);
+    let outcome = |n: u32| attempts.iter().find(|a| a.number == n).map(|a| a.outcome);
+    ensure!(
+        outcome(1) == Some(Outcome::Won)
+            && outcome(2) == Some(Outcome::Lost)
+            && outcome(3) == Some(Outcome::Lost),
+        "expected attempt 1 to win over two lost retries: {attempts:?}"
+    );
+
+    tour.step("5.4 The replica fails the next two requests at once: each failure starts the next attempt at once.");
+    plan(&[Plan::Fail, Plan::Fail]);
+    let started = Instant::now();
+    let (user, attempts) = race::observe(lookup_user(&tour.client, &base, 9)).await;
+    let took = started.elapsed();
+    let user = user.context("the third attempt should have succeeded")?;
+    println!("    lookup_user(9) -> Ok({user:?}) in {}", millis(took));
+    print_attempts(&attempts);
+    ensure!(
+        attempts.len() == 3 && took < Duration::from_millis(150),
+        "expected three attempts within 150ms, saw {} in {}",
+        attempts.len(),
+        millis(took)
+    );
+
+    tour.step("5.5 Every request hangs: the deadline ends the call at 1s, and all three attempts are cancelled.");
+    plan(&[Plan::Delay(Duration::from_secs(3)); 3]);
+    let started = Instant::now();
+    let (result, attempts) = race::observe(lookup_user(&tour.client, &base, 10)).await;
+    let took = started.elapsed();
+    let err = result.err().context("a hanging replica answered")?;
+    let rejected = err
+        .downcast_ref::<Rejected>()
+        .context("expected a Rejected")?;
+    ensure!(rejected.is_deadline(), "expected the deadline: {err}");
+    println!("    lookup_user(10) -> Err({err}) after {}", millis(took));
+    print_attempts(&attempts);
+    ensure!(
+        attempts.iter().all(|a| a.outcome == Outcome::Abandoned) && attempts.len() == 3,
+        "expected three abandoned attempts: {attempts:?}"
+    );
+    ensure!(
+        took >= Duration::from_millis(1000) && took < Duration::from_millis(1200),
+        "the deadline came at {}",
+        millis(took)
+    );
+    let name = race::names()
+        .into_iter()
+        .find(|n| n.ends_with("lookup_user"))
+        .context("lookup_user is not registered")?;
+    let stats = race::stats(name).context("no stats")?;
+    println!(
+        "    race::stats({name:?}): {} extra attempts, {} calls won by one, {} deadline(s)",
+        stats.extra_attempts, stats.won_by_extra, stats.deadlines
+    );
+    replica.plan.lock().unwrap().clear();
     Ok(())
 }
 

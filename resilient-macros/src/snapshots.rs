@@ -37,9 +37,10 @@ type Expand = fn(TokenStream, TokenStream) -> TokenStream;
 
 /// Takes the first known attribute off `attrs`, returning its expansion and arguments.
 fn take_attr(attrs: &mut Vec<syn::Attribute>) -> Option<(Expand, TokenStream)> {
-    let known: [(&str, Expand); 2] = [
+    let known: [(&str, Expand); 3] = [
         ("breaker", crate::breaker::breaker),
         ("too_busy", crate::too_busy::too_busy),
+        ("race_retry", crate::race_retry::race_retry),
     ];
     let (position, expand) = attrs.iter().enumerate().find_map(|(i, a)| {
         known

@@ -1,0 +1,27 @@
+impl Directory {
+    async fn lookup(&self, id: UserId, region: &str) -> Result<User, DbError> {
+        {
+            fn race_site() {}
+            static RACE: ::resilient::__private::RaceRetry = ::resilient::__private::RaceRetry::lazy(
+                    || ::resilient::__private::name_of(race_site),
+                    2,
+                    ::resilient::__private::After::Fixed(
+                        ::core::time::Duration::from_millis(150),
+                    ),
+                    ::core::time::Duration::from_millis(450),
+                )
+                .each(::core::time::Duration::from_millis(300))
+                .budget(0.1f64);
+            &RACE
+        }
+            .run(move || {
+                let id = ::resilient::__private::attempt_arg(&id);
+                let region = ::resilient::__private::attempt_arg(&region);
+                ::resilient::__private::returns::<
+                    Result<User, DbError>,
+                    _,
+                >(async move { self.replica().get(id, region).await })
+            })
+            .await
+    }
+}

@@ -1,0 +1,28 @@
+async fn fetch<K: Clone + Display>(
+    key: K,
+    (page, size): (u32, u32),
+) -> Result<Page, DbError> {
+    {
+        fn race_site() {}
+        static RACE: ::resilient::__private::RaceRetry = ::resilient::__private::RaceRetry::lazy(
+            || ::resilient::__private::name_of(race_site),
+            2,
+            ::resilient::__private::After::Percentile(0.95f64),
+            ::core::time::Duration::from_secs(1),
+        );
+        &RACE
+    }
+        .run_if(
+            DbError::is_transient,
+            move || {
+                let key = ::resilient::__private::attempt_arg(&key);
+                let page = ::resilient::__private::attempt_arg(&page);
+                let size = ::resilient::__private::attempt_arg(&size);
+                ::resilient::__private::returns::<
+                    Result<Page, DbError>,
+                    _,
+                >(async move { db().page(key.to_string(), page, size).await })
+            },
+        )
+        .await
+}
