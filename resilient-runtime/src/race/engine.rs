@@ -73,6 +73,20 @@ pin_project! {
         // No tokio runtime: attempts start only when one fails, and there is no deadline.
         no_timer: bool,
     }
+
+    impl<M, Fut, E, P> PinnedDrop for Race<M, Fut, E, P> {
+        // Dropped by its caller (an outer timeout, a `select!`, a client gone) while attempts
+        // run: they are cancelled with it, and reported as abandoned.
+        fn drop(this: Pin<&mut Self>) {
+            let mut this = this.project();
+            if let Some(start) = *this.start {
+                if *this.running > 0 && timed(this.policy) {
+                    let now = Instant::now();
+                    cancel(&mut this.first, this.extra, this.policy, start, now, Outcome::Abandoned);
+                }
+            }
+        }
+    }
 }
 
 impl<M, Fut, E, P> std::fmt::Debug for Race<M, Fut, E, P> {
@@ -134,7 +148,7 @@ fn ended(
         attempt = number,
         started_ms = started.as_secs_f64() * 1e3,
         elapsed_ms = elapsed.as_secs_f64() * 1e3,
-        %outcome,
+        ?outcome,
         "attempt ended"
     );
     if observe::active() {

@@ -19,7 +19,13 @@
 //!   deadlines.
 //!
 //! Outside a tokio runtime there are no timers: attempts start only when one fails, and there is
-//! no deadline.
+//! no deadline. Inside one, the time driver must be on (`enable_time`, as for
+//! `tokio::time::timeout`): a raced call whose first attempt waits panics otherwise. An attempt
+//! that fails at the very instant of the deadline loses to it (the call returns the deadline's
+//! `Rejected`); one that succeeds then wins.
+//!
+//! A call dropped by its caller (an outer timeout, `select!`) cancels its attempts with it; they
+//! are reported as [`Outcome::Abandoned`].
 
 mod budget;
 mod engine;

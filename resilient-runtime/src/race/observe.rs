@@ -109,7 +109,7 @@ pub(crate) fn report(attempt: Attempt) {
 /// ```
 pub fn observe<F: Future>(call: F) -> Observed<F> {
     Observed {
-        call,
+        call: Some(call),
         log: Vec::new(),
     }
 }
@@ -119,8 +119,10 @@ pin_project! {
     #[derive(Debug)]
     #[must_use = "futures do nothing unless polled"]
     pub struct Observed<F> {
+        // Dropped as soon as it is done, while the log is still lent: raced calls dropped with it
+        // (under an outer timeout, say) report their attempts.
         #[pin]
-        call: F,
+        call: Option<F>,
         log: Vec<Attempt>,
     }
 }
@@ -136,7 +138,14 @@ impl<F: Future> Future for Observed<F> {
         let outer_active = ACTIVE.with(|a| a.replace(true));
         let outer =
             LOG.with(|log| std::mem::replace(&mut *log.borrow_mut(), std::mem::take(this.log)));
-        let poll = this.call.poll(cx);
+        let mut call = this.call;
+        let poll = match call.as_mut().as_pin_mut() {
+            Some(future) => future.poll(cx),
+            None => panic!("`Observed` polled after it completed"),
+        };
+        if poll.is_ready() {
+            call.set(None);
+        }
         let mine = LOG.with(|log| std::mem::replace(&mut *log.borrow_mut(), outer));
         ACTIVE.with(|a| a.set(outer_active));
         if outer_active {

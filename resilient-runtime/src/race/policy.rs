@@ -226,7 +226,7 @@ impl RaceRetry {
         self.latencies.samples()
     }
 
-    /// Time since this function's first call (for the budget's floor).
+    /// Time since this function's first extra attempt (the time base of the budget's floor).
     pub(crate) fn since_first(&self, now: Instant) -> Duration {
         now.saturating_duration_since(*self.base.get_or_init(|| now))
     }

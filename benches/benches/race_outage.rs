@@ -1,0 +1,354 @@
+//! The retry budget in an outage: `cargo bench -p resilient-benches --bench race_outage`.
+//!
+//! Prints markdown tables of figures measured during the run (nothing here is hard-coded).
+//!
+//! # The service
+//!
+//! A simulated service, inside this process. While it is healthy an attempt sleeps 10 ms
+//! (`tokio::time::sleep`) and answers `Ok`; in the outage every attempt sleeps 50 ms and fails
+//! (`Err`): a slow failure, each of which makes a raced call start its next attempt at once.
+//!
+//! # The contenders
+//!
+//! The same call, `#[race_retry(retries = 2, after = "150ms", total = "450ms")]`, without a budget
+//! and with `budget = 0.1` (extra attempts may add 10% of the calls, plus a floor of 10 per
+//! second; at most 100 tokens banked). Each is its own fn, so each has its own budget.
+//!
+//! # The load
+//!
+//! Open loop, the same for both, both at the same time on one current-thread tokio runtime: call
+//! `i` starts at `t0 + i / RATE` (500 calls per second) in its own task, whatever happened to
+//! earlier calls. First `HEALTHY_CALLS` (1,000, 2 s) while the service is healthy: enough deposits
+//! (1,000 x 0.1 = 100 tokens) to fill the budget's bank, the worst case for the outage that
+//! follows. Then `OUTAGE_CALLS` (2,000, 4 s) in the outage; only those are counted below.
+//! Whether a call meets the outage is decided when it starts (an argument of the call).
+//!
+//! # What is counted, and how
+//!
+//! Attempts are counted twice: at the service (a counter per contender, bumped when an attempt
+//! starts) and by `resilient::race::observe` around each call (every attempt, with when it
+//! started), which also gives the per-window timeline; `resilient::race::stats` gives the budget's
+//! refusals. The **extra load** is extra attempts / calls. The goal: with the budget, the extra
+//! attempts of the outage stay within `0.1 x calls + 10 x T + 100` (the share, the floor over the
+//! outage's duration `T` in seconds, from its first call's start to its last call's end, and a
+//! full bank). For reference, the same bound with one more second of the floor is printed too:
+//! the runtime's floor is a token bucket that holds one second's worth (`budget.rs`), full after
+//! any quiet second, so over `T` seconds it can grant `10 x (T + 1)`.
+//!
+//! Real time: tokio's paused clock would make this exact and fast, but it needs tokio's
+//! `test-util` feature, which this package's `Cargo.toml` does not enable. The budget's floor
+//! counts time with tokio's clock, so the figures depend on the real duration, which is printed.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use resilient::race::{observe, Attempt, RaceStats};
+use resilient::race_retry;
+use tokio::time::Instant;
+
+mod common;
+use common::{group, load_average, CallError};
+
+/// Calls per second, open loop.
+const RATE: f64 = 500.0;
+const HEALTHY_CALLS: u64 = 1_000;
+const OUTAGE_CALLS: u64 = 2_000;
+/// What an attempt takes when the service is healthy, and in the outage (where it fails).
+const HEALTHY: Duration = Duration::from_millis(10);
+const FAILING: Duration = Duration::from_millis(50);
+/// The budget, and what the runtime documents around it: a floor of extra attempts per second,
+/// and the most tokens banked.
+const SHARE: f64 = 0.1;
+const FLOOR_PER_SEC: f64 = 10.0;
+const MAX_BANKED: f64 = 100.0;
+/// The timeline's window.
+const WINDOW: Duration = Duration::from_millis(500);
+
+// ---------------------------------------------------------------------------------------------
+// The service and the contenders.
+
+/// Attempts that started in the outage, per contender (0: no budget, 1: budget).
+static OUTAGE_ATTEMPTS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+
+async fn attempt(down: bool, contender: usize) -> Result<(), CallError> {
+    if down {
+        OUTAGE_ATTEMPTS[contender].fetch_add(1, Relaxed);
+        tokio::time::sleep(FAILING).await;
+        Err(CallError::Down)
+    } else {
+        tokio::time::sleep(HEALTHY).await;
+        Ok(())
+    }
+}
+
+#[race_retry(retries = 2, after = "150ms", total = "450ms")]
+async fn no_budget(down: bool) -> Result<(), CallError> {
+    attempt(down, 0).await
+}
+
+#[race_retry(retries = 2, after = "150ms", total = "450ms", budget = 0.1)]
+async fn with_budget(down: bool) -> Result<(), CallError> {
+    attempt(down, 1).await
+}
+
+const NAMES: [&str; 2] = [
+    "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]` (no budget)",
+    "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\", budget = 0.1)]`",
+];
+const SUFFIXES: [&str; 2] = ["::no_budget", "::with_budget"];
+
+fn stats(contender: usize) -> RaceStats {
+    resilient::race::names()
+        .into_iter()
+        .find(|name| name.ends_with(SUFFIXES[contender]))
+        .and_then(resilient::race::stats)
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The load.
+
+/// One call of the outage.
+struct Call {
+    /// When it started, after the outage's first call started.
+    at: Duration,
+    latency: Duration,
+    ok: bool,
+    attempts: Vec<Attempt>,
+}
+
+/// What one contender's run measured.
+struct Run {
+    calls: Vec<Call>,
+    /// `stats` when the outage began, and after its last call.
+    before: RaceStats,
+    after: RaceStats,
+    /// From the outage's first call's start to its last call's end.
+    outage: Duration,
+    /// How late the generator started calls, max.
+    late_max: Duration,
+}
+
+/// The open-loop load against `contender`.
+async fn run(contender: usize) -> Run {
+    let period = Duration::from_secs_f64(1.0 / RATE);
+    let t0 = Instant::now();
+    let outage_t0 = t0 + period * HEALTHY_CALLS as u32;
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut late_max = Duration::ZERO;
+    let mut before = None;
+    for i in 0..HEALTHY_CALLS + OUTAGE_CALLS {
+        let due = t0 + period * i as u32;
+        tokio::time::sleep_until(due).await;
+        late_max = late_max.max(due.elapsed());
+        let down = i >= HEALTHY_CALLS;
+        if down && before.is_none() {
+            before = Some(stats(contender));
+        }
+        tasks.spawn(async move {
+            let start = Instant::now();
+            let (output, attempts) = if contender == 0 {
+                observe(no_budget(down)).await
+            } else {
+                observe(with_budget(down)).await
+            };
+            let end = Instant::now();
+            down.then(|| {
+                (
+                    Call {
+                        at: start.saturating_duration_since(outage_t0),
+                        latency: end - start,
+                        ok: output.is_ok(),
+                        attempts,
+                    },
+                    end,
+                )
+            })
+        });
+    }
+    let mut calls = Vec::new();
+    let mut last_end = outage_t0;
+    while let Some(call) = tasks.join_next().await {
+        if let Some((call, end)) = call.expect("a call does not panic") {
+            last_end = last_end.max(end);
+            calls.push(call);
+        }
+    }
+    calls.sort_by_key(|c| c.at);
+    Run {
+        calls,
+        before: before.expect("the outage began"),
+        after: stats(contender),
+        outage: last_end - outage_t0,
+        late_max,
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn pass(ok: bool) -> &'static str {
+    if ok {
+        "PASS"
+    } else {
+        "MISS"
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
+    let started = std::time::Instant::now();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("# resilient `#[race_retry]`: the retry budget in an outage\n");
+    println!(
+        "{cores} cores available; load average at start: {}.\n",
+        load_average()
+    );
+    println!(
+        "Open loop at {RATE} calls/s, both contenders at the same time: {} calls while the service \
+         answers in {} ms (filling the bank), then {} calls while every attempt fails after {} ms. \
+         Real time (tokio's paused clock needs its `test-util` feature, not enabled for this \
+         package). Figures below are for the outage's calls only.\n",
+        group(HEALTHY_CALLS),
+        HEALTHY.as_millis(),
+        group(OUTAGE_CALLS),
+        FAILING.as_millis(),
+    );
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime builds");
+    let runs: Vec<Run> = runtime.block_on(async {
+        let off = tokio::spawn(run(0));
+        let on = tokio::spawn(run(1));
+        vec![off.await.expect("no panic"), on.await.expect("no panic")]
+    });
+
+    println!(
+        "| contender | calls | attempts (service / observed) | attempts per call | extra attempts \
+         | extra load | budget refused | bank at the outage's start | calls failed | latency p50 / \
+         max | outage lasted |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (c, r) in runs.iter().enumerate() {
+        let calls = r.calls.len() as u64;
+        let observed: u64 = r.calls.iter().map(|c| c.attempts.len() as u64).sum();
+        let service = OUTAGE_ATTEMPTS[c].load(Relaxed);
+        let extra = service - calls;
+        let mut latencies: Vec<Duration> = r.calls.iter().map(|c| c.latency).collect();
+        latencies.sort();
+        println!(
+            "| {} | {} | {} / {} | {:.3} | {} | {:.1}% | {} | {} | {} | {} / {} | {:.2} s |",
+            NAMES[c],
+            group(calls),
+            group(service),
+            group(observed),
+            service as f64 / calls as f64,
+            group(extra),
+            100.0 * extra as f64 / calls as f64,
+            if c == 0 {
+                "—".to_string()
+            } else {
+                group(r.after.budget_refused - r.before.budget_refused)
+            },
+            if c == 0 {
+                "—".to_string()
+            } else {
+                format!("{:.1} tokens", r.before.budget_balance)
+            },
+            group(r.calls.iter().filter(|c| !c.ok).count() as u64),
+            ms(latencies[latencies.len() / 2]),
+            ms(*latencies.last().unwrap()),
+            r.outage.as_secs_f64(),
+        );
+    }
+    println!(
+        "\n`resilient::race::stats` over the outage: extra attempts {} (no budget) and {} (budget), \
+         as counted at the service. The generator started calls at most {} / {} late.",
+        group(runs[0].after.extra_attempts - runs[0].before.extra_attempts),
+        group(runs[1].after.extra_attempts - runs[1].before.extra_attempts),
+        ms(runs[0].late_max),
+        ms(runs[1].late_max),
+    );
+
+    // The timeline: extra attempts started per window, by when they started.
+    let windows = runs
+        .iter()
+        .map(|r| r.outage.as_nanos().div_ceil(WINDOW.as_nanos()) as usize)
+        .max()
+        .unwrap_or(0);
+    let mut timeline = vec![[0u64; 2]; windows];
+    let mut calls_per_window = vec![0u64; windows];
+    for (c, r) in runs.iter().enumerate() {
+        for call in &r.calls {
+            if c == 1 {
+                let w = (call.at.as_nanos() / WINDOW.as_nanos()) as usize;
+                calls_per_window[w.min(windows - 1)] += 1;
+            }
+            for a in call.attempts.iter().filter(|a| a.number > 1) {
+                let w = ((call.at + a.started).as_nanos() / WINDOW.as_nanos()) as usize;
+                timeline[w.min(windows - 1)][c] += 1;
+            }
+        }
+    }
+    println!(
+        "\n### Extra attempts per {} ms of the outage (by when they started)\n",
+        WINDOW.as_millis()
+    );
+    println!("| window | calls started | extra, no budget | extra, budget 0.1 |");
+    println!("|---|---:|---:|---:|");
+    for (w, (extra, calls)) in timeline.iter().zip(&calls_per_window).enumerate() {
+        println!(
+            "| {:.1}–{:.1} s | {calls} | {} | {} |",
+            w as f64 * WINDOW.as_secs_f64(),
+            (w + 1) as f64 * WINDOW.as_secs_f64(),
+            extra[0],
+            extra[1]
+        );
+    }
+
+    // The goal.
+    let on = &runs[1];
+    let calls = on.calls.len() as f64;
+    let extra = (OUTAGE_ATTEMPTS[1].load(Relaxed) - on.calls.len() as u64) as f64;
+    let t = on.outage.as_secs_f64();
+    let allowed = SHARE * calls + FLOOR_PER_SEC * t + MAX_BANKED;
+    println!("\n### Goal: with the budget, the outage's extra attempts stay within the budget\n");
+    println!(
+        "Allowed = {SHARE} x {} calls + {FLOOR_PER_SEC} per s x {t:.2} s + {MAX_BANKED} banked = \
+         {allowed:.1} extra attempts ({:.1}% of the calls).\n",
+        calls,
+        100.0 * allowed / calls
+    );
+    println!("| measure | measured | goal | result |");
+    println!("|---|---:|---:|---|");
+    println!(
+        "| extra attempts with `budget = 0.1` | {extra} ({:.1}% of the calls) | <= {allowed:.1} | {} |",
+        100.0 * extra / calls,
+        pass(extra <= allowed)
+    );
+    // How budget.rs implements the floor: a token bucket that holds one second's worth and is
+    // full after any quiet second, so over `T` seconds it can grant 10 x (T + 1).
+    let with_burst = allowed + FLOOR_PER_SEC;
+    println!(
+        "| (for reference) the same bound with the floor's one-second burst: {SHARE} x {calls} + \
+         {FLOOR_PER_SEC} x ({t:.2} + 1) + {MAX_BANKED} | {extra} | <= {with_burst:.1} | {} |",
+        if extra <= with_burst {
+            "within"
+        } else {
+            "over"
+        }
+    );
+    println!(
+        "| extra attempts without a budget (for comparison) | {} ({:.1}% of the calls) | — | — |",
+        OUTAGE_ATTEMPTS[0].load(Relaxed) - runs[0].calls.len() as u64,
+        100.0 * (OUTAGE_ATTEMPTS[0].load(Relaxed) as f64 / runs[0].calls.len() as f64 - 1.0)
+    );
+    println!(
+        "\nWhole run: {:.1} s; load average at the end: {}.",
+        started.elapsed().as_secs_f64(),
+        load_average()
+    );
+}
