@@ -2,7 +2,7 @@
 //! retry that races the attempt in flight instead of aborting it, the `total` deadline, `each`,
 //! fast failures, cancellation of losers, the last error, `retry_if`, the retry budget, the learned
 //! percentile, the argument shapes an attempt can copy, `Send`, stacking with `#[breaker]`,
-//! `race::observe`, `tracing` events, and calls outside tokio.
+//! `race::observe`, and calls outside tokio.
 //!
 //! Each raced fn has its own static policy (budget, latencies, counters), so every test that reads
 //! stats, spends budget or learns a percentile has a fn of its own. Most bodies are
@@ -565,8 +565,9 @@ async fn unbudgeted() -> Result<u32, Error> {
 }
 
 /// An outage (every attempt fails at once), 1000 calls 10 ms apart (10 s): with `budget = 0.1`
-/// extra attempts are bounded by 10% of the calls (100) plus the floor (10 banked at the start,
-/// then 10 per second: 99 more), about 209 in all; the same fn without a budget makes 2000.
+/// extra attempts are bounded by 10% of the calls (100) plus the floor's first burst (10). The
+/// deposits (10 tokens a second) reach the floor's rate, so the floor adds nothing more; the same
+/// fn without a budget makes 2000.
 #[tokio::test(start_paused = true)]
 async fn the_budget_bounds_extra_attempts_to_its_share_plus_the_floor() {
     for _ in 0..1000 {
@@ -579,7 +580,7 @@ async fn the_budget_bounds_extra_attempts_to_its_share_plus_the_floor() {
     assert_eq!(without.extra_attempts, 2000);
     assert_eq!(without.budget_refused, 0);
     assert!(
-        (200..=210).contains(&with.extra_attempts),
+        (100..=110).contains(&with.extra_attempts),
         "{} extra attempts with budget = 0.1: {with:?}",
         with.extra_attempts
     );
@@ -616,8 +617,8 @@ async fn learned(probe: &Probe) -> Result<u32, Error> {
 }
 
 /// `after = "p50"`: before 32 latencies were seen the next attempt starts `total / (retries + 1)`
-/// (200 ms) after the previous; after 40 calls that answer in 20 ms it starts near 20 ms (the
-/// histogram's bucket holding 20 ms, within 12.5%; the paused clock fires on the next whole ms).
+/// (200 ms) after the previous; after 40 calls that answer in 20 ms it starts near 20 ms (within
+/// the histogram's bucket holding 20 ms, 12.5% wide; the paused clock fires on the next whole ms).
 #[tokio::test(start_paused = true)]
 async fn after_a_percentile_is_learned_from_recent_attempts() {
     let probe = Probe::new(&[Answer(250), Hang]);
@@ -637,7 +638,7 @@ async fn after_a_percentile_is_learned_from_recent_attempts() {
     }
     let after = stats("learned").after;
     assert!(
-        after >= ms(20) && after <= Duration::from_micros(22_500),
+        after >= ms(18) && after <= Duration::from_micros(22_500),
         "p50 of mostly 20 ms attempts: {after:?}"
     );
 
@@ -984,80 +985,8 @@ async fn observe_reports_winners_and_losers() {
     );
 }
 
-// ---------------------------------------------------------------------------------------------
-// tracing
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[race_retry(retries = 2, after = "150ms", total = "450ms")]
-async fn traced(probe: &Probe) -> Result<u32, Error> {
-    probe.attempt().await
-}
-
-/// Every attempt's end is a DEBUG event with target `resilient::race_retry` and message
-/// "attempt ended", with the fn's name, the attempt's number, start and duration in ms, and its
-/// outcome: the winner (attempt 2: 150 ms, 20 ms) and the loser (attempt 1: 0 ms, 170 ms).
-#[tokio::test(start_paused = true)]
-async fn attempts_are_tracing_events() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_writer(move || writer.clone())
-        .finish();
-    let guard = tracing::subscriber::set_default(subscriber);
-    let probe = Probe::new(&[Hang, Answer(20)]);
-    assert_eq!(traced(&probe).await.unwrap(), 2);
-    drop(guard);
-
-    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    let ended: Vec<&str> = output
-        .lines()
-        .filter(|line| line.contains("attempt ended"))
-        .collect();
-    assert_eq!(ended.len(), 2, "{output}");
-    for line in &ended {
-        assert!(
-            line.contains("DEBUG")
-                && line.contains("resilient::race_retry")
-                && line.contains("name=\"race_retry::traced\""),
-            "{line}"
-        );
-    }
-    let fields = |line: &str| {
-        ["attempt=", "started_ms=", "elapsed_ms=", "outcome="].map(|field| {
-            let at = line
-                .find(field)
-                .unwrap_or_else(|| panic!("no {field} in {line}"));
-            let rest = &line[at + field.len()..];
-            rest.split(' ').next().unwrap().to_owned()
-        })
-    };
-    assert_eq!(
-        fields(ended[0]),
-        ["2", "150.0", "20.0", "Won"],
-        "{}",
-        ended[0]
-    );
-    assert_eq!(
-        fields(ended[1]),
-        ["1", "0.0", "170.0", "Lost"],
-        "{}",
-        ended[1]
-    );
-}
+// (The `tracing` events are checked in tests/race_retry_tracing.rs, a binary of its own: a
+// subscriber scoped to one test thread races with callsites registered by the others.)
 
 // ---------------------------------------------------------------------------------------------
 // No tokio runtime

@@ -1,93 +1,119 @@
 //! The retry budget shared by every call of one function (Finagle's idea): each call deposits
 //! `share` of a token, each extra attempt takes a whole one, so extra attempts add at most `share`
-//! of the load however many calls fail. A small floor (`FLOOR_PER_SEC` extra attempts per
-//! second) lets a function called rarely still race. At most `MAX_BANKED` tokens are kept, so a
-//! long quiet spell cannot pay for a burst of retries in an outage.
+//! of the load however many calls fail. At most `MAX_BANKED` tokens are kept, so a long quiet
+//! spell cannot pay for a flood of retries in an outage.
+//!
+//! A floor lets a function called rarely still race: while the deposits come slower than
+//! `FLOOR_PER_SEC` tokens a second, a second bucket makes up the difference (in bursts of at most
+//! `FLOOR_PER_SEC`). A function whose deposits reach the floor's rate gets nothing from it, so
+//! the share is a true bound there.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// Milli-tokens per token.
-const TOKEN: i64 = 1000;
+const TOKEN: u64 = 1000;
 /// Tokens kept at most.
-const MAX_BANKED: i64 = 100;
-/// Extra attempts per second allowed whatever the balance.
+pub(crate) const MAX_BANKED: u64 = 100;
+/// The floor: extra attempts per second allowed to a function whose deposits come slower.
 pub(crate) const FLOOR_PER_SEC: u64 = 10;
 /// The floor's bucket holds at most this many milli-tokens (one second's worth).
-const FLOOR_CAP: u64 = FLOOR_PER_SEC * TOKEN as u64;
+const FLOOR_CAP: u64 = FLOOR_PER_SEC * TOKEN;
 const FLOOR_BITS: u32 = 20;
 
 #[derive(Debug)]
 pub(crate) struct Budget {
     /// Milli-tokens deposited per call (`share * 1000`); 0 without a budget.
-    deposit: i64,
-    balance: AtomicI64,
+    deposit: u64,
+    /// Milli-tokens deposited so far (only grows: one `fetch_add` per call).
+    deposited: AtomicU64,
+    /// Milli-tokens withdrawn so far, or written off above the bank's cap.
+    spent: AtomicU64,
     /// The floor's bucket: `(ms of the last refill) << FLOOR_BITS | milli-tokens`.
     floor: AtomicU64,
+    /// `deposited` at the floor's last refill: deposits since then shrink its refill.
+    floor_seen: AtomicU64,
 }
 
 impl Budget {
     pub(crate) const fn new(share: Option<f64>) -> Self {
         let deposit = match share {
-            Some(share) => (share * TOKEN as f64) as i64,
+            Some(share) => (share * TOKEN as f64) as u64,
             None => 0,
         };
         Budget {
             deposit,
-            balance: AtomicI64::new(0),
+            deposited: AtomicU64::new(0),
+            spent: AtomicU64::new(0),
             floor: AtomicU64::new(FLOOR_CAP),
+            floor_seen: AtomicU64::new(0),
         }
     }
 
     /// A call's deposit.
     #[inline]
     pub(crate) fn deposit(&self) {
-        if self.deposit > 0 && self.balance.load(Relaxed) < MAX_BANKED * TOKEN {
-            self.balance.fetch_add(self.deposit, Relaxed);
+        if self.deposit > 0 {
+            self.deposited.fetch_add(self.deposit, Relaxed);
         }
     }
 
-    /// Takes a token for an extra attempt, `now` being the time since the policy's first call.
+    /// Takes a token for an extra attempt, `now` being the time since the floor's time base.
     pub(crate) fn withdraw(&self, now: Duration) -> bool {
         if self.deposit == 0 {
             return true;
         }
-        let mut balance = self.balance.load(Relaxed);
-        while balance >= TOKEN {
+        let mut spent = self.spent.load(Relaxed);
+        loop {
+            let deposited = self.deposited.load(Relaxed);
+            // Above the cap, the excess is written off first.
+            let floor = deposited.saturating_sub(MAX_BANKED * TOKEN);
+            let base = spent.max(floor);
+            if deposited.saturating_sub(base) < TOKEN {
+                break;
+            }
             match self
-                .balance
-                .compare_exchange_weak(balance, balance - TOKEN, Relaxed, Relaxed)
+                .spent
+                .compare_exchange_weak(spent, base + TOKEN, Relaxed, Relaxed)
             {
                 Ok(_) => return true,
-                Err(seen) => balance = seen,
+                Err(seen) => spent = seen,
             }
         }
         self.withdraw_floor(now.as_millis().min((1u128 << 44) - 1) as u64)
     }
 
     fn withdraw_floor(&self, now_ms: u64) -> bool {
+        let deposited = self.deposited.load(Relaxed);
+        let seen = self.floor_seen.swap(deposited, Relaxed);
         let mut word = self.floor.load(Relaxed);
         loop {
             let (at, tokens) = (word >> FLOOR_BITS, word & ((1 << FLOOR_BITS) - 1));
-            let refill = now_ms.saturating_sub(at) * FLOOR_PER_SEC; // milli-tokens per ms
+            // The floor's rate (milli-tokens per ms), less what deposits brought meanwhile.
+            let refill = (now_ms.saturating_sub(at) * FLOOR_PER_SEC)
+                .saturating_sub(deposited.saturating_sub(seen));
             let tokens = (tokens + refill).min(FLOOR_CAP);
-            if tokens < TOKEN as u64 {
-                return false;
-            }
-            let next = (now_ms.max(at) << FLOOR_BITS) | (tokens - TOKEN as u64);
+            let granted = tokens >= TOKEN;
+            let left = if granted { tokens - TOKEN } else { tokens };
+            let next = (now_ms.max(at) << FLOOR_BITS) | left;
             match self
                 .floor
                 .compare_exchange_weak(word, next, Relaxed, Relaxed)
             {
-                Ok(_) => return true,
-                Err(seen) => word = seen,
+                Ok(_) => return granted,
+                Err(current) => word = current,
             }
         }
     }
 
     /// Whole tokens banked now.
     pub(crate) fn balance(&self) -> f64 {
-        self.balance.load(Relaxed) as f64 / TOKEN as f64
+        let deposited = self.deposited.load(Relaxed);
+        let base = self
+            .spent
+            .load(Relaxed)
+            .max(deposited.saturating_sub(MAX_BANKED * TOKEN));
+        deposited.saturating_sub(base) as f64 / TOKEN as f64
     }
 }
 
@@ -109,7 +135,7 @@ mod tests {
     }
 
     #[test]
-    fn the_floor_allows_a_few_per_second() {
+    fn the_floor_allows_ten_per_second_to_a_rare_caller() {
         let b = Budget::new(Some(0.1));
         let mut granted = 0;
         for ms in 0..10_000u64 {
@@ -122,12 +148,37 @@ mod tests {
     }
 
     #[test]
+    fn the_floor_adds_nothing_once_deposits_reach_its_rate() {
+        let b = Budget::new(Some(0.1));
+        // 1,500 calls per second, each wanting two extra attempts, for 10 s: deposits bring 150
+        // tokens a second, above the floor's 10, so only the share (and the first burst) passes.
+        let mut granted = 0;
+        for ms in 0..10_000u64 {
+            b.deposit();
+            if ms % 2 == 0 {
+                b.deposit();
+            }
+            for _ in 0..2 {
+                if b.withdraw(Duration::from_millis(ms)) {
+                    granted += 1;
+                }
+            }
+        }
+        // 15,000 calls x 0.1 = 1,500 tokens, plus the floor's first burst of 10.
+        assert!((1500..=1511).contains(&granted), "{granted}");
+    }
+
+    #[test]
     fn the_bank_is_bounded() {
         let b = Budget::new(Some(1.0));
         for _ in 0..1_000 {
             b.deposit();
         }
-        assert!(b.balance() <= (MAX_BANKED + 1) as f64);
+        assert_eq!(b.balance(), MAX_BANKED as f64);
+        let t = Duration::from_secs(100);
+        let granted = (0..1_000).filter(|_| b.withdraw(t)).count();
+        // The bank, plus the floor's burst.
+        assert_eq!(granted, MAX_BANKED as usize + FLOOR_PER_SEC as usize);
     }
 
     #[test]

@@ -61,8 +61,13 @@ pin_project! {
         extra: Vec<Extra<Fut>>,
         #[pin]
         timer: Option<Sleep>,
-        // Set at the first poll.
+        // Set at the first poll when attempts are timed, else when the first attempt waits.
         start: Option<Instant>,
+        begun: bool,
+        // This call's attempt latencies are recorded (`after = "pNN"`, a sample of the calls).
+        record: bool,
+        // Attempt 1 failed on the first poll.
+        early: Option<E>,
         launched: u32,
         running: u32,
         // When the next attempt starts if none succeeds or fails first.
@@ -80,9 +85,10 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             let mut this = this.project();
             if let Some(start) = *this.start {
-                if *this.running > 0 && timed(this.policy) {
+                if *this.running > 0 && (*this.record || reporting()) {
                     let now = Instant::now();
-                    cancel(&mut this.first, this.extra, this.policy, start, now, Outcome::Abandoned);
+                    let record = *this.record;
+                    cancel(&mut this.first, this.extra, this.policy, record, start, now, Outcome::Abandoned);
                 }
             }
         }
@@ -109,6 +115,9 @@ impl<M, Fut, E, P> Race<M, Fut, E, P> {
             extra: Vec::new(),
             timer: None,
             start: None,
+            begun: false,
+            record: false,
+            early: None,
             launched: 0,
             running: 0,
             next_at: None,
@@ -119,16 +128,40 @@ impl<M, Fut, E, P> Race<M, Fut, E, P> {
     }
 }
 
-/// Whether attempts' times are wanted (an observer, a debug subscriber, a learned percentile).
-fn timed(policy: &RaceRetry) -> bool {
-    policy.quantile().is_some()
-        || observe::active()
-        || tracing::enabled!(target: TARGET, tracing::Level::DEBUG)
+/// Whether attempts are reported (to an observer, or to a subscriber that may want debug
+/// events). The global level hint, not a per-callsite `enabled!`: that one's cached interest can
+/// be stale for scoped subscribers on other threads, and a wrong "yes" costs only a clock read.
+fn reporting() -> bool {
+    observe::active() || tracing::level_filters::LevelFilter::current() >= tracing::Level::DEBUG
+}
+
+/// Calls whose attempt latencies are recorded: all of the first `ALWAYS_RECORDED` samples, then
+/// one call in `RECORD_EVERY` on each thread (the clock reads and the shared histogram's writes
+/// are the cost of `after = "pNN"`).
+const ALWAYS_RECORDED: u64 = 256;
+const RECORD_EVERY: u32 = 8;
+
+fn sampled(policy: &RaceRetry) -> bool {
+    if policy.quantile().is_none() {
+        return false;
+    }
+    if policy.latencies.samples() < ALWAYS_RECORDED {
+        return true;
+    }
+    thread_local! {
+        static CALLS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+    CALLS.with(|calls| {
+        let n = calls.get().wrapping_add(1);
+        calls.set(n);
+        n % RECORD_EVERY == 0
+    })
 }
 
 /// Reports an attempt that ended: to an observer, to `tracing`, and to the latency histogram.
 fn ended(
     policy: &RaceRetry,
+    record: bool,
     number: u32,
     call_start: Instant,
     started: Instant,
@@ -136,7 +169,7 @@ fn ended(
     outcome: Outcome,
 ) {
     let elapsed = now.saturating_duration_since(started);
-    if let Some(q) = policy.quantile() {
+    if let Some(q) = policy.quantile().filter(|_| record) {
         // Losers count with the time they ran (a lower bound): leaving them out would teach the
         // percentile that slow attempts never happen.
         policy.latencies.record(elapsed, q);
@@ -174,27 +207,68 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let policy: &'static RaceRetry = this.policy;
-        let start = match *this.start {
-            Some(start) => start,
-            None => {
-                policy.register();
-                let now = Instant::now();
-                *this.start = Some(now);
-                policy.budget.deposit();
-                this.first.set(Some((this.make)()));
-                *this.launched = 1;
-                *this.running = 1;
-                *this.next_at = (policy.retries() > 0).then(|| now + policy.after());
-                now
+        let mut first_polled = false;
+        if !*this.begun {
+            // The first poll: attempt 1 runs at once. The clock is read only if attempts are
+            // reported or recorded, or once attempt 1 has to wait: a call answered without
+            // waiting reads no clock and allocates nothing.
+            *this.begun = true;
+            policy.register();
+            policy.budget.deposit();
+            *this.record = sampled(policy);
+            let record = *this.record;
+            if record || reporting() {
+                *this.start = Some(Instant::now());
             }
-        };
+            this.first.set(Some((this.make)()));
+            *this.launched = 1;
+            *this.running = 1;
+            let future = this.first.as_mut().as_pin_mut().expect("set above");
+            match future.poll(cx) {
+                Poll::Ready(Ok(value)) => {
+                    this.first.set(None);
+                    *this.running = 0;
+                    if let Some(start) = *this.start {
+                        ended(
+                            policy,
+                            record,
+                            1,
+                            start,
+                            start,
+                            Instant::now(),
+                            Outcome::Won,
+                        );
+                    }
+                    return Poll::Ready(Ok(value));
+                }
+                Poll::Ready(Err(error)) => {
+                    this.first.set(None);
+                    *this.running = 0;
+                    *this.early = Some(error);
+                }
+                Poll::Pending => {}
+            }
+            first_polled = true;
+            let start = *this.start.get_or_insert_with(Instant::now);
+            *this.next_at = (policy.retries() > 0).then(|| start + policy.after());
+        }
+        let start = this.start.expect("set at the first poll");
+        let record = *this.record;
         let attempts = policy.retries() + 1;
 
         loop {
             // Poll every running attempt; the first `Ok` wins.
             let mut failed: Vec<(u32, Instant, E)> = Vec::new();
+            if let Some(error) = this.early.take() {
+                failed.push((1, start, error));
+            }
             let mut won: Option<(u32, Instant, T)> = None;
-            if let Some(future) = this.first.as_mut().as_pin_mut() {
+            if let Some(future) = this
+                .first
+                .as_mut()
+                .as_pin_mut()
+                .filter(|_| !std::mem::take(&mut first_polled))
+            {
                 if let Poll::Ready(output) = future.poll(cx) {
                     this.first.set(None);
                     *this.running -= 1;
@@ -232,11 +306,20 @@ where
                 let retryable = this.retryable.retryable(&error);
                 let at = clock();
                 if !retryable && won.is_none() {
-                    ended(policy, number, start, started, at, Outcome::NotRetryable);
+                    ended(
+                        policy,
+                        record,
+                        number,
+                        start,
+                        started,
+                        at,
+                        Outcome::NotRetryable,
+                    );
                     cancel(
                         &mut this.first,
                         this.extra,
                         policy,
+                        record,
                         start,
                         at,
                         Outcome::Abandoned,
@@ -248,20 +331,16 @@ where
                 } else {
                     Outcome::NotRetryable
                 };
-                ended(policy, number, start, started, at, outcome);
+                ended(policy, record, number, start, started, at, outcome);
                 *this.last_error = Some(error);
                 *this.pending_launches += 1;
             }
 
             if let Some((number, started, value)) = won {
-                let timed = timed(policy);
-                let at = if timed || *this.running > 0 {
-                    clock()
-                } else {
-                    start
-                };
+                let timed = record || reporting();
+                let at = if timed { clock() } else { start };
                 if timed {
-                    ended(policy, number, start, started, at, Outcome::Won);
+                    ended(policy, record, number, start, started, at, Outcome::Won);
                 }
                 if number > 1 {
                     policy.won_by_extra.fetch_add(1, Relaxed);
@@ -270,6 +349,7 @@ where
                     &mut this.first,
                     this.extra,
                     policy,
+                    record,
                     start,
                     at,
                     Outcome::Lost,
@@ -295,6 +375,7 @@ where
                         &mut this.first,
                         this.extra,
                         policy,
+                        record,
                         start,
                         at,
                         Outcome::Abandoned,
@@ -315,7 +396,7 @@ where
                     let mut timed_out = 0;
                     if this.first.is_some() && at >= start + each {
                         this.first.set(None);
-                        ended(policy, 1, start, start, at, Outcome::TimedOut);
+                        ended(policy, record, 1, start, start, at, Outcome::TimedOut);
                         timed_out += 1;
                     }
                     for extra in this.extra.iter_mut() {
@@ -323,6 +404,7 @@ where
                             extra.future = None;
                             ended(
                                 policy,
+                                record,
                                 extra.number,
                                 start,
                                 extra.started,
@@ -441,26 +523,39 @@ where
 }
 
 /// Cancels (drops) every attempt still running, reporting each with `outcome`.
+#[allow(clippy::too_many_arguments)]
 fn cancel<Fut>(
     first: &mut Pin<&mut Option<Fut>>,
     extra: &mut Vec<Extra<Fut>>,
     policy: &RaceRetry,
+    record: bool,
     start: Instant,
     now: Instant,
     outcome: Outcome,
 ) {
-    let timed = timed(policy);
+    if first.is_none() && extra.is_empty() {
+        return;
+    }
+    let timed = record || reporting();
     if first.is_some() {
         first.set(None);
         if timed {
-            ended(policy, 1, start, start, now, outcome);
+            ended(policy, record, 1, start, start, now, outcome);
         }
     }
     for attempt in extra.drain(..) {
         if attempt.future.is_some() {
             drop(attempt.future);
             if timed {
-                ended(policy, attempt.number, start, attempt.started, now, outcome);
+                ended(
+                    policy,
+                    record,
+                    attempt.number,
+                    start,
+                    attempt.started,
+                    now,
+                    outcome,
+                );
             }
         }
     }

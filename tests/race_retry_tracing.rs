@@ -1,0 +1,88 @@
+//! The `tracing` events of `#[race_retry]`, in a test binary of its own (a subscriber scoped to one
+//! test thread would race with callsites registered by tests on other threads).
+
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use resilient::{race_retry, Rejected};
+use tokio::time::sleep;
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+
+/// Attempt 1 hangs; attempt 2 answers in 20 ms.
+#[race_retry(retries = 2, after = "150ms", total = "450ms")]
+async fn traced() -> Result<u32, Rejected> {
+    let n = ATTEMPTS.fetch_add(1, SeqCst) + 1;
+    if n == 1 {
+        std::future::pending::<()>().await;
+    }
+    sleep(Duration::from_millis(20)).await;
+    Ok(n)
+}
+
+/// Every attempt's end is a DEBUG event with target `resilient::race_retry` and message
+/// "attempt ended", with the fn's name, the attempt's number, start and duration in ms, and its
+/// outcome: the winner (attempt 2: 150 ms, 20 ms) and the loser (attempt 1: 0 ms, 170 ms).
+#[tokio::test(start_paused = true)]
+async fn attempts_are_tracing_events() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(move || writer.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    assert_eq!(traced().await.unwrap(), 2);
+    drop(guard);
+
+    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let ended: Vec<&str> = output
+        .lines()
+        .filter(|line| line.contains("attempt ended"))
+        .collect();
+    assert_eq!(ended.len(), 2, "{output}");
+    for line in &ended {
+        assert!(
+            line.contains("DEBUG")
+                && line.contains("resilient::race_retry")
+                && line.contains("name=\"race_retry_tracing::traced\""),
+            "{line}"
+        );
+    }
+    let fields = |line: &str| {
+        ["attempt=", "started_ms=", "elapsed_ms=", "outcome="].map(|field| {
+            let at = line
+                .find(field)
+                .unwrap_or_else(|| panic!("no {field} in {line}"));
+            let rest = &line[at + field.len()..];
+            rest.split(' ').next().unwrap().to_owned()
+        })
+    };
+    assert_eq!(
+        fields(ended[0]),
+        ["2", "150.0", "20.0", "Won"],
+        "{}",
+        ended[0]
+    );
+    assert_eq!(
+        fields(ended[1]),
+        ["1", "0.0", "170.0", "Lost"],
+        "{}",
+        ended[1]
+    );
+}
