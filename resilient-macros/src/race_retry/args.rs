@@ -2,13 +2,20 @@
 //! copied into each attempt, owned values are cloned for each; `&mut` (self or not) and `self` by
 //! value cannot be shared and are compile errors that name the argument.
 
-use syn::spanned::Spanned as _;
-use syn::{FnArg, Ident, ItemFn, Pat, Type};
+use quote::quote;
+use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Signature, Token, Type};
 
 use crate::args::Errors;
 
+/// A name an attempt needs its own copy of; a `mut` one is mutable in the copy, not in the
+/// signature (each attempt changes its own copy).
+pub(crate) struct Binding {
+    pub(crate) ident: Ident,
+    pub(crate) mutability: Option<Token![mut]>,
+}
+
 /// The names an attempt needs its own copy of (every binding of a typed argument).
-pub(crate) fn bindings(func: &ItemFn, errors: &mut Errors) -> Vec<Ident> {
+pub(crate) fn bindings(func: &ItemFn, errors: &mut Errors) -> Vec<Binding> {
     let mut out = Vec::new();
     for input in &func.sig.inputs {
         match input {
@@ -18,48 +25,76 @@ pub(crate) fn bindings(func: &ItemFn, errors: &mut Errors) -> Vec<Ident> {
                         receiver.self_token.span,
                         "`#[race_retry]` runs attempts at once, and each would need its own `self`; take `&self` (an `Arc<Self>` receiver can become `&self` too)",
                     );
-                } else if receiver.mutability.is_some() {
-                    errors.push(
-                        receiver.span(),
+                } else if let (Some((and, _)), Some(mutability)) =
+                    (&receiver.reference, &receiver.mutability)
+                {
+                    errors.add(syn::Error::new_spanned(
+                        quote!(#and #mutability),
                         "`#[race_retry]` runs attempts at once, and `&mut self` cannot be lent to two of them; take `&self` (with interior mutability where state changes)",
-                    );
+                    ));
                 }
             }
             FnArg::Typed(typed) => {
                 if let Type::Reference(reference) = &*typed.ty {
-                    if reference.mutability.is_some() {
+                    if let Some(mutability) = &reference.mutability {
                         let name = quote::ToTokens::to_token_stream(&typed.pat).to_string();
-                        errors.push(
-                            typed.span(),
+                        let and = &reference.and_token;
+                        errors.add(syn::Error::new_spanned(
+                            quote!(#and #mutability),
                             format_args!(
                                 "`#[race_retry]` runs attempts at once, and `{name}` (a `&mut` reference) cannot be lent to two of them; take `&` (with interior mutability where it changes) or an owned value that is `Clone`"
                             ),
-                        );
+                        ));
                         continue;
                     }
                 }
-                collect(&typed.pat, &mut out);
+                each_binding(&mut (*typed.pat).clone(), &mut |ident| {
+                    let mutability = match ident.by_ref {
+                        None => ident.mutability,
+                        Some(_) => None,
+                    };
+                    out.push(Binding {
+                        ident: ident.ident.clone(),
+                        mutability,
+                    });
+                });
             }
         }
     }
     out
 }
 
-fn collect(pat: &Pat, out: &mut Vec<Ident>) {
+/// Drops `mut` from the arguments' bindings: the attempts' copies carry it instead.
+pub(crate) fn drop_mut(sig: &mut Signature) {
+    for input in &mut sig.inputs {
+        if let FnArg::Typed(typed) = input {
+            each_binding(&mut typed.pat, &mut |ident| {
+                if ident.by_ref.is_none() {
+                    ident.mutability = None;
+                }
+            });
+        }
+    }
+}
+
+fn each_binding(pat: &mut Pat, f: &mut impl FnMut(&mut PatIdent)) {
     match pat {
         Pat::Ident(ident) => {
-            out.push(ident.ident.clone());
-            if let Some((_, sub)) = &ident.subpat {
-                collect(sub, out);
+            f(ident);
+            if let Some((_, sub)) = &mut ident.subpat {
+                each_binding(sub, f);
             }
         }
-        Pat::Tuple(tuple) => tuple.elems.iter().for_each(|p| collect(p, out)),
-        Pat::TupleStruct(tuple) => tuple.elems.iter().for_each(|p| collect(p, out)),
-        Pat::Struct(s) => s.fields.iter().for_each(|f| collect(&f.pat, out)),
-        Pat::Slice(slice) => slice.elems.iter().for_each(|p| collect(p, out)),
-        Pat::Reference(reference) => collect(&reference.pat, out),
-        Pat::Paren(paren) => collect(&paren.pat, out),
-        Pat::Type(typed) => collect(&typed.pat, out),
+        Pat::Tuple(tuple) => tuple.elems.iter_mut().for_each(|p| each_binding(p, f)),
+        Pat::TupleStruct(tuple) => tuple.elems.iter_mut().for_each(|p| each_binding(p, f)),
+        Pat::Struct(s) => s
+            .fields
+            .iter_mut()
+            .for_each(|field| each_binding(&mut field.pat, f)),
+        Pat::Slice(slice) => slice.elems.iter_mut().for_each(|p| each_binding(p, f)),
+        Pat::Reference(reference) => each_binding(&mut reference.pat, f),
+        Pat::Paren(paren) => each_binding(&mut paren.pat, f),
+        Pat::Type(typed) => each_binding(&mut typed.pat, f),
         _ => {}
     }
 }

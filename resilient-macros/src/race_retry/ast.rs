@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use proc_macro2::{Span, TokenStream};
-use syn::{Expr, LitStr};
+use syn::{Expr, Lit, LitStr};
 
 use crate::args::{self, Errors, Spanned};
 
@@ -66,21 +66,12 @@ impl RaceRetry {
             retry_if: None,
             krate: None,
         };
-        for arg in args::parse(tokens, "race_retry", ARGUMENTS, errors) {
+        let args = args::parse(tokens, "race_retry", ARGUMENTS, errors);
+        // A malformed `total` has its own error; "needs `total`" would only repeat it.
+        let total_given = args.iter().any(|arg| arg.name == "total");
+        for arg in args {
             let parsed = match arg.name.as_str() {
-                "retries" => arg.count::<u32>().and_then(|v| {
-                    if v.value > MAX_RETRIES {
-                        Err(syn::Error::new(
-                            v.span,
-                            format_args!(
-                                "`retries` is at most {MAX_RETRIES} (extra attempts on top of the first); each one multiplies the load an outage puts on the callee"
-                            ),
-                        ))
-                    } else {
-                        out.retries = Some(v);
-                        Ok(())
-                    }
-                }),
+                "retries" => parse_retries(&arg).map(|v| out.retries = Some(v)),
                 "after" => parse_after(&arg).map(|v| out.after = Some(v)),
                 "total" => arg.duration().map(|v| out.total = Some(v)),
                 "each" => arg.duration().map(|v| out.each = Some(v)),
@@ -105,12 +96,15 @@ impl RaceRetry {
                 errors.add(error);
             }
         }
-        out.validate(call_site, errors);
+        out.validate(call_site, total_given, errors);
         out
     }
 
-    fn validate(&self, call_site: Span, errors: &mut Errors) {
+    fn validate(&self, call_site: Span, total_given: bool, errors: &mut Errors) {
         let Some(total) = &self.total else {
+            if total_given {
+                return;
+            }
             errors.push(
                 call_site,
                 "`#[race_retry]` needs `total`: one deadline over every attempt, such as `#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]`",
@@ -147,8 +141,38 @@ impl RaceRetry {
     }
 }
 
+/// `retries = 2`: from 1 to `MAX_RETRIES`.
+fn parse_retries(arg: &args::Arg) -> syn::Result<Spanned<u32>> {
+    let retries = arg.count::<u32>();
+    let Some(Expr::Lit(syn::ExprLit {
+        lit: Lit::Int(int), ..
+    })) = &arg.value
+    else {
+        return retries;
+    };
+    let why = match int.base10_parse::<u128>() {
+        Ok(0) => "with none, bound the call with `tokio::time::timeout` instead",
+        Ok(n) if n > u128::from(MAX_RETRIES) => {
+            "each one multiplies the load an outage puts on the callee"
+        }
+        _ => return retries,
+    };
+    Err(syn::Error::new(
+        int.span(),
+        format_args!(
+            "`retries` is the number of extra attempts on top of the first, from 1 to {MAX_RETRIES}, such as `retries = 2`; {why}"
+        ),
+    ))
+}
+
 fn parse_after(arg: &args::Arg) -> syn::Result<Spanned<After>> {
-    let text = arg.string("150ms")?;
+    let text = arg.string("150ms").map_err(|error| match &arg.value {
+        Some(value) => syn::Error::new_spanned(
+            value,
+            "`after` takes a duration string such as \"150ms\" or a percentile such as \"p95\"",
+        ),
+        None => error,
+    })?;
     let value = text.value.value();
     let after = match parse_percentile(&value) {
         Some(Ok(q)) => After::Percentile(q),

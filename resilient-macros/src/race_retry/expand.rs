@@ -20,25 +20,32 @@
 //!     .await
 //! }
 //! ```
+//!
+//! With `retry_if = is_transient`, the attempt closure is bound first (`let attempt = move || ..;`)
+//! and the call is `.run_if(|error| (is_transient)(error), attempt)`; see `expand` for why. A `mut`
+//! argument loses its `mut` in the signature and keeps it in each attempt's copy.
 
-use proc_macro2::{Literal, TokenStream};
+use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
-use syn::{Ident, ItemFn};
+use syn::spanned::Spanned as _;
+use syn::{Expr, ItemFn, Pat};
 
+use super::args::{drop_mut, Binding};
 use super::ast::{After, RaceRetry};
 use crate::args::duration_tokens;
 use crate::func;
 
-pub(crate) fn expand(attr: &RaceRetry, bindings: &[Ident], func: ItemFn) -> TokenStream {
+pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], func: ItemFn) -> TokenStream {
     let krate = crate::args::krate_path(attr.krate.as_ref());
     let ret = func::return_type(&func).cloned();
     let ret_span = func::error_type_span(&func);
     let ItemFn {
         attrs,
         vis,
-        sig,
+        mut sig,
         block,
     } = func;
+    drop_mut(&mut sig);
     let retries = Literal::u32_unsuffixed(attr.retries.as_ref().map_or(2, |r| r.value));
     let total = duration_tokens(
         attr.total
@@ -62,8 +69,8 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Ident], func: ItemFn) -> Toke
         let b = budget.value;
         options.push(quote!(.budget(#b)));
     }
-    let copies = bindings.iter().map(|ident| {
-        quote_spanned!(ident.span()=> let #ident = #krate::__private::attempt_arg(&#ident);)
+    let copies = bindings.iter().map(|Binding { ident, mutability }| {
+        quote_spanned!(ident.span()=> let #mutability #ident = #krate::__private::attempt_arg(&#ident);)
     });
     let ret = ret
         .map(|r| r.into_token_stream())
@@ -74,13 +81,39 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Ident], func: ItemFn) -> Toke
             #krate::__private::returns::<#ret, _>(async move #block)
         }
     };
-    let run = match &attr.retry_if {
-        Some(predicate) => quote_spanned!(ret_span=> run_if(#predicate, #attempt)),
-        None => quote_spanned!(ret_span=> run(#attempt)),
+    let (setup, run) = match &attr.retry_if {
+        // The compiler must learn the error type from the body before it checks the predicate,
+        // or `retry_if = f` with `f(&str)` makes it `str` and every bound fails at once. So the
+        // attempt is bound first, and the predicate is called from a closure that `run_if` types;
+        // a closure with an untyped parameter is passed as it is, to learn its type the same way.
+        Some(predicate) => {
+            let untyped = match predicate {
+                Expr::Closure(closure) => closure.inputs.iter().any(|p| !matches!(p, Pat::Type(_))),
+                _ => false,
+            };
+            let predicate = if untyped {
+                predicate.to_token_stream()
+            } else {
+                let error = Ident::new("error", Span::mixed_site().located_at(predicate.span()));
+                // Spanned in the expansion (not at the predicate), so that lints such as
+                // `clippy::redundant_closure` see generated code, not the user's.
+                quote_spanned!(Span::mixed_site()=> |#error| (#predicate)(#error))
+            };
+            // Hygienic, so that the predicate sees an argument named `attempt`, not this.
+            let name = Ident::new("attempt", Span::mixed_site());
+            (
+                quote!(let #name = #attempt;),
+                quote_spanned!(ret_span=> run_if(#predicate, #name).await),
+            )
+        }
+        None => (quote!(), quote_spanned!(ret_span=> run(#attempt).await)),
     };
+    // `.await` is spanned like `run`: the race's `Future` impl needs `E: From<Rejected>` too, and
+    // should that fail, the error points at `E`, not at the whole attribute.
     quote! {
         #(#attrs)*
         #vis #sig {
+            #setup
             {
                 fn race_site() {}
                 static RACE: #krate::__private::RaceRetry = #krate::__private::RaceRetry::lazy(
@@ -92,7 +125,6 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Ident], func: ItemFn) -> Toke
                 &RACE
             }
             .#run
-            .await
         }
     }
 }

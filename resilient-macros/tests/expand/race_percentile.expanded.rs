@@ -2,6 +2,15 @@ async fn fetch<K: Clone + Display>(
     key: K,
     (page, size): (u32, u32),
 ) -> Result<Page, DbError> {
+    let attempt = move || {
+        let key = ::resilient::__private::attempt_arg(&key);
+        let page = ::resilient::__private::attempt_arg(&page);
+        let size = ::resilient::__private::attempt_arg(&size);
+        ::resilient::__private::returns::<
+            Result<Page, DbError>,
+            _,
+        >(async move { db().page(key.to_string(), page, size).await })
+    };
     {
         fn race_site() {}
         static RACE: ::resilient::__private::RaceRetry = ::resilient::__private::RaceRetry::lazy(
@@ -12,17 +21,6 @@ async fn fetch<K: Clone + Display>(
         );
         &RACE
     }
-        .run_if(
-            DbError::is_transient,
-            move || {
-                let key = ::resilient::__private::attempt_arg(&key);
-                let page = ::resilient::__private::attempt_arg(&page);
-                let size = ::resilient::__private::attempt_arg(&size);
-                ::resilient::__private::returns::<
-                    Result<Page, DbError>,
-                    _,
-                >(async move { db().page(key.to_string(), page, size).await })
-            },
-        )
+        .run_if(|error| (DbError::is_transient)(error), attempt)
         .await
 }

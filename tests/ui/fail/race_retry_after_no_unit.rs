@@ -1,0 +1,11 @@
+// an `after` without a unit is refused.
+use resilient::{race_retry, Rejected};
+
+#[race_retry(after = "150", total = "450ms")]
+async fn lookup() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {
+    let _ = lookup();
+}

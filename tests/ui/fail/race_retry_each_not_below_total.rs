@@ -1,0 +1,11 @@
+// `each` must be below `total`, or it bounds nothing.
+use resilient::{race_retry, Rejected};
+
+#[race_retry(total = "450ms", each = "1s")]
+async fn lookup() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {
+    let _ = lookup();
+}

@@ -1,0 +1,11 @@
+// the percentile `"p0"` is refused: a percentile lies strictly between 0 and 100.
+use resilient::{race_retry, Rejected};
+
+#[race_retry(after = "p0", total = "450ms")]
+async fn lookup() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {
+    let _ = lookup();
+}

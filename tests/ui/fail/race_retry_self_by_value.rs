@@ -1,0 +1,17 @@
+// `self` by value cannot be given to each of several attempts.
+use resilient::{race_retry, Rejected};
+
+struct Client {
+    base: u32,
+}
+
+impl Client {
+    #[race_retry(total = "450ms")]
+    async fn lookup(self) -> Result<u32, Rejected> {
+        Ok(self.base)
+    }
+}
+
+fn main() {
+    let _ = Client { base: 1 }.lookup();
+}

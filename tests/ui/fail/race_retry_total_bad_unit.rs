@@ -1,0 +1,11 @@
+// a `total` with a unit that does not exist is refused.
+use resilient::{race_retry, Rejected};
+
+#[race_retry(total = "450sec")]
+async fn lookup() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {
+    let _ = lookup();
+}

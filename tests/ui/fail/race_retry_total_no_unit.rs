@@ -1,0 +1,11 @@
+// a `total` without a unit is refused.
+use resilient::{race_retry, Rejected};
+
+#[race_retry(total = "450")]
+async fn lookup() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {
+    let _ = lookup();
+}
