@@ -10,7 +10,9 @@
 //!   attempt past it has failed. When every attempt failed, the last error is returned.
 //! * The attempts run concurrently inside the caller's task: nothing is spawned, so borrowed
 //!   arguments and `&self` work. A call whose first attempt answers without waiting allocates
-//!   nothing and reads the clock once.
+//!   nothing and reads no clock: the call's clock (for `after`, `each` and `total`) starts when
+//!   attempt 1 first has to wait, so the synchronous part of its first poll is not counted
+//!   (when attempts are reported or their latencies recorded, it starts before that poll).
 //! * A budget shared by all calls of the function (Finagle's retry budget) bounds the extra
 //!   load: extra attempts may add at most its share of the calls (plus 10 per second).
 //! * Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
