@@ -111,6 +111,36 @@ fn could_be_result(ty: &Type) -> bool {
     }
 }
 
+/// The fn's body as an `async move` block whose result is checked against the fn's return type,
+/// as it is without the attribute: a dead `return` of that type comes first (`if false`, never
+/// taken), so the tail
+/// expression and every early `return` are coercion sites (`Ok(&self.name)` for
+/// `Result<&str, E>`, a `Box<Concrete>` for a `Box<dyn Trait>`), and `?` knows its error type.
+/// A return type that mentions `impl Trait` cannot be written in a `let`: its body is left as is.
+pub(crate) fn async_body(func: &ItemFn, krate: &TokenStream) -> TokenStream {
+    let block = &func.block;
+    match return_type(func) {
+        Some(ret) if !mentions_impl(quote::ToTokens::to_token_stream(ret)) => quote::quote! {
+            async move {
+                if false {
+                    return #krate::__private::body_returns::<#ret>();
+                }
+                #block
+            }
+        },
+        _ => quote::quote!(async move #block),
+    }
+}
+
+/// Whether a type's tokens mention `impl` (an `impl Trait` anywhere in it).
+pub(crate) fn mentions_impl(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) => ident == "impl",
+        proc_macro2::TokenTree::Group(group) => mentions_impl(group.stream()),
+        _ => false,
+    })
+}
+
 /// The return type of a checked fn.
 pub(crate) fn return_type(func: &ItemFn) -> Option<&Type> {
     match &func.sig.output {

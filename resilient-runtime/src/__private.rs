@@ -22,6 +22,15 @@ pub trait FromRejected: From<Rejected> {}
 
 impl<E: From<Rejected>> FromRejected for E {}
 
+/// The type an attribute's `async move` body must produce: generated code names it in a `return`
+/// that never runs (`if false { return body_returns::<R>(); }`), so that the body's own result is
+/// checked against the fn's return type, with its coercions (`Ok(&self.name)` for
+/// `Result<&str, E>`). Never called.
+#[inline(always)]
+pub fn body_returns<R>() -> R {
+    unreachable!("`body_returns` sits behind `if false`")
+}
+
 /// Pins the output type of the body's future to the fn's return type, so that the compiler checks
 /// a `count_if` predicate against the right error type.
 #[inline(always)]

@@ -27,7 +27,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
         attrs,
         vis,
         sig,
-        block,
+        block: _,
     } = func.clone();
     let krate = crate::args::krate_path(attr.krate.as_ref());
     // The default name is the fn's path, read off a marker fn declared beside the site (so that
@@ -74,17 +74,18 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     let ret_span = func::error_type_span(&func);
     // A timer lives inside the call's future only where the attribute configures a timeout.
     let timed = attr.timeout.is_some() || attr.half_open_timeout.is_some();
+    let body = func::async_body(&func, &krate);
     let call = match (&attr.count_if, timed) {
-        (None, false) => quote_spanned!(ret_span=> call(async move #block)),
-        (None, true) => quote_spanned!(ret_span=> call_timed(async move #block)),
+        (None, false) => quote_spanned!(ret_span=> call(#body)),
+        (None, true) => quote_spanned!(ret_span=> call_timed(#body)),
         (Some(counts), timed) => {
             // Pin the body's output to the return type first, so that a predicate of the wrong
             // type is reported on the predicate rather than on the return type.
             let body = match func::return_type(&func) {
-                Some(ret) if !mentions_impl(ret) => {
-                    quote!(#krate::__private::returns::<#ret, _>(async move #block))
+                Some(ret) if !func::mentions_impl(quote::ToTokens::to_token_stream(ret)) => {
+                    quote!(#krate::__private::returns::<#ret, _>(#body))
                 }
-                _ => quote!(async move #block),
+                _ => body,
             };
             let method = if timed {
                 quote_spanned!(ret_span=> call_if_timed)
@@ -158,16 +159,4 @@ fn options(attr: &Breaker) -> Vec<TokenStream> {
         push("max_keys", count(v.value));
     }
     out
-}
-
-/// True when `ty` contains `impl Trait`, which cannot be named in a turbofish.
-fn mentions_impl(ty: &syn::Type) -> bool {
-    fn walk(tokens: TokenStream) -> bool {
-        tokens.into_iter().any(|t| match t {
-            proc_macro2::TokenTree::Ident(i) => i == "impl",
-            proc_macro2::TokenTree::Group(g) => walk(g.stream()),
-            _ => false,
-        })
-    }
-    walk(ty.to_token_stream())
 }

@@ -15,7 +15,12 @@
 //!     .run(move || {
 //!         let id = ::resilient::__private::attempt_arg(&id);
 //!         let key = ::resilient::__private::attempt_arg(&key);
-//!         ::resilient::__private::returns::<Result<User, DbError>, _>(async move { /* body */ })
+//!         async move {
+//!             if false {
+//!                 return ::resilient::__private::body_returns::<Result<User, DbError>>();
+//!             }
+//!             /* the original body */
+//!         }
 //!     })
 //!     .await
 //! }
@@ -37,13 +42,13 @@ use crate::func;
 
 pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], func: ItemFn) -> TokenStream {
     let krate = crate::args::krate_path(attr.krate.as_ref());
-    let ret = func::return_type(&func).cloned();
     let ret_span = func::error_type_span(&func);
+    let body = func::async_body(&func, &krate);
     let ItemFn {
         attrs,
         vis,
         mut sig,
-        block,
+        block: _,
     } = func;
     drop_mut(&mut sig);
     let retries = Literal::u32_unsuffixed(attr.retries.as_ref().map_or(2, |r| r.value));
@@ -72,13 +77,10 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], func: ItemFn) -> To
     let copies = bindings.iter().map(|Binding { ident, mutability }| {
         quote_spanned!(ident.span()=> let #mutability #ident = #krate::__private::attempt_arg(&#ident);)
     });
-    let ret = ret
-        .map(|r| r.into_token_stream())
-        .unwrap_or_else(|| quote!(_));
     let attempt = quote! {
         move || {
             #(#copies)*
-            #krate::__private::returns::<#ret, _>(async move #block)
+            #body
         }
     };
     let (setup, run) = match &attr.retry_if {

@@ -50,7 +50,7 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
         ReturnType::Type(_, ty) if matches!(**ty, Type::ImplTrait(_)) => quote! {
             async move { #krate::__private::into_response(async move #block.await) }
         },
-        _ => quote!(async move #block),
+        _ => func::async_body(&func, &krate),
     };
     let call = quote_spanned!(ret_span=> call(#body));
     let name = quote!(::core::concat!(::core::module_path!(), "::", #ident));

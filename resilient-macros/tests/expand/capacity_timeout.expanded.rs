@@ -12,8 +12,15 @@ async fn charge(card: &Card) -> Result<Receipt, PayError> {
         BREAKER.breaker()
     }
         .call_timed(async move {
-            let receipt = gateway(card).await?;
-            Ok(receipt)
+            if false {
+                return ::resilient::__private::body_returns::<
+                    Result<Receipt, PayError>,
+                >();
+            }
+            {
+                let receipt = gateway(card).await?;
+                Ok(receipt)
+            }
         })
         .await
 }

@@ -15,7 +15,14 @@ pub(crate) async fn query(sql: String) -> Result<Rows, DbError> {
             ::my_app::resilient::__private::returns::<
                 Result<Rows, DbError>,
                 _,
-            >(async move { db().query(&sql).await }),
+            >(async move {
+                if false {
+                    return ::my_app::resilient::__private::body_returns::<
+                        Result<Rows, DbError>,
+                    >();
+                }
+                { db().query(&sql).await }
+            }),
             DbError::is_transient,
         )
         .await

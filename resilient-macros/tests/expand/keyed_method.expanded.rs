@@ -17,7 +17,12 @@ impl Client {
             );
             BREAKER.breaker(&host)
         }
-            .call(async move { self.http.get(host, path.as_ref()).await })
+            .call(async move {
+                if false {
+                    return ::resilient::__private::body_returns::<anyhow::Result<T>>();
+                }
+                { self.http.get(host, path.as_ref()).await }
+            })
             .await
     }
 }

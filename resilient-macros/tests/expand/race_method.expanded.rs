@@ -17,10 +17,14 @@ impl Directory {
             .run(move || {
                 let id = ::resilient::__private::attempt_arg(&id);
                 let region = ::resilient::__private::attempt_arg(&region);
-                ::resilient::__private::returns::<
-                    Result<User, DbError>,
-                    _,
-                >(async move { self.replica().get(id, region).await })
+                async move {
+                    if false {
+                        return ::resilient::__private::body_returns::<
+                            Result<User, DbError>,
+                        >();
+                    }
+                    { self.replica().get(id, region).await }
+                }
             })
             .await
     }

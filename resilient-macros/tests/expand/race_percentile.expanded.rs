@@ -6,10 +6,12 @@ async fn fetch<K: Clone + Display>(
         let key = ::resilient::__private::attempt_arg(&key);
         let page = ::resilient::__private::attempt_arg(&page);
         let size = ::resilient::__private::attempt_arg(&size);
-        ::resilient::__private::returns::<
-            Result<Page, DbError>,
-            _,
-        >(async move { db().page(key.to_string(), page, size).await })
+        async move {
+            if false {
+                return ::resilient::__private::body_returns::<Result<Page, DbError>>();
+            }
+            { db().page(key.to_string(), page, size).await }
+        }
     };
     {
         fn race_site() {}

@@ -6,6 +6,11 @@ pub async fn search(query: String) -> Result<Hits, AppError> {
         );
         &TOO_BUSY
     }
-        .call(async move { index().search(&query).await })
+        .call(async move {
+            if false {
+                return ::resilient::__private::body_returns::<Result<Hits, AppError>>();
+            }
+            { index().search(&query).await }
+        })
         .await
 }
