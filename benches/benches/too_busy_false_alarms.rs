@@ -33,7 +33,8 @@
 //!   polls for I/O). Ours: tokio runs the tasks woken before the timer first, so a sample taken at
 //!   the same moment comes after; and while a timer due at `d` has not run, the decision acts on
 //!   `rule.overdue(smoothed, decided - d, I, max_lag)`. (Our guard looks at the timer on every
-//!   16th call on a thread; the model looks at every request.) The figures below
+//!   call while the runtime lags, and on every 32nd call otherwise; the model looks at every
+//!   request.) The figures below
 //!   are the mean of these probabilities (the expected share refused), not a sampled outcome.
 //! * **Phase.** Whether and how a stall is seen depends on where it falls between two monitor
 //!   ticks. Every figure is the mean over 100 runs whose first timer is due at `j * (I + 1 ms) / 100`

@@ -1,7 +1,9 @@
 //! The lag monitor: a task on the caller's runtime that sleeps `interval`, measures how late it
-//! woke, and keeps the smoothed lag where a guarded call can read it with one load. Every 32nd
-//! guarded call on a thread (every call once the timer is overdue by an interval) also looks
-//! whether the monitor's timer is overdue (one clock read):
+//! woke, and keeps the smoothed lag where a guarded call can read it with one load. Now and then a
+//! guarded call also looks whether the monitor's timer is overdue (one clock read): every call
+//! while the runtime lags (the timer is overdue by an interval, or the lag is past a sixteenth
+//! of the default `max_lag`) or while calls come more than a millisecond apart, otherwise after
+//! calls that took about a millisecond, at most 64:
 //! under overload the monitor's own timer waits in the run queue behind the work it should
 //! measure, so a monitor that only sampled would see overload seconds late.
 //!
@@ -109,6 +111,10 @@ pub(crate) struct Monitor {
     lag_ns: AtomicU64,
     /// Guarded calls on this monitor's thread until the next look at the probe's timer.
     calls: AtomicU32,
+    /// The calls between the last two looks (what `calls` counted down from).
+    gap: AtomicU32,
+    /// When the last look was, in ns since `base` (`NONE`: not yet).
+    looked_ns: AtomicU64,
     /// The probe's own smoothed lag, in ns (what its samples say).
     sampled_ns: AtomicU64,
     /// When the probe's timer is due, in ns since `base`.
@@ -138,14 +144,28 @@ impl Monitor {
     fn look(&self, lag_ns: u64) -> u64 {
         let now = self.since_base(Instant::now());
         let due = self.due_ns.load(Relaxed);
-        // The next look: `LOOK_EVERY` calls on (a clock read costs more than the rest of the
-        // check, so not at every call), or at every call once the timer is overdue by an interval,
-        // until the probe runs.
-        let gap = if now > due && now - due >= INTERVAL_NS.load(Relaxed) {
+        // The next look: at every call while the runtime lags (the timer is overdue by an
+        // interval, or the lag is past a sixteenth of `max_lag`), since a loaded runtime can afford
+        // a clock read per call; otherwise after as many calls as took about `LOOK_SPACING` of
+        // late (a clock read costs more than the rest of the check), at most `LOOK_EVERY`. Calls
+        // that come seldom or burn milliseconds each are looked at every time, so the first of a
+        // burst of heavy calls already sees the timer go overdue.
+        // Before a first look nothing is known of the calls' pace: look again at the next.
+        let spent = match self.looked_ns.load(Relaxed) {
+            NONE => u64::MAX,
+            looked => now.saturating_sub(looked),
+        };
+        self.looked_ns.store(now, Relaxed);
+        let lagging = (now > due && now - due >= INTERVAL_NS.load(Relaxed))
+            || lag_ns >= MAX_LAG_NS.load(Relaxed) / LAGGING_SHARE;
+        let gap = if lagging {
             1
         } else {
-            LOOK_EVERY
+            let per_call = spent / u64::from(self.gap.load(Relaxed).max(1));
+            (LOOK_SPACING.as_nanos() as u64 / per_call.max(1)).clamp(1, u64::from(LOOK_EVERY))
+                as u32
         };
+        self.gap.store(gap, Relaxed);
         self.calls.store(gap, Relaxed);
         if now <= due {
             return lag_ns;
@@ -176,13 +196,19 @@ impl Monitor {
     }
 }
 
-/// Guarded calls on a thread between two looks at the probe's timer (a clock read) while it is on
-/// time (or overdue by less than an interval).
-const LOOK_EVERY: u32 = 32;
+/// A runtime lags (and guarded calls look at every call) from this share of the default
+/// `max_lag` on: 4.4 ms by default, above the noise of a 1 ms timer wheel.
+const LAGGING_SHARE: u64 = 16;
+/// How much time a thread's guarded calls may go without a look at the probe's timer, as far as
+/// `LOOK_EVERY` allows.
+const LOOK_SPACING: Duration = Duration::from_millis(1);
+/// The most guarded calls on a thread between two looks at the probe's timer (a clock read).
+const LOOK_EVERY: u32 = 64;
 
 /// `lag_ns` of a monitor whose runtime is gone (or not started yet).
 const DEAD: u64 = u64::MAX;
-/// `due_ns` while no timer is armed, `first_seen_ns` while no guard found it overdue.
+/// `due_ns` while no timer is armed, `first_seen_ns` while no guard found it overdue,
+/// `looked_ns` before the first look.
 const NONE: u64 = u64::MAX;
 
 /// Every monitor: one per thread that ran guarded calls, kept for the process's life and reused
@@ -247,7 +273,9 @@ fn start() -> Option<u64> {
     let monitor = LOCAL.with(Cell::get).unwrap_or_else(|| {
         let monitor: &'static Monitor = Box::leak(Box::new(Monitor {
             lag_ns: AtomicU64::new(DEAD),
-            calls: AtomicU32::new(LOOK_EVERY),
+            calls: AtomicU32::new(1),
+            gap: AtomicU32::new(1),
+            looked_ns: AtomicU64::new(NONE),
             sampled_ns: AtomicU64::new(0),
             due_ns: AtomicU64::new(NONE),
             first_seen_ns: AtomicU64::new(NONE),
@@ -260,7 +288,12 @@ fn start() -> Option<u64> {
         LOCAL.with(|local| local.set(Some(monitor)));
         monitor
     });
-    // Not overdue until the task has armed its first timer.
+    // Times are counted from now on (not from the first timer's due time, which is ahead).
+    monitor.since_base(Instant::now());
+    // Not overdue until the task has armed its first timer; the calls' pace not known yet.
+    monitor.calls.store(1, Relaxed);
+    monitor.gap.store(1, Relaxed);
+    monitor.looked_ns.store(NONE, Relaxed);
     monitor.due_ns.store(NONE, Relaxed);
     monitor.sampled_ns.store(0, Relaxed);
     monitor.lag_ns.store(0, Relaxed);
@@ -318,5 +351,65 @@ async fn run(alive: Alive) {
         for callback in callbacks {
             callback(lag);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn monitor() -> Monitor {
+        let m = Monitor {
+            lag_ns: AtomicU64::new(0),
+            calls: AtomicU32::new(1),
+            gap: AtomicU32::new(1),
+            looked_ns: AtomicU64::new(NONE),
+            sampled_ns: AtomicU64::new(0),
+            due_ns: AtomicU64::new(NONE),
+            first_seen_ns: AtomicU64::new(NONE),
+            base: OnceLock::new(),
+        };
+        m.since_base(Instant::now());
+        m
+    }
+
+    #[test]
+    fn frequent_calls_on_a_quiet_runtime_are_looked_at_every_64th_call() {
+        let m = monitor();
+        m.arm(Instant::now() + Duration::from_secs(60));
+        assert_eq!(m.look(0), 0);
+        // Two looks in quick succession: calls come far faster than one per `LOOK_SPACING`.
+        assert_eq!(m.look(0), 0);
+        assert_eq!(m.calls.load(Relaxed), LOOK_EVERY);
+    }
+
+    #[test]
+    fn seldom_calls_are_looked_at_every_time() {
+        let m = monitor();
+        m.arm(Instant::now() + Duration::from_secs(60));
+        for _ in 0..2 {
+            std::thread::sleep(LOOK_SPACING * 2);
+            m.look(0);
+            assert_eq!(m.calls.load(Relaxed), 1);
+        }
+    }
+
+    #[test]
+    fn a_lagging_runtime_is_looked_at_every_call() {
+        // The probe's lag is past a sixteenth of max_lag, its timer not yet due.
+        let m = monitor();
+        m.arm(Instant::now() + Duration::from_secs(60));
+        m.look(0);
+        let lag = MAX_LAG_NS.load(Relaxed) / LAGGING_SHARE;
+        assert_eq!(m.look(lag), lag);
+        assert_eq!(m.calls.load(Relaxed), 1);
+
+        // Its timer overdue by more than an interval: the lag rises, and every call looks.
+        let m = monitor();
+        m.arm(Instant::now());
+        m.look(0);
+        std::thread::sleep(interval() * 2);
+        assert!(m.look(0) > 0);
+        assert_eq!(m.calls.load(Relaxed), 1);
     }
 }
