@@ -166,9 +166,9 @@ pub use resilient_macros::too_busy;
 ///
 /// Attempts run concurrently inside the caller's task (no `tokio::spawn`), so borrowed arguments
 /// and `&self` methods work. Every attempt gets its own copy of each argument: references and
-/// `&self` are copied, owned values cloned (so they must be `Clone`). `&mut self`, `&mut`
-/// arguments and `self` by value cannot be shared by attempts running at once and are compile
-/// errors that name the argument.
+/// `&self` are copied, owned values cloned (so they must be `Clone`), an owned `self` too (`self`,
+/// `mut self`, `self: Arc<Self>`). `&mut self` (`Pin<&mut Self>` too) and `&mut` arguments cannot
+/// be shared by attempts running at once and are compile errors that name the argument.
 ///
 /// Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
 /// `resilient::race_retry`) and what [`race::observe`](crate::race::observe) returns to the

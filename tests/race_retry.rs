@@ -693,6 +693,89 @@ async fn a_method_with_self_and_borrowed_args() {
     );
 }
 
+/// A service passed by value: each attempt gets its own clone of `self` (counted), and a
+/// `mut self` changes only its own copy.
+struct Session {
+    name: String,
+    clones: Arc<AtomicU32>,
+    attempts: Arc<AtomicU32>,
+}
+
+impl Session {
+    #[race_retry(retries = 2, after = "100ms", total = "1s")]
+    async fn greet(mut self, who: &str) -> Result<String, Error> {
+        let n = self.attempts.fetch_add(1, SeqCst) + 1;
+        self.name.push_str(&format!("#{n}"));
+        if n == 1 {
+            pending::<()>().await;
+        }
+        sleep(ms(10)).await;
+        Ok(format!("{} greets {who}", self.name))
+    }
+
+    #[race_retry(retries = 1, after = "50ms", total = "1s")]
+    async fn shared(self: Arc<Self>) -> Result<String, Error> {
+        let n = self.attempts.fetch_add(1, SeqCst) + 1;
+        if n == 1 {
+            pending::<()>().await;
+        }
+        Ok(format!(
+            "{}: attempt {n}, {} refs",
+            self.name,
+            Arc::strong_count(&self)
+        ))
+    }
+}
+
+impl Session {
+    fn new(name: &str) -> Self {
+        Session {
+            name: name.to_owned(),
+            clones: Arc::new(AtomicU32::new(0)),
+            attempts: Arc::new(AtomicU32::new(0)),
+        }
+    }
+}
+
+/// A `Clone` that counts, so the test sees one clone per attempt.
+impl Clone for Session {
+    fn clone(&self) -> Self {
+        self.clones.fetch_add(1, SeqCst);
+        Session {
+            name: self.name.clone(),
+            clones: self.clones.clone(),
+            attempts: self.attempts.clone(),
+        }
+    }
+}
+
+/// `self` by value: attempt 1 hangs, attempt 2 starts at 100 ms with its own copy of `self` (its
+/// `#2` is not in attempt 1's copy) and answers at 110 ms.
+#[tokio::test(start_paused = true)]
+async fn an_owned_self_is_cloned_for_each_attempt() {
+    let session = Session::new("ann");
+    let start = Instant::now();
+    let greeting = session.clone().greet("bob").await.unwrap();
+    assert_eq!(greeting, "ann#2 greets bob");
+    assert_eq!(start.elapsed(), ms(110));
+    assert_eq!(session.attempts.load(SeqCst), 2);
+    // The caller's clone, then one per attempt.
+    assert_eq!(session.clones.load(SeqCst), 3);
+    assert_eq!(session.name, "ann", "the caller's value is untouched");
+}
+
+/// `self: Arc<Self>`: each attempt holds its own `Arc` (the caller's, the call's and the
+/// attempts' two), and the call returns with all of them but the caller's dropped.
+#[tokio::test(start_paused = true)]
+async fn an_arc_self_is_shared_by_attempts() {
+    let session = Arc::new(Session::new("cy"));
+    let start = Instant::now();
+    let out = session.clone().shared().await.unwrap();
+    assert_eq!(out, "cy: attempt 2, 4 refs");
+    assert_eq!(start.elapsed(), ms(50));
+    assert_eq!(Arc::strong_count(&session), 1);
+}
+
 #[race_retry(retries = 1, after = "50ms", total = "450ms")]
 async fn show<T: Clone + Display>(value: T, probe: &Probe) -> Result<String, Error> {
     let n = probe.attempt().await?;

@@ -119,17 +119,30 @@ fn could_be_result(ty: &Type) -> bool {
 /// A return type that mentions `impl Trait` cannot be written in a `let`: its body is left as is.
 pub(crate) fn async_body(func: &ItemFn, krate: &TokenStream) -> TokenStream {
     let block = &func.block;
+    // The body's statements, not its block: a block as the tail of another block would have
+    // rustc warn of unnecessary braces in the user's code (`{ Ok(x) }`).
+    let stmts = &block.stmts;
     match return_type(func) {
         Some(ret) if !mentions_impl(quote::ToTokens::to_token_stream(ret)) => quote::quote! {
             async move {
                 if false {
                     return #krate::__private::body_returns::<#ret>();
                 }
-                #block
+                #(#stmts)*
             }
         },
         _ => quote::quote!(async move #block),
     }
+}
+
+/// A fn's attributes split into its outer ones (`#[...]`, written above the fn) and the inner ones
+/// of its body (`#![...]`), which the expansion keeps at the top of the fn's new body.
+pub(crate) fn split_attrs(
+    attrs: Vec<syn::Attribute>,
+) -> (Vec<syn::Attribute>, Vec<syn::Attribute>) {
+    attrs
+        .into_iter()
+        .partition(|attr| matches!(attr.style, syn::AttrStyle::Outer))
 }
 
 /// Whether a type's tokens mention `impl` (an `impl Trait` anywhere in it).

@@ -29,6 +29,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
         sig,
         block: _,
     } = func.clone();
+    let (attrs, inner) = func::split_attrs(attrs);
     let krate = crate::args::krate_path(attr.krate.as_ref());
     // The default name is the fn's path, read off a marker fn declared beside the site (so that
     // `A::get` and `B::get` in one module get two breakers).
@@ -98,6 +99,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     quote! {
         #(#attrs)*
         #vis #sig {
+            #(#inner)*
             { #site }.#call.await
         }
     }

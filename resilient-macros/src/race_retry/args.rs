@@ -1,9 +1,10 @@
 //! The fn's arguments, seen by attempts that run at once: `&self` and shared references are
-//! copied into each attempt, owned values are cloned for each; `&mut` (self or not) and `self` by
-//! value cannot be shared and are compile errors that name the argument.
+//! copied into each attempt, owned values (`self`, `self: Arc<Self>` too) are cloned for each;
+//! `&mut` (self or not) cannot be shared and is a compile error that names the argument.
 
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::quote;
-use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Signature, Token, Type};
+use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Receiver, Signature, Token, Type};
 
 use crate::args::Errors;
 
@@ -12,6 +13,14 @@ use crate::args::Errors;
 pub(crate) struct Binding {
     pub(crate) ident: Ident,
     pub(crate) mutability: Option<Token![mut]>,
+    /// For an owned `self`, which cannot be rebound: the receiver the copy is made from (the
+    /// body's `self` is renamed to `ident`, see [`rename_self`]).
+    pub(crate) receiver: Option<Token![self]>,
+}
+
+/// What the body's `self` becomes in an attempt when `self` is owned.
+pub(crate) fn self_copy(span: Span) -> Ident {
+    Ident::new("__resilient_self", span)
 }
 
 /// The names an attempt needs its own copy of (every binding of a typed argument).
@@ -20,18 +29,21 @@ pub(crate) fn bindings(func: &ItemFn, errors: &mut Errors) -> Vec<Binding> {
     for input in &func.sig.inputs {
         match input {
             FnArg::Receiver(receiver) => {
-                if receiver.reference.is_none() {
-                    errors.push(
-                        receiver.self_token.span,
-                        "`#[race_retry]` runs attempts at once, and each would need its own `self`; take `&self` (an `Arc<Self>` receiver can become `&self` too)",
-                    );
-                } else if let (Some((and, _)), Some(mutability)) =
+                const MUT_SELF: &str = "`#[race_retry]` runs attempts at once, and `&mut self` cannot be lent to two of them; take `&self` (with interior mutability where state changes)";
+                if let (Some((and, _)), Some(mutability)) =
                     (&receiver.reference, &receiver.mutability)
                 {
-                    errors.add(syn::Error::new_spanned(
-                        quote!(#and #mutability),
-                        "`#[race_retry]` runs attempts at once, and `&mut self` cannot be lent to two of them; take `&self` (with interior mutability where state changes)",
-                    ));
+                    errors.add(syn::Error::new_spanned(quote!(#and #mutability), MUT_SELF));
+                } else if receiver.reference.is_none() && receiver.colon_token.is_some() {
+                    // `self: T`: `&Self` is shared like `&self`; `&mut Self` or `Pin<&mut Self>`
+                    // cannot be; anything else (`Arc<Self>`, `Box<Self>`) is owned.
+                    if mentions_mut_reference(quote::ToTokens::to_token_stream(&receiver.ty)) {
+                        errors.add(syn::Error::new_spanned(&receiver.ty, MUT_SELF));
+                    } else if !matches!(&*receiver.ty, Type::Reference(_)) {
+                        out.push(owned_self(receiver));
+                    }
+                } else if receiver.reference.is_none() {
+                    out.push(owned_self(receiver));
                 }
             }
             FnArg::Typed(typed) => {
@@ -56,6 +68,7 @@ pub(crate) fn bindings(func: &ItemFn, errors: &mut Errors) -> Vec<Binding> {
                     out.push(Binding {
                         ident: ident.ident.clone(),
                         mutability,
+                        receiver: None,
                     });
                 });
             }
@@ -64,15 +77,88 @@ pub(crate) fn bindings(func: &ItemFn, errors: &mut Errors) -> Vec<Binding> {
     out
 }
 
-/// Drops `mut` from the arguments' bindings: the attempts' copies carry it instead.
+/// An owned `self` (`self`, `mut self`, `self: Arc<Self>`): cloned for each attempt as
+/// `__resilient_self`.
+fn owned_self(receiver: &Receiver) -> Binding {
+    Binding {
+        ident: self_copy(receiver.self_token.span),
+        mutability: receiver.mutability,
+        receiver: Some(receiver.self_token),
+    }
+}
+
+/// Whether a type's tokens hold a `&mut` (`&mut Self`, `Pin<&mut Self>`).
+fn mentions_mut_reference(tokens: TokenStream) -> bool {
+    let mut after_and = false;
+    tokens.into_iter().any(|token| {
+        let found = match &token {
+            TokenTree::Ident(ident) => after_and && ident == "mut",
+            TokenTree::Group(group) => mentions_mut_reference(group.stream()),
+            _ => false,
+        };
+        after_and = matches!(&token, TokenTree::Punct(p) if p.as_char() == '&');
+        found
+    })
+}
+
+/// The body with its `self` (the receiver, not `self::` paths, nor the `self` of an `impl` or
+/// `trait` nested in the body) renamed to `to`: an attempt's own copy of an owned `self`, since
+/// `self` cannot be rebound with `let`.
+pub(crate) fn rename_self(tokens: TokenStream, to: &Ident) -> TokenStream {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = Vec::with_capacity(tokens.len());
+    // Inside a nested `impl` or `trait` (until its body), `self` is not ours.
+    let mut nested_item = false;
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            TokenTree::Ident(ident) if ident == "impl" || ident == "trait" => {
+                nested_item = true;
+                out.push(token.clone());
+            }
+            TokenTree::Ident(ident) if ident == "self" && !nested_item => {
+                let path = matches!(
+                    (tokens.get(i + 1), tokens.get(i + 2)),
+                    (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                        if a.as_char() == ':' && b.as_char() == ':'
+                );
+                if path {
+                    out.push(token.clone());
+                } else {
+                    out.push(TokenTree::Ident(Ident::new(&to.to_string(), ident.span())));
+                }
+            }
+            TokenTree::Group(group)
+                if group.delimiter() == proc_macro2::Delimiter::Brace && nested_item =>
+            {
+                nested_item = false;
+                out.push(token.clone());
+            }
+            TokenTree::Group(group) if !nested_item => {
+                let mut renamed =
+                    proc_macro2::Group::new(group.delimiter(), rename_self(group.stream(), to));
+                renamed.set_span(group.span());
+                out.push(TokenTree::Group(renamed));
+            }
+            _ => out.push(token.clone()),
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Drops `mut` from the arguments' bindings (and from `mut self`): the attempts' copies carry it
+/// instead.
 pub(crate) fn drop_mut(sig: &mut Signature) {
     for input in &mut sig.inputs {
-        if let FnArg::Typed(typed) = input {
-            each_binding(&mut typed.pat, &mut |ident| {
+        match input {
+            FnArg::Typed(typed) => each_binding(&mut typed.pat, &mut |ident| {
                 if ident.by_ref.is_none() {
                     ident.mutability = None;
                 }
-            });
+            }),
+            FnArg::Receiver(receiver) if receiver.reference.is_none() => {
+                receiver.mutability = None;
+            }
+            FnArg::Receiver(_) => {}
         }
     }
 }

@@ -35,14 +35,21 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned as _;
 use syn::{Expr, ItemFn, Pat};
 
-use super::args::{drop_mut, Binding};
+use super::args::{drop_mut, rename_self, Binding};
 use super::ast::{After, RaceRetry};
 use crate::args::duration_tokens;
 use crate::func;
 
-pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], func: ItemFn) -> TokenStream {
+pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -> TokenStream {
     let krate = crate::args::krate_path(attr.krate.as_ref());
     let ret_span = func::error_type_span(&func);
+    // An owned `self` cannot be rebound: the body uses each attempt's copy under another name.
+    if let Some(binding) = bindings.iter().find(|b| b.receiver.is_some()) {
+        let renamed = rename_self(func.block.to_token_stream(), &binding.ident);
+        if let Ok(block) = syn::parse2(renamed) {
+            func.block = Box::new(block);
+        }
+    }
     let body = func::async_body(&func, &krate);
     let ItemFn {
         attrs,
@@ -50,6 +57,7 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], func: ItemFn) -> To
         mut sig,
         block: _,
     } = func;
+    let (attrs, inner) = func::split_attrs(attrs);
     drop_mut(&mut sig);
     let retries = Literal::u32_unsuffixed(attr.retries.as_ref().map_or(2, |r| r.value));
     let total = duration_tokens(
@@ -74,9 +82,19 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], func: ItemFn) -> To
         let b = budget.value;
         options.push(quote!(.budget(#b)));
     }
-    let copies = bindings.iter().map(|Binding { ident, mutability }| {
-        quote_spanned!(ident.span()=> let #mutability #ident = #krate::__private::attempt_arg(&#ident);)
-    });
+    let copies = bindings.iter().map(
+        |Binding {
+             ident,
+             mutability,
+             receiver,
+         }| {
+            let from = match receiver {
+                Some(receiver) => receiver.to_token_stream(),
+                None => ident.to_token_stream(),
+            };
+            quote_spanned!(ident.span()=> let #mutability #ident = #krate::__private::attempt_arg(&#from);)
+        },
+    );
     let attempt = quote! {
         move || {
             #(#copies)*
@@ -115,6 +133,7 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], func: ItemFn) -> To
     quote! {
         #(#attrs)*
         #vis #sig {
+            #(#inner)*
             #setup
             {
                 fn race_site() {}

@@ -28,6 +28,7 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
         sig,
         block,
     } = func.clone();
+    let (attrs, inner) = func::split_attrs(attrs);
     let ident = sig.ident.to_string();
     let ident = ident.trim_start_matches("r#");
     let mut options = Vec::new();
@@ -57,6 +58,7 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
     quote! {
         #(#attrs)*
         #vis #sig {
+            #(#inner)*
             {
                 static TOO_BUSY: #krate::__private::TooBusy =
                     #krate::__private::TooBusy::new(#name) #(#options)*;

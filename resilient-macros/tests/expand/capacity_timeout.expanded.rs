@@ -17,10 +17,8 @@ async fn charge(card: &Card) -> Result<Receipt, PayError> {
                     Result<Receipt, PayError>,
                 >();
             }
-            {
-                let receipt = gateway(card).await?;
-                Ok(receipt)
-            }
+            let receipt = gateway(card).await?;
+            Ok(receipt)
         })
         .await
 }

@@ -21,7 +21,7 @@ pub(crate) async fn query(sql: String) -> Result<Rows, DbError> {
                         Result<Rows, DbError>,
                     >();
                 }
-                { db().query(&sql).await }
+                db().query(&sql).await
             }),
             DbError::is_transient,
         )

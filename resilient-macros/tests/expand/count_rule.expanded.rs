@@ -19,7 +19,7 @@ pub async fn charge(card: &Card, cents: u64) -> Result<Receipt, PayError> {
                     Result<Receipt, PayError>,
                 >();
             }
-            { gateway(card, cents).await }
+            gateway(card, cents).await
         })
         .await
 }

@@ -21,7 +21,7 @@ impl Client {
                 if false {
                     return ::resilient::__private::body_returns::<anyhow::Result<T>>();
                 }
-                { self.http.get(host, path.as_ref()).await }
+                self.http.get(host, path.as_ref()).await
             })
             .await
     }

@@ -23,7 +23,7 @@ impl Directory {
                             Result<User, DbError>,
                         >();
                     }
-                    { self.replica().get(id, region).await }
+                    self.replica().get(id, region).await
                 }
             })
             .await

@@ -10,7 +10,7 @@ async fn fetch<K: Clone + Display>(
             if false {
                 return ::resilient::__private::body_returns::<Result<Page, DbError>>();
             }
-            { db().page(key.to_string(), page, size).await }
+            db().page(key.to_string(), page, size).await
         }
     };
     {

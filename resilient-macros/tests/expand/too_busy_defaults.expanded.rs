@@ -10,7 +10,7 @@ pub async fn search(query: String) -> Result<Hits, AppError> {
             if false {
                 return ::resilient::__private::body_returns::<Result<Hits, AppError>>();
             }
-            { index().search(&query).await }
+            index().search(&query).await
         })
         .await
 }

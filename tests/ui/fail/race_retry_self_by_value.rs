@@ -1,4 +1,4 @@
-// `self` by value cannot be given to each of several attempts.
+// `self` by value of a type that is not `Clone`: each attempt would need its own copy.
 use resilient::{race_retry, Rejected};
 
 struct Client {
