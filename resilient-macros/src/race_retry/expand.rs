@@ -92,7 +92,13 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
                 Some(receiver) => receiver.to_token_stream(),
                 None => ident.to_token_stream(),
             };
-            quote_spanned!(ident.span()=> let #mutability #ident = #krate::__private::attempt_arg(&#from);)
+            // A `_name` argument is still copied (the body may use it); clippy's pedantic
+            // `used_underscore_binding` would blame the user's code for the copy.
+            let allow = ident
+                .to_string()
+                .starts_with('_')
+                .then(|| quote!(#[allow(clippy::used_underscore_binding)]));
+            quote_spanned!(ident.span()=> #allow let #mutability #ident = #krate::__private::attempt_arg(&#from);)
         },
     );
     let attempt = quote! {
