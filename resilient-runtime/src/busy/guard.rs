@@ -61,12 +61,19 @@ pub struct TooBusy {
     max_lag: Option<Duration>,
     max_in_flight: u32,
     max_latency: Option<Duration>,
+    /// What calls write, on cache lines of its own: the settings above are read by every call
+    /// on every thread and should not share a line with counters that other threads write.
+    counters: Counters,
+    base: OnceLock<Instant>,
+}
+
+#[repr(align(128))]
+struct Counters {
     in_flight: AtomicU32,
     /// Mean latency of recent calls (exponentially weighted), in ns.
     latency_ns: AtomicU64,
     /// When `latency_ns` was last updated, in ns since `base`.
     latency_at: AtomicU64,
-    base: OnceLock<Instant>,
 }
 
 /// A latency mean older than this no longer refuses calls, so that a function whose calls are all
@@ -84,9 +91,11 @@ impl TooBusy {
             max_lag: None,
             max_in_flight: 0,
             max_latency: None,
-            in_flight: AtomicU32::new(0),
-            latency_ns: AtomicU64::new(0),
-            latency_at: AtomicU64::new(0),
+            counters: Counters {
+                in_flight: AtomicU32::new(0),
+                latency_ns: AtomicU64::new(0),
+                latency_at: AtomicU64::new(0),
+            },
             base: OnceLock::new(),
         }
     }
@@ -117,12 +126,12 @@ impl TooBusy {
 
     /// Calls in flight right now (counted only with `max_in_flight`).
     pub fn in_flight(&self) -> u32 {
-        self.in_flight.load(Relaxed)
+        self.counters.in_flight.load(Relaxed)
     }
 
     /// The mean latency of recent calls (measured only with `max_latency`).
     pub fn recent_latency(&self) -> Duration {
-        Duration::from_nanos(self.latency_ns.load(Relaxed))
+        Duration::from_nanos(self.counters.latency_ns.load(Relaxed))
     }
 
     /// Runs `body` unless a signal refuses it; a refused call returns `R::refused(Rejected)` at
@@ -179,11 +188,11 @@ impl TooBusy {
             }
         }
         if let Some(max_latency) = self.max_latency {
-            let mean = self.latency_ns.load(Relaxed);
+            let mean = self.counters.latency_ns.load(Relaxed);
             if mean > max_latency.as_nanos() as u64 {
                 let fresh = self
                     .elapsed_ns()
-                    .saturating_sub(self.latency_at.load(Relaxed))
+                    .saturating_sub(self.counters.latency_at.load(Relaxed))
                     < LATENCY_HORIZON.as_nanos() as u64;
                 if fresh {
                     return Err(self.refuse(BusySignal::Latency {
@@ -193,8 +202,10 @@ impl TooBusy {
                 }
             }
         }
-        if self.max_in_flight > 0 && self.in_flight.fetch_add(1, Relaxed) >= self.max_in_flight {
-            self.in_flight.fetch_sub(1, Relaxed);
+        if self.max_in_flight > 0
+            && self.counters.in_flight.fetch_add(1, Relaxed) >= self.max_in_flight
+        {
+            self.counters.in_flight.fetch_sub(1, Relaxed);
             return Err(self.refuse(BusySignal::InFlight {
                 limit: self.max_in_flight,
             }));
@@ -212,13 +223,15 @@ impl TooBusy {
 
     fn record(&self, start: Option<Instant>) {
         if self.max_in_flight > 0 {
-            self.in_flight.fetch_sub(1, Relaxed);
+            self.counters.in_flight.fetch_sub(1, Relaxed);
         }
         if let Some(start) = start {
-            let sample = start.elapsed().as_nanos() as f64;
-            let mean = self.latency_ns.load(Relaxed) as f64;
-            let now = self.elapsed_ns().max(1);
-            let last = self.latency_at.load(Relaxed);
+            // One clock read for both the sample and its time.
+            let at = Instant::now();
+            let sample = at.saturating_duration_since(start).as_nanos() as f64;
+            let mean = self.counters.latency_ns.load(Relaxed) as f64;
+            let now = self.since_base(at).max(1);
+            let last = self.counters.latency_at.load(Relaxed);
             // The first sample, or the first after a quiet horizon (such as the one call let
             // through while refusing), starts the mean afresh: a function that became fast again
             // is admitted again at once.
@@ -228,14 +241,19 @@ impl TooBusy {
             } else {
                 LATENCY_WEIGHT * sample + (1.0 - LATENCY_WEIGHT) * mean
             };
-            self.latency_ns.store(next as u64, Relaxed);
-            self.latency_at.store(now, Relaxed);
+            self.counters.latency_ns.store(next as u64, Relaxed);
+            self.counters.latency_at.store(now, Relaxed);
         }
     }
 
     fn elapsed_ns(&self) -> u64 {
-        let base = *self.base.get_or_init(Instant::now);
-        base.elapsed().as_nanos() as u64
+        self.since_base(Instant::now())
+    }
+
+    /// `at` in ns since the guard's first measurement.
+    fn since_base(&self, at: Instant) -> u64 {
+        let base = *self.base.get_or_init(|| at);
+        at.saturating_duration_since(base).as_nanos() as u64
     }
 
     #[cold]
@@ -308,7 +326,7 @@ pin_project! {
             let this = this.project();
             if let Stage::Running(_) = this.stage {
                 if this.guard.max_in_flight > 0 {
-                    this.guard.in_flight.fetch_sub(1, Relaxed);
+                    this.guard.counters.in_flight.fetch_sub(1, Relaxed);
                 }
             }
         }
