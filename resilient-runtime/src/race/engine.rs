@@ -145,8 +145,11 @@ fn sampled(policy: &RaceRetry) -> bool {
     if policy.quantile().is_none() {
         return false;
     }
-    if policy.latencies.samples() < ALWAYS_RECORDED {
-        return true;
+    if !policy.warmed.load(Relaxed) {
+        if policy.latencies.samples() < ALWAYS_RECORDED {
+            return true;
+        }
+        policy.warmed.store(true, Relaxed);
     }
     thread_local! {
         static CALLS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };

@@ -18,6 +18,9 @@ const RECOMPUTE: u64 = 16;
 /// Samples needed before the percentile is trusted.
 pub(crate) const MIN_SAMPLES: u64 = 32;
 
+/// On cache lines of its own: recording calls write it, while every call reads the settings of
+/// the policy around it.
+#[repr(align(128))]
 pub(crate) struct Latencies {
     counts: [[AtomicU32; BUCKETS]; 2],
     /// Samples recorded so far; `samples / GENERATION % 2` is the generation being filled.

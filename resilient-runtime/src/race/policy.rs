@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -63,6 +63,9 @@ pub struct RaceRetry {
     each: Option<Duration>,
     pub(crate) budget: Budget,
     pub(crate) latencies: Latencies,
+    /// Set once `latencies` holds enough samples that calls are only sampled: every call reads
+    /// this, not the histogram's sample counter that recording calls write.
+    pub(crate) warmed: AtomicBool,
     base: OnceLock<Instant>,
     pub(crate) extra_attempts: AtomicU64,
     pub(crate) won_by_extra: AtomicU64,
@@ -137,6 +140,7 @@ impl RaceRetry {
             each: None,
             budget: Budget::new(None),
             latencies: Latencies::new(),
+            warmed: AtomicBool::new(false),
             base: OnceLock::new(),
             extra_attempts: AtomicU64::new(0),
             won_by_extra: AtomicU64::new(0),
