@@ -6,10 +6,15 @@ use http::{header, HeaderValue, StatusCode};
 use super::guard::Refuse;
 use crate::Rejected;
 
-/// `503 Service Unavailable`, a `Retry-After` header (the refusal's own hint, else 1 s, in whole
-/// seconds, at least 1) and the refusal's message as the body.
+/// A refusal (`#[too_busy]`, an open or busy breaker) is `503 Service Unavailable` with a
+/// `Retry-After` header (the refusal's own hint, else 1 s, in whole seconds, at least 1); a call
+/// that ran out of time (a breaker's `timeout`, a race's `total` or `each`) is
+/// `504 Gateway Timeout`. The body is the message.
 impl IntoResponse for Rejected {
     fn into_response(self) -> Response {
+        if self.is_timeout() || self.is_deadline() {
+            return (StatusCode::GATEWAY_TIMEOUT, self.to_string()).into_response();
+        }
         let seconds = self
             .retry_after()
             .map_or(1, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0))
@@ -25,5 +30,40 @@ impl IntoResponse for Rejected {
 impl Refuse for Response {
     fn refused(rejected: Rejected) -> Self {
         rejected.into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::rejected::{BusySignal, Reason};
+
+    #[test]
+    fn refusals_are_503_with_retry_after_and_timeouts_504() {
+        let busy = Rejected::new(Reason::TooBusy {
+            name: "handler",
+            signal: BusySignal::InFlight { limit: 4 },
+        })
+        .into_response();
+        assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(busy.headers()[header::RETRY_AFTER], "1");
+
+        for timed_out in [
+            Reason::Deadline {
+                name: "lookup",
+                total: Duration::from_millis(450),
+                attempts: 3,
+            },
+            Reason::AttemptTimeout {
+                name: "lookup",
+                each: Duration::from_millis(150),
+            },
+        ] {
+            let response = Rejected::new(timed_out).into_response();
+            assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+            assert!(response.headers().get(header::RETRY_AFTER).is_none());
+        }
     }
 }
