@@ -103,8 +103,13 @@ fn mentions_mut_reference(tokens: TokenStream) -> bool {
 
 /// The body with its `self` (the receiver, not `self::` paths, nor the `self` of an `impl` or
 /// `trait` nested in the body) renamed to `to`: an attempt's own copy of an owned `self`, since
-/// `self` cannot be rebound with `let`.
+/// `self` cannot be rebound with `let`. Inside a macro's arguments, `{self}` and `{self:..}` in
+/// string literals are renamed too (format strings capture names).
 pub(crate) fn rename_self(tokens: TokenStream, to: &Ident) -> TokenStream {
+    rename_in(tokens, to, false)
+}
+
+fn rename_in(tokens: TokenStream, to: &Ident, in_macro: bool) -> TokenStream {
     let tokens: Vec<TokenTree> = tokens.into_iter().collect();
     let mut out = Vec::with_capacity(tokens.len());
     // Inside a nested `impl` or `trait` (until its body), `self` is not ours.
@@ -134,15 +139,58 @@ pub(crate) fn rename_self(tokens: TokenStream, to: &Ident) -> TokenStream {
                 out.push(token.clone());
             }
             TokenTree::Group(group) if !nested_item => {
-                let mut renamed =
-                    proc_macro2::Group::new(group.delimiter(), rename_self(group.stream(), to));
+                // `name!(..)`: a macro's arguments, where format strings may capture `self`.
+                let macro_args = in_macro
+                    || (i >= 2
+                        && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '!')
+                        && matches!(&tokens[i - 2], TokenTree::Ident(_)));
+                let mut renamed = proc_macro2::Group::new(
+                    group.delimiter(),
+                    rename_in(group.stream(), to, macro_args),
+                );
                 renamed.set_span(group.span());
                 out.push(TokenTree::Group(renamed));
+            }
+            TokenTree::Literal(literal) if in_macro && !nested_item => {
+                out.push(TokenTree::Literal(rename_in_format(literal, to)));
             }
             _ => out.push(token.clone()),
         }
     }
     out.into_iter().collect()
+}
+
+/// A string literal with `{self}` / `{self:..}` (not `{{self}}`) renamed to `to`.
+fn rename_in_format(literal: &proc_macro2::Literal, to: &Ident) -> proc_macro2::Literal {
+    let text = literal.to_string();
+    if !(text.starts_with('"') || text.starts_with('r')) || !text.contains("{self") {
+        return literal.clone();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find('{') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if rest.starts_with("{{") {
+            out.push_str("{{");
+            rest = &rest[2..];
+        } else if rest.starts_with("{self}") || rest.starts_with("{self:") {
+            out.push('{');
+            out.push_str(&to.to_string());
+            rest = &rest[5..];
+        } else {
+            out.push('{');
+            rest = &rest[1..];
+        }
+    }
+    out.push_str(rest);
+    match out.parse::<proc_macro2::Literal>() {
+        Ok(mut renamed) => {
+            renamed.set_span(literal.span());
+            renamed
+        }
+        Err(_) => literal.clone(),
+    }
 }
 
 /// Drops `mut` from the arguments' bindings (and from `mut self`): the attempts' copies carry it
@@ -182,5 +230,38 @@ fn each_binding(pat: &mut Pat, f: &mut impl FnMut(&mut PatIdent)) {
         Pat::Paren(paren) => each_binding(&mut paren.pat, f),
         Pat::Type(typed) => each_binding(&mut typed.pat, f),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn renamed(body: &str) -> String {
+        let to = Ident::new("copy", Span::call_site());
+        rename_self(body.parse().unwrap(), &to).to_string()
+    }
+
+    #[test]
+    fn the_receiver_is_renamed_and_nothing_else() {
+        assert_eq!(
+            renamed("self.a + Self::f(&self) + self::g()"),
+            "copy . a + Self :: f (& copy) + self :: g ()"
+        );
+        // A nested impl's `self` is its own.
+        assert_eq!(
+            renamed("impl T for U { fn f(&self) -> u8 { self.0 } } self.x"),
+            "impl T for U { fn f (& self) -> u8 { self . 0 } } copy . x"
+        );
+    }
+
+    #[test]
+    fn format_strings_in_macros_capture_the_copy() {
+        assert_eq!(
+            renamed(r#"format!("{self} {{self}} {self:?} {selfish} {}", self.x)"#),
+            r#"format ! ("{copy} {{self}} {copy:?} {selfish} {}" , copy . x)"#
+        );
+        // Outside a macro a string is only text.
+        assert_eq!(renamed(r#"let s = "{self}";"#), r#"let s = "{self}" ;"#);
     }
 }

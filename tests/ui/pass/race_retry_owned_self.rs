@@ -1,6 +1,7 @@
 // An owned `self` (`self`, `mut self`, `self: Arc<Self>`, `self: Box<Self>`) is cloned for each
 // attempt, as owned arguments are; `self: &Self` is shared like `&self`. `self::` paths and the
-// `self` of an `impl` nested in the body are left alone. No warnings.
+// `self` of an `impl` nested in the body are left alone; `{self}` in a format string is the copy.
+// No warnings.
 #![deny(warnings)]
 
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use resilient::{race_retry, Rejected};
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 struct Client {
     name: String,
 }
@@ -36,6 +37,12 @@ impl Client {
         Ok(format!("{}{id}-{}", self.name, Tag.text()))
     }
 
+    // A format string that captures `self`, next to an escaped `{{self}}` that is text.
+    #[race_retry(retries = 2, after = "10ms", total = "1s")]
+    async fn shown(self) -> Result<String, Rejected> {
+        Ok(format!("{self:?} {{self}}"))
+    }
+
     #[race_retry(retries = 2, after = "10ms", total = "1s")]
     async fn by_arc(self: Arc<Self>) -> Result<usize, Rejected> {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -59,6 +66,7 @@ async fn main() {
     assert_eq!(client.clone().by_value(1).await.unwrap(), "c1");
     assert_eq!(client.clone().by_mut_value(2).await.unwrap(), "c!2-tag");
     assert_eq!(client.name, "c");
+    assert_eq!(client.clone().shown().await.unwrap(), "Client { name: \"c\" } {self}");
     let shared = Arc::new(client.clone());
     // The caller's `Arc`, the one moved into the call, and the attempt's copy.
     assert_eq!(shared.clone().by_arc().await.unwrap(), 3);
