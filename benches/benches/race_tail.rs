@@ -26,8 +26,8 @@
 //!   the lock.
 //! * **ours, `after = "p95"`**: `#[race_retry(retries = 1, after = "p95", total = "5s")]`. It
 //!   learns the percentile from every attempt that ended (losers with the time they ran) over its
-//!   last 1,024 to 2,048 attempts (a log-linear histogram; the published value is the upper
-//!   bound of the percentile's bucket, within 12.5% above).
+//!   last 1,024 to 2,048 attempts (a log-linear histogram whose buckets span at most 12.5% of
+//!   their values; the percentile is interpolated by rank within its bucket).
 //! * **ours, `after = "50ms"`**: `#[race_retry(retries = 1, after = "50ms", total = "5s")]`.
 //!
 //! Both of ours use `retries = 1` (one hedge at most, as tower), and a `total` that no call
