@@ -13,18 +13,18 @@
 //! number of milliseconds (a learned percentile) is seen up to 1 ms late.
 
 use std::fmt::Display;
-use std::future::{pending, Future};
-use std::pin::{pin, Pin};
+use std::future::pending;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread;
 use std::time::Duration;
 
 use resilient::breaker::{self, State};
 use resilient::race::{self, observe, Attempt, Outcome, RaceStats};
 use resilient::{race_retry, Rejected};
 use tokio::time::{sleep, Instant};
+
+mod support;
+use support::{block_on_without_tokio, YieldOnce};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -1073,41 +1073,6 @@ async fn observe_reports_winners_and_losers() {
 
 // ---------------------------------------------------------------------------------------------
 // No tokio runtime
-
-/// A minimal executor that is not tokio: polls on the calling thread, parks until woken.
-fn block_on_without_tokio<F: Future>(fut: F) -> F::Output {
-    struct Unpark(thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = pin!(fut);
-    loop {
-        if let Poll::Ready(output) = fut.as_mut().poll(&mut cx) {
-            return output;
-        }
-        thread::park();
-    }
-}
-
-/// Pending once (waking itself), then ready: a body that really awaits, without tokio.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-}
 
 #[race_retry(retries = 2, after = "150ms", total = "450ms")]
 async fn without_tokio(fail_first: bool, calls: &AtomicU32) -> Result<u32, Error> {

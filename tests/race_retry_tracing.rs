@@ -2,25 +2,13 @@
 //! test thread would race with callsites registered by tests on other threads).
 
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use resilient::{race_retry, Rejected};
 use tokio::time::sleep;
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+mod support;
+use support::Captured;
 
 static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
 

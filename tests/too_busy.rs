@@ -27,6 +27,9 @@ use resilient::{busy, too_busy, Rejected, RejectedKind};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
 
+mod support;
+use support::{block_on_without_tokio, Captured, YieldOnce};
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
@@ -772,20 +775,6 @@ async fn traced(release: Option<oneshot::Receiver<()>>) -> Result<(), Rejected> 
     Ok(())
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A refusal is a `debug` event, the lag passing the default max_lag a `warn`, and falling back
 /// an `info`, all with target `resilient::too_busy`.
 #[test]
@@ -907,41 +896,6 @@ fn a_runtime_dropped_before_its_monitor_ran_leaves_the_next_one_monitored() {
 
 // ---------------------------------------------------------------------------------------------
 // No tokio runtime
-
-/// A minimal executor that is not tokio: polls on the calling thread, parks until woken.
-fn block_on_without_tokio<F: Future>(fut: F) -> F::Output {
-    struct Unpark(thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = pin!(fut);
-    loop {
-        if let Poll::Ready(output) = fut.as_mut().poll(&mut cx) {
-            return output;
-        }
-        thread::park();
-    }
-}
-
-/// Pending once (waking itself), then ready: a body that really awaits, without tokio.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-}
 
 #[too_busy]
 async fn anywhere() -> Result<&'static str, Rejected> {

@@ -50,7 +50,7 @@ use resilient::race_retry;
 use tokio::time::Instant;
 
 mod common;
-use common::{group, load_average, CallError};
+use common::{group, load_average, ms, pass, CallError};
 
 /// Calls per second, open loop.
 const RATE: f64 = 500.0;
@@ -184,18 +184,6 @@ async fn run(contender: usize) -> Run {
         after: stats(contender),
         outage: last_end - outage_t0,
         late_max,
-    }
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
-
-fn pass(ok: bool) -> &'static str {
-    if ok {
-        "PASS"
-    } else {
-        "MISS"
     }
 }
 

@@ -56,8 +56,8 @@ use resilient::race_retry;
 
 mod common;
 use common::{
-    block_on, group, load_average, median, pin_to_cpu, plain, thread_waker, with_stack_shift, work,
-    CallError,
+    block_on, current_thread_runtime, group, load_average, median, pin_to_cpu, plain,
+    profile_calls, thread_waker, with_stack_shift, work, CallError,
 };
 
 /// How long one sample runs each contender.
@@ -169,14 +169,6 @@ fn run<E, F: Future<Output = Result<u64, E>>>(waker: &Waker, n: u64, call: impl 
     }
 }
 
-/// A current-thread runtime with the time driver, as a worker thread's own.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a current-thread runtime builds")
-}
-
 // ---------------------------------------------------------------------------------------------
 // Measuring.
 
@@ -192,7 +184,7 @@ fn sample(contender: fn(&Waker, u64), threads: usize, round: usize) -> (f64, u64
                 scope.spawn(move || {
                     pin_to_cpu(worker);
                     with_stack_shift(round, || {
-                        runtime().block_on(async {
+                        current_thread_runtime().block_on(async {
                             let waker = thread_waker();
                             contender(&waker, CHUNK); // warm up
                             barrier.wait();
@@ -223,7 +215,7 @@ fn sample(contender: fn(&Waker, u64), threads: usize, round: usize) -> (f64, u64
 
 /// Allocations per call of `contender`, on this thread, inside a current-thread runtime.
 fn allocations(contender: fn(&Waker, u64)) -> f64 {
-    runtime().block_on(async {
+    current_thread_runtime().block_on(async {
         let waker = thread_waker();
         contender(&waker, CHUNK); // warm up: the first call of a raced fn registers it
         let before = ALLOCATIONS.load(Relaxed);
@@ -376,33 +368,15 @@ fn measure() {
 /// setting as the measurement, and prints one line: a target for `perf` or
 /// `valgrind --tool=callgrind`.
 fn profile(which: &str) {
-    let env = |name: &str, default: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(default)
-    };
-    let calls = env("BENCH_CALLS", 10_000_000).div_ceil(CHUNK) * CHUNK;
-    let threads = env("BENCH_THREADS", 1) as usize;
     let (name, _, contender) = CONTENDERS[which
         .parse::<usize>()
         .expect("BENCH_PROFILE is a contender number")];
-    let start = Instant::now();
-    std::thread::scope(|scope| {
-        for worker in 0..threads {
-            scope.spawn(move || {
-                pin_to_cpu(worker);
-                runtime().block_on(async {
-                    let waker = thread_waker();
-                    contender(&waker, calls);
-                })
-            });
-        }
+    profile_calls(name, CHUNK, |calls| {
+        current_thread_runtime().block_on(async {
+            let waker = thread_waker();
+            contender(&waker, calls);
+        })
     });
-    eprintln!(
-        "{threads} thread(s) x {calls} calls of {name}: {:.1} ns per call per thread",
-        start.elapsed().as_nanos() as f64 / calls as f64
-    );
 }
 
 fn main() {

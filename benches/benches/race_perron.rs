@@ -40,7 +40,6 @@
 //! still running has ended.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use axum::extract::Path;
@@ -50,7 +49,7 @@ use resilient::Rejected;
 use tokio::time::Instant;
 
 mod common;
-use common::load_average;
+use common::{load_average, ms, pass, Server};
 
 /// The server's time per request.
 const SERVICE: Duration = Duration::from_millis(500);
@@ -78,57 +77,6 @@ async fn handler(Path(call): Path<usize>) -> &'static str {
     tokio::time::sleep(SERVICE).await;
     FINISHED[call].fetch_add(1, Relaxed);
     "ok"
-}
-
-/// A running server: its address, and what stops it.
-struct Server {
-    url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Server {
-    fn start() -> Server {
-        let (addr_tx, addr_rx) = mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("server".into())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("the server's runtime builds");
-                runtime.block_on(async move {
-                    let app = Router::new().route("/{call}", get(handler));
-                    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                        .await
-                        .expect("binds 127.0.0.1");
-                    addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                    tokio::select! {
-                        served = axum::serve(listener, app) => served.expect("the server runs"),
-                        _ = stopped => {}
-                    }
-                });
-            })
-            .expect("the server thread starts");
-        let addr = addr_rx.recv().expect("the server reports its address");
-        Server {
-            url: format!("http://{addr}"),
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -268,18 +216,6 @@ async fn run(contender: Contender, base_url: &str) -> Vec<Call> {
     calls
 }
 
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
-
-fn pass(ok: bool) -> &'static str {
-    if ok {
-        "PASS"
-    } else {
-        "MISS"
-    }
-}
-
 /// What a contender's calls show.
 struct Summary {
     ok: usize,
@@ -344,7 +280,9 @@ fn main() {
         SERVICE.as_millis()
     );
 
-    let server = Server::start();
+    let server = Server::start(None, || async {
+        Router::new().route("/{call}", get(handler))
+    });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -79,7 +79,7 @@ use tokio::time::Instant;
 use tower::Service;
 
 mod common;
-use common::{group, load_average, CallError};
+use common::{group, load_average, ms, pass, CallError};
 
 /// Calls in flight at all times.
 const IN_FLIGHT: usize = 100;
@@ -443,18 +443,6 @@ fn cpu_time() -> Duration {
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
-
-fn pass(ok: bool) -> &'static str {
-    if ok {
-        "PASS"
-    } else {
-        "MISS"
-    }
 }
 
 fn main() {

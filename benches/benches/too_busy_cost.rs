@@ -52,8 +52,8 @@ use resilient::too_busy;
 
 mod common;
 use common::{
-    block_on, group, load_average, median, pin_to_cpu, plain, thread_waker, with_stack_shift, work,
-    CallError,
+    block_on, current_thread_runtime, group, load_average, median, pin_to_cpu, plain,
+    profile_calls, thread_waker, with_stack_shift, work, CallError,
 };
 
 /// How long one sample runs each contender.
@@ -142,14 +142,6 @@ fn run<E, F: Future<Output = Result<u64, E>>>(n: u64, call: impl Fn(u64) -> F) {
     }
 }
 
-/// A current-thread runtime with the time driver, as a worker thread's own.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a current-thread runtime builds")
-}
-
 // ---------------------------------------------------------------------------------------------
 // Measuring.
 
@@ -168,7 +160,7 @@ fn sample(contender: fn(u64), threads: usize, round: usize) -> (f64, u64) {
                 scope.spawn(move || {
                     pin_to_cpu(worker);
                     with_stack_shift(round, || {
-                        runtime().block_on(async {
+                        current_thread_runtime().block_on(async {
                             contender(CHUNK); // warm up; starts this thread's monitor
                             tokio::task::yield_now().await;
                             barrier.wait();
@@ -301,35 +293,17 @@ fn measure() {
 /// measurement (a current-thread runtime per thread, a yield per chunk), and prints one line:
 /// a target for `valgrind --tool=callgrind` or `perf`.
 fn profile(which: &str) {
-    let env = |name: &str, default: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(default)
-    };
-    let calls = env("BENCH_CALLS", 10_000_000).div_ceil(CHUNK) * CHUNK;
-    let threads = env("BENCH_THREADS", 1) as usize;
     let (name, contender, _) = CONTENDERS[which
         .parse::<usize>()
         .expect("BENCH_PROFILE is a contender number")];
-    let start = Instant::now();
-    std::thread::scope(|scope| {
-        for worker in 0..threads {
-            scope.spawn(move || {
-                pin_to_cpu(worker);
-                runtime().block_on(async {
-                    for _ in 0..calls / CHUNK {
-                        contender(CHUNK);
-                        tokio::task::yield_now().await;
-                    }
-                })
-            });
-        }
+    profile_calls(name, CHUNK, |calls| {
+        current_thread_runtime().block_on(async {
+            for _ in 0..calls / CHUNK {
+                contender(CHUNK);
+                tokio::task::yield_now().await;
+            }
+        })
     });
-    eprintln!(
-        "{threads} thread(s) x {calls} calls of {name}: {:.1} ns per call per thread",
-        start.elapsed().as_nanos() as f64 / calls as f64
-    );
 }
 
 fn main() {

@@ -62,7 +62,7 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::response::IntoResponse;
@@ -71,7 +71,7 @@ use axum::Router;
 use resilient::Rejected;
 
 mod common;
-use common::{load_average, pin_to_cpu};
+use common::{load_average, pass, pin_to_cpu, Server};
 
 /// CPU burnt by one request.
 const WORK: Duration = Duration::from_millis(5);
@@ -141,63 +141,16 @@ impl Variant {
     }
 }
 
-/// A running server: its address, and what stops it.
-struct Server {
-    url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Server {
-    /// Starts a server of `variant` on its own current-thread runtime and thread, pinned to CPU 0.
-    fn start(variant: Variant) -> Server {
-        let (addr_tx, addr_rx) = mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("server".into())
-            .spawn(move || {
-                pin_to_cpu(0);
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("the server's runtime builds");
-                runtime.block_on(async move {
-                    start_monitor().await.expect("a quiet server admits");
-                    let app = match variant {
-                        Variant::Plain => Router::new().route("/", get(plain)),
-                        Variant::Guarded => Router::new().route("/", get(guarded)),
-                    };
-                    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                        .await
-                        .expect("binds 127.0.0.1");
-                    addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                    tokio::select! {
-                        served = axum::serve(listener, app) => served.expect("the server runs"),
-                        _ = stopped => {}
-                    }
-                });
-                // Dropping the runtime drops every connection still queued, unanswered.
-                drop(runtime);
-            })
-            .expect("the server thread starts");
-        let addr = addr_rx.recv().expect("the server reports its address");
-        Server {
-            url: format!("http://{addr}/"),
-            stop: Some(stop),
-            thread: Some(thread),
+/// A fresh server of `variant` on its own current-thread runtime and thread, pinned to CPU 0,
+/// with its lag monitor started.
+fn start_server(variant: Variant) -> Server {
+    Server::start(Some(0), move || async move {
+        start_monitor().await.expect("a quiet server admits");
+        match variant {
+            Variant::Plain => Router::new().route("/", get(plain)),
+            Variant::Guarded => Router::new().route("/", get(guarded)),
         }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -280,8 +233,8 @@ fn client_runtime() -> tokio::runtime::Runtime {
 
 /// Requests per second a plain server answers when kept busy by closed-loop clients.
 fn measure_capacity() -> f64 {
-    let server = Server::start(Variant::Plain);
-    let url = server.url.clone();
+    let server = start_server(Variant::Plain);
+    let url = format!("{}/", server.url);
     std::thread::spawn(move || {
         client_runtime().block_on(async move {
             let client = client();
@@ -316,8 +269,8 @@ fn measure_capacity() -> f64 {
 
 /// One open-loop run of `rate` requests per second against a fresh server of `variant`.
 fn run(variant: Variant, rate: f64) -> Run {
-    let server = Server::start(variant);
-    let url: Arc<str> = server.url.clone().into();
+    let server = start_server(variant);
+    let url: Arc<str> = format!("{}/", server.url).into();
     let generator = std::thread::spawn(move || {
         client_runtime().block_on(async move {
             let client = client();
@@ -705,14 +658,6 @@ fn raise_open_files() -> u64 {
             libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
         }
         limit.rlim_cur
-    }
-}
-
-fn pass(ok: bool) -> &'static str {
-    if ok {
-        "PASS"
-    } else {
-        "MISS"
     }
 }
 

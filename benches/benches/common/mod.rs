@@ -150,3 +150,116 @@ pub fn work(x: u64) -> Result<u64, CallError> {
 pub async fn plain(x: u64) -> Result<u64, CallError> {
     work(x)
 }
+
+/// A current-thread runtime with the time driver, as a worker thread's own.
+pub fn current_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime builds")
+}
+
+/// For `BENCH_PROFILE`: `run(calls)` on each of `BENCH_THREADS` threads (default 1, each pinned to
+/// its own CPU), `calls` being `BENCH_CALLS` (default 10M) rounded up to whole `chunk`s; prints
+/// one line with the time per call: a target for `perf` or `valgrind --tool=callgrind`.
+pub fn profile_calls(name: &str, chunk: u64, run: impl Fn(u64) + Sync) {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(default)
+    };
+    let calls = env("BENCH_CALLS", 10_000_000).div_ceil(chunk) * chunk;
+    let threads = env("BENCH_THREADS", 1) as usize;
+    let start = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        for worker in 0..threads {
+            let run = &run;
+            scope.spawn(move || {
+                pin_to_cpu(worker);
+                run(calls);
+            });
+        }
+    });
+    eprintln!(
+        "{threads} thread(s) x {calls} calls of {name}: {:.1} ns per call per thread",
+        start.elapsed().as_nanos() as f64 / calls as f64
+    );
+}
+
+/// A duration in ms with one decimal.
+pub fn ms(d: std::time::Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// A goal's verdict.
+pub fn pass(ok: bool) -> &'static str {
+    if ok {
+        "PASS"
+    } else {
+        "MISS"
+    }
+}
+
+/// A local HTTP server on a current-thread runtime of its own thread: its address (`url`, without
+/// a trailing `/`), and what stops it. Dropping it stops the server and joins the thread; the
+/// connections still queued are dropped, unanswered, with the runtime.
+pub struct Server {
+    pub url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Serves the router that `app` makes (on the server's runtime, first thing) on 127.0.0.1,
+    /// from a thread pinned to CPU `cpu` if given.
+    pub fn start<A, R>(cpu: Option<usize>, app: A) -> Server
+    where
+        A: FnOnce() -> R + Send + 'static,
+        R: Future<Output = axum::Router>,
+    {
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("server".into())
+            .spawn(move || {
+                if let Some(cpu) = cpu {
+                    pin_to_cpu(cpu);
+                }
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("the server's runtime builds");
+                runtime.block_on(async move {
+                    let app = app().await;
+                    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                        .await
+                        .expect("binds 127.0.0.1");
+                    addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                    tokio::select! {
+                        served = axum::serve(listener, app) => served.expect("the server runs"),
+                        _ = stopped => {}
+                    }
+                });
+                drop(runtime);
+            })
+            .expect("the server thread starts");
+        let addr = addr_rx.recv().expect("the server reports its address");
+        Server {
+            url: format!("http://{addr}"),
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -125,6 +125,20 @@ pub(crate) struct Monitor {
 }
 
 impl Monitor {
+    /// A monitor not started yet (`DEAD`), its pace unknown.
+    fn new() -> Self {
+        Monitor {
+            lag_ns: AtomicU64::new(DEAD),
+            calls: AtomicU32::new(1),
+            gap: AtomicU32::new(1),
+            looked_ns: AtomicU64::new(NONE),
+            sampled_ns: AtomicU64::new(0),
+            due_ns: AtomicU64::new(NONE),
+            first_seen_ns: AtomicU64::new(NONE),
+            base: OnceLock::new(),
+        }
+    }
+
     fn since_base(&self, at: Instant) -> u64 {
         let base = *self.base.get_or_init(|| at);
         at.saturating_duration_since(base).as_nanos() as u64
@@ -271,16 +285,7 @@ pub(crate) fn current_lag_ns() -> Option<u64> {
 fn start() -> Option<u64> {
     let handle = tokio::runtime::Handle::try_current().ok()?;
     let monitor = LOCAL.with(Cell::get).unwrap_or_else(|| {
-        let monitor: &'static Monitor = Box::leak(Box::new(Monitor {
-            lag_ns: AtomicU64::new(DEAD),
-            calls: AtomicU32::new(1),
-            gap: AtomicU32::new(1),
-            looked_ns: AtomicU64::new(NONE),
-            sampled_ns: AtomicU64::new(0),
-            due_ns: AtomicU64::new(NONE),
-            first_seen_ns: AtomicU64::new(NONE),
-            base: OnceLock::new(),
-        }));
+        let monitor: &'static Monitor = Box::leak(Box::new(Monitor::new()));
         MONITORS
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -358,17 +363,10 @@ async fn run(alive: Alive) {
 mod tests {
     use super::*;
 
+    /// A live monitor (lag 0) whose times count from now.
     fn monitor() -> Monitor {
-        let m = Monitor {
-            lag_ns: AtomicU64::new(0),
-            calls: AtomicU32::new(1),
-            gap: AtomicU32::new(1),
-            looked_ns: AtomicU64::new(NONE),
-            sampled_ns: AtomicU64::new(0),
-            due_ns: AtomicU64::new(NONE),
-            first_seen_ns: AtomicU64::new(NONE),
-            base: OnceLock::new(),
-        };
+        let m = Monitor::new();
+        m.lag_ns.store(0, Relaxed);
         m.since_base(Instant::now());
         m
     }

@@ -161,6 +161,16 @@ fn sampled(policy: &RaceRetry) -> bool {
     })
 }
 
+/// The refusal of a call whose deadline passed (or that ran out of attempts with no error to
+/// return) after `attempts` attempts.
+fn deadline(policy: &RaceRetry, attempts: u32) -> Rejected {
+    Rejected::new(Reason::Deadline {
+        name: policy.name(),
+        total: policy.total(),
+        attempts,
+    })
+}
+
 /// Reports an attempt that ended: to an observer, to `tracing`, and to the latency histogram.
 fn ended(
     policy: &RaceRetry,
@@ -389,11 +399,7 @@ where
                         attempts = *this.launched,
                         "deadline passed with no attempt successful"
                     );
-                    return Poll::Ready(Err(E::from(Rejected::new(Reason::Deadline {
-                        name: policy.name(),
-                        total: policy.total(),
-                        attempts: *this.launched,
-                    }))));
+                    return Poll::Ready(Err(E::from(deadline(policy, *this.launched))));
                 }
                 if let Some(each) = policy.each_limit() {
                     let mut timed_out = 0;
@@ -440,13 +446,10 @@ where
             }
             if *this.running == 0 {
                 // Every attempt failed and no other may start (none left, or the budget is spent).
-                let error = this.last_error.take().unwrap_or_else(|| {
-                    E::from(Rejected::new(Reason::Deadline {
-                        name: policy.name(),
-                        total: policy.total(),
-                        attempts: *this.launched,
-                    }))
-                });
+                let error = this
+                    .last_error
+                    .take()
+                    .unwrap_or_else(|| E::from(deadline(policy, *this.launched)));
                 return Poll::Ready(Err(error));
             }
             if *this.no_timer {
