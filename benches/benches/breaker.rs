@@ -55,14 +55,13 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::Future;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering::Relaxed};
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use resilient::breaker;
 
 mod common;
 use common::{
-    block_on, group, load_average, median, pin_to_cpu, plain, thread_waker, with_stack_shift, work,
+    block_on, group, load_average, median, pin_to_cpu, plain, sample_threads, thread_waker, work,
     CallError,
 };
 
@@ -243,40 +242,11 @@ fn contenders(lock: &str) -> Vec<Contender> {
 /// ns per call of one sample on `threads` threads sharing the contender's breaker; `round`
 /// picks the stack shift.
 fn sample(contender: &Contender, threads: usize, round: usize) -> (f64, u64) {
-    let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(threads + 1);
-    let results: Vec<(Duration, u64)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|worker| {
-                let (barrier, stop) = (&barrier, &stop);
-                scope.spawn(move || {
-                    pin_to_cpu(worker);
-                    with_stack_shift(round, || {
-                        let mut run = (contender.make)();
-                        run(CHUNK); // warm up: caches, thread-locals
-                        barrier.wait();
-                        let start = Instant::now();
-                        let mut calls = 0;
-                        while !stop.load(Relaxed) {
-                            run(CHUNK);
-                            calls += CHUNK;
-                        }
-                        (start.elapsed(), calls)
-                    })
-                })
-            })
-            .collect();
-        barrier.wait();
-        std::thread::sleep(SAMPLE);
-        stop.store(true, Relaxed);
-        workers.into_iter().map(|w| w.join().unwrap()).collect()
-    });
-    let ns = results
-        .iter()
-        .map(|(time, calls)| time.as_nanos() as f64 / *calls as f64)
-        .sum::<f64>()
-        / threads as f64;
-    (ns, results.iter().map(|r| r.1).sum())
+    sample_threads(threads, round, SAMPLE, |timing| {
+        let mut run = (contender.make)();
+        run(CHUNK); // warm up: caches, thread-locals
+        timing.timed(CHUNK, || run(CHUNK))
+    })
 }
 
 fn print_table(all: &[Contender], ns: &[[f64; 2]]) {

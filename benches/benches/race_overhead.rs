@@ -47,8 +47,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::Future;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -56,8 +55,8 @@ use resilient::race_retry;
 
 mod common;
 use common::{
-    block_on, current_thread_runtime, group, load_average, median, pin_to_cpu, plain,
-    profile_calls, thread_waker, with_stack_shift, work, CallError,
+    block_on, current_thread_runtime, group, load_average, median, plain, profile_calls,
+    sample_threads, thread_waker, work, CallError,
 };
 
 /// How long one sample runs each contender.
@@ -175,42 +174,13 @@ fn run<E, F: Future<Output = Result<u64, E>>>(waker: &Waker, n: u64, call: impl 
 /// ns per call of one sample of `contender` on `threads` threads; `round` picks the stack shift.
 /// Also returns the calls made.
 fn sample(contender: fn(&Waker, u64), threads: usize, round: usize) -> (f64, u64) {
-    let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(threads + 1);
-    let results: Vec<(Duration, u64)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|worker| {
-                let (barrier, stop) = (&barrier, &stop);
-                scope.spawn(move || {
-                    pin_to_cpu(worker);
-                    with_stack_shift(round, || {
-                        current_thread_runtime().block_on(async {
-                            let waker = thread_waker();
-                            contender(&waker, CHUNK); // warm up
-                            barrier.wait();
-                            let start = Instant::now();
-                            let mut calls = 0;
-                            while !stop.load(Relaxed) {
-                                contender(&waker, CHUNK);
-                                calls += CHUNK;
-                            }
-                            (start.elapsed(), calls)
-                        })
-                    })
-                })
-            })
-            .collect();
-        barrier.wait();
-        std::thread::sleep(SAMPLE);
-        stop.store(true, Relaxed);
-        workers.into_iter().map(|w| w.join().unwrap()).collect()
-    });
-    let ns = results
-        .iter()
-        .map(|(time, calls)| time.as_nanos() as f64 / *calls as f64)
-        .sum::<f64>()
-        / threads as f64;
-    (ns, results.iter().map(|r| r.1).sum())
+    sample_threads(threads, round, SAMPLE, |timing| {
+        current_thread_runtime().block_on(async {
+            let waker = thread_waker();
+            contender(&waker, CHUNK); // warm up
+            timing.timed(CHUNK, || contender(&waker, CHUNK))
+        })
+    })
 }
 
 /// Allocations per call of `contender`, on this thread, inside a current-thread runtime.

@@ -44,16 +44,15 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use resilient::too_busy;
 
 mod common;
 use common::{
-    block_on, current_thread_runtime, group, load_average, median, pin_to_cpu, plain,
-    profile_calls, thread_waker, with_stack_shift, work, CallError,
+    block_on, current_thread_runtime, group, load_average, median, plain, profile_calls,
+    sample_threads, thread_waker, work, CallError,
 };
 
 /// How long one sample runs each contender.
@@ -151,43 +150,18 @@ static LAG_SAMPLES: AtomicU64 = AtomicU64::new(0);
 /// ns per call of one sample of `contender` on `threads` threads; `round` picks the stack shift.
 /// Also returns the calls made.
 fn sample(contender: fn(u64), threads: usize, round: usize) -> (f64, u64) {
-    let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(threads + 1);
-    let results: Vec<(Duration, u64)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|worker| {
-                let (barrier, stop) = (&barrier, &stop);
-                scope.spawn(move || {
-                    pin_to_cpu(worker);
-                    with_stack_shift(round, || {
-                        current_thread_runtime().block_on(async {
-                            contender(CHUNK); // warm up; starts this thread's monitor
-                            tokio::task::yield_now().await;
-                            barrier.wait();
-                            let start = Instant::now();
-                            let mut calls = 0;
-                            while !stop.load(Relaxed) {
-                                contender(CHUNK);
-                                calls += CHUNK;
-                                tokio::task::yield_now().await; // the monitor's timer may fire
-                            }
-                            (start.elapsed(), calls)
-                        })
-                    })
+    sample_threads(threads, round, SAMPLE, |timing| {
+        current_thread_runtime().block_on(async {
+            contender(CHUNK); // warm up; starts this thread's monitor
+            tokio::task::yield_now().await;
+            timing
+                .timed_async(CHUNK, || async {
+                    contender(CHUNK);
+                    tokio::task::yield_now().await; // the monitor's timer may fire
                 })
-            })
-            .collect();
-        barrier.wait();
-        std::thread::sleep(SAMPLE);
-        stop.store(true, Relaxed);
-        workers.into_iter().map(|w| w.join().unwrap()).collect()
-    });
-    let ns = results
-        .iter()
-        .map(|(time, calls)| time.as_nanos() as f64 / *calls as f64)
-        .sum::<f64>()
-        / threads as f64;
-    (ns, results.iter().map(|r| r.1).sum())
+                .await
+        })
+    })
 }
 
 fn print_table(ns: &[[f64; 2]]) {

@@ -263,3 +263,79 @@ impl Drop for Server {
         }
     }
 }
+
+/// A sample's clock, as a worker thread of [`sample_threads`] sees it.
+pub struct Timing<'a> {
+    barrier: &'a std::sync::Barrier,
+    stop: &'a std::sync::atomic::AtomicBool,
+}
+
+impl Timing<'_> {
+    /// Waits for the other workers, then repeats `chunk` (which makes `calls` calls) until the
+    /// sample ends: the time taken and the calls made.
+    pub fn timed(&self, calls: u64, mut chunk: impl FnMut()) -> (std::time::Duration, u64) {
+        self.barrier.wait();
+        let start = std::time::Instant::now();
+        let mut made = 0;
+        while !self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            chunk();
+            made += calls;
+        }
+        (start.elapsed(), made)
+    }
+
+    /// As [`timed`](Self::timed), for a `chunk` that awaits (a yield to its runtime).
+    pub async fn timed_async<F: Future<Output = ()>>(
+        &self,
+        calls: u64,
+        mut chunk: impl FnMut() -> F,
+    ) -> (std::time::Duration, u64) {
+        self.barrier.wait();
+        let start = std::time::Instant::now();
+        let mut made = 0;
+        while !self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            chunk().await;
+            made += calls;
+        }
+        (start.elapsed(), made)
+    }
+}
+
+/// One sample on `threads` threads (pinned to their own CPUs, stacks shifted by `round`): each runs
+/// `worker`, which warms up and then hands its calls to [`Timing::timed`]; the sample ends
+/// `length` after they all started. Returns the mean ns per call over the threads, and the calls
+/// made.
+pub fn sample_threads(
+    threads: usize,
+    round: usize,
+    length: std::time::Duration,
+    worker: impl Fn(&Timing<'_>) -> (std::time::Duration, u64) + Sync,
+) -> (f64, u64) {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let barrier = std::sync::Barrier::new(threads + 1);
+    let results: Vec<(std::time::Duration, u64)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|n| {
+                let timing = Timing {
+                    barrier: &barrier,
+                    stop: &stop,
+                };
+                let worker = &worker;
+                scope.spawn(move || {
+                    pin_to_cpu(n);
+                    with_stack_shift(round, || worker(&timing))
+                })
+            })
+            .collect();
+        barrier.wait();
+        std::thread::sleep(length);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let ns = results
+        .iter()
+        .map(|(time, calls)| time.as_nanos() as f64 / *calls as f64)
+        .sum::<f64>()
+        / threads as f64;
+    (ns, results.iter().map(|r| r.1).sum())
+}
