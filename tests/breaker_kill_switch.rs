@@ -1,4 +1,4 @@
-//! `RESILIENT_DISABLED=1`: every breaker passes calls through. Its own test binary, with a single
+//! `RESILIENT_DISABLED` (here ` On`: any case, spaces ignored): every breaker passes calls through. Its own test binary, with a single
 //! test, so that setting the variable affects nothing else.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,7 +43,7 @@ async fn keyed(host: &str, ok: bool) -> Result<u32, BoxError> {
 async fn resilient_disabled_makes_every_breaker_pass_calls_through() {
     // Before any breaker is used: the variable is read once, on first use. (Edition 2021:
     // `set_var` is a safe fn here.)
-    std::env::set_var("RESILIENT_DISABLED", "1");
+    std::env::set_var("RESILIENT_DISABLED", " On");
     assert!(breaker::disabled());
 
     let ran = AtomicUsize::new(0);
@@ -82,6 +82,19 @@ async fn resilient_disabled_makes_every_breaker_pass_calls_through() {
     assert_eq!(keyed("a", true).await.unwrap(), 3);
     let family = breaker::get_keyed("kill_switch.keyed").unwrap();
     assert_eq!(family.breaker("a").state(), State::Closed);
+
+    // Bypassed breakers hold nothing worth keeping: idle keys are evicted as usual.
+    let hosts = Breaker::builder("kill_switch.keyed_idle")
+        .build_keyed()
+        .unwrap();
+    for host in 0..100u32 {
+        let b = hosts.breaker(&host);
+        assert!(b.call(async { Ok::<_, BoxError>(()) }).await.is_ok());
+    }
+    assert_eq!(hosts.len(), 100);
+    hosts.evict_idle();
+    hosts.evict_idle();
+    assert_eq!(hosts.len(), 0, "idle bypassed keys are evicted");
 
     // A breaker built from code, with a timeout: passed through untouched.
     let code = Breaker::builder("kill_switch.code")

@@ -91,14 +91,19 @@ impl Breaker {
                 }
             }
         }
-        for arg in [&self.success_threshold, &self.half_open_calls]
-            .into_iter()
-            .flatten()
-        {
-            if arg.value > u32::from(u16::MAX) {
+        for (name, arg, memory) in [
+            (
+                "error_threshold",
+                &self.error_threshold,
+                " (the breaker keeps the time of each of the last `error_threshold` errors); for many calls, use the rate rule: `failure_rate = 0.5`",
+            ),
+            ("success_threshold", &self.success_threshold, ""),
+            ("half_open_calls", &self.half_open_calls, ""),
+        ] {
+            if let Some(arg) = arg.as_ref().filter(|arg| arg.value > u32::from(u16::MAX)) {
                 errors.push(
                     arg.span,
-                    format_args!("must be at most 65535, got {}", arg.value),
+                    format_args!("`{name}` must be at most 65535, got {}{memory}", arg.value),
                 );
             }
         }

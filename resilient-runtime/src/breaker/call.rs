@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::ops::Deref;
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -113,6 +114,32 @@ enum Stage {
     Done,
 }
 
+/// The call's admission: what its breaker must be told if the call ends without an outcome.
+///
+/// A field of its own, declared after the body, so that Rust drops it after the body: a call
+/// dropped while running (cancelled, or abandoned by a caller's own timeout) frees its probe slot
+/// only once its body is gone, and counts neither way.
+struct Admission<B: Deref<Target = Breaker>> {
+    breaker: B,
+    stage: Stage,
+}
+
+impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
+    fn drop(&mut self) {
+        if let Stage::Running(permit) = self.stage {
+            // Runs no user code: freeing a slot never changes the state.
+            self.breaker.on_ignored(permit);
+        }
+    }
+}
+
+/// How a completed body counts.
+enum Counted {
+    Success,
+    Error,
+    Ignored,
+}
+
 pin_project! {
     /// The future of a call through a [`Breaker`]: see [`Breaker::call`].
     #[must_use = "futures do nothing unless polled"]
@@ -120,8 +147,6 @@ pin_project! {
     where
         B: Deref<Target = Breaker>,
     {
-        breaker: B,
-        stage: Stage,
         // `E::from`, taken where the call is made (and its bound checked, once).
         reject: fn(Rejected) -> E,
         counts: C,
@@ -129,20 +154,8 @@ pin_project! {
         timer: T,
         #[pin]
         body: F,
-    }
-
-    impl<B, F, C, T, E> PinnedDrop for Call<B, F, C, T, E>
-    where
-        B: Deref<Target = Breaker>,
-    {
-        fn drop(this: Pin<&mut Self>) {
-            // A call dropped before it finished (cancelled, or abandoned by a caller's own
-            // timeout) frees its half-open probe slot without counting either way.
-            let this = this.project();
-            if let Stage::Running(permit) = *this.stage {
-                this.breaker.on_ignored(permit);
-            }
-        }
+        // After `body`: see `Admission`.
+        admission: Admission<B>,
     }
 }
 
@@ -152,12 +165,14 @@ impl<B: Deref<Target = Breaker>, F, C, T, E> Call<B, F, C, T, E> {
         E: From<Rejected>,
     {
         Call {
-            breaker,
-            stage: Stage::New,
             reject: E::from,
             counts,
             timer,
             body,
+            admission: Admission {
+                breaker,
+                stage: Stage::New,
+            },
         }
     }
 }
@@ -174,43 +189,63 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        let permit = match *this.stage {
+        let admission = this.admission;
+        let permit = match admission.stage {
             Stage::Running(permit) => permit,
             Stage::New => {
-                let permit = match this.breaker.admit() {
+                let permit = match admission.breaker.admit() {
                     Ok(permit) => permit,
                     Err(rejected) => {
-                        *this.stage = Stage::Done;
+                        admission.stage = Stage::Done;
                         return Poll::Ready(Err((this.reject)(rejected)));
                     }
                 };
-                if let Some(limit) = this.breaker.limit(permit) {
+                // Admitted before the timer starts: should it fail to (no tokio time driver),
+                // the panic drops the call and the slot comes back.
+                admission.stage = Stage::Running(permit);
+                if let Some(limit) = admission.breaker.limit(permit) {
                     this.timer.as_mut().start(limit);
                 }
-                *this.stage = Stage::Running(permit);
                 permit
             }
             Stage::Done => panic!("a breaker call was polled after it completed"),
         };
-        if let Poll::Ready(outcome) = this.body.poll(cx) {
-            *this.stage = Stage::Done;
-            let breaker = &**this.breaker;
-            match &outcome {
-                Ok(_) => breaker.on_success(permit),
-                Err(error) => {
-                    let counts = this.counts.counts(error);
-                    if counts {
-                        breaker.on_error(permit);
-                    } else {
-                        breaker.on_ignored(permit);
-                    }
-                }
+        // The body and the `count_if` predicate are user code: a panic in either counts as an
+        // error, recorded here (not while unwinding, where a subscriber that panicked too would
+        // abort the process), and then goes on to the caller.
+        let body = this.body;
+        let counts = this.counts;
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| match body.poll(cx) {
+            Poll::Ready(outcome) => {
+                let counted = match &outcome {
+                    Ok(_) => Counted::Success,
+                    Err(error) if counts.counts(error) => Counted::Error,
+                    Err(_) => Counted::Ignored,
+                };
+                Poll::Ready((outcome, counted))
             }
-            return Poll::Ready(outcome);
+            Poll::Pending => Poll::Pending,
+        }));
+        let breaker = &*admission.breaker;
+        match polled {
+            Ok(Poll::Ready((outcome, counted))) => {
+                admission.stage = Stage::Done;
+                match counted {
+                    Counted::Success => breaker.on_success(permit),
+                    Counted::Error => breaker.on_error(permit),
+                    Counted::Ignored => breaker.on_ignored(permit),
+                }
+                return Poll::Ready(outcome);
+            }
+            Ok(Poll::Pending) => {}
+            Err(payload) => {
+                admission.stage = Stage::Done;
+                breaker.on_error(permit);
+                panic::resume_unwind(payload);
+            }
         }
         if this.timer.expired(cx) {
-            *this.stage = Stage::Done;
-            let breaker = &**this.breaker;
+            admission.stage = Stage::Done;
             breaker.on_error(permit);
             let after = breaker.limit(permit).unwrap_or_default();
             return Poll::Ready(Err((this.reject)(Rejected::new(Reason::Timeout {
@@ -228,8 +263,8 @@ where
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Call")
-            .field("breaker", &self.breaker.name())
-            .field("stage", &self.stage)
+            .field("breaker", &self.admission.breaker.name())
+            .field("stage", &self.admission.stage)
             .finish_non_exhaustive()
     }
 }

@@ -125,7 +125,10 @@ impl BreakerBuilder {
     }
 
     /// Count rule (the default, as in Semian): the breaker opens when this many errors fall within
-    /// `error_window`. Successes in between do not reset the count. Default: 3.
+    /// `error_window`. Successes in between do not reset the count. At most 65535 (the breaker
+    /// keeps the time of each of the last `errors` errors, 8 bytes each, from its first error on;
+    /// for large numbers of calls, the rate rule's `failure_rate` counts in fixed memory).
+    /// Default: 3.
     pub fn error_threshold(mut self, errors: u32) -> Self {
         self.error_threshold = Some(errors);
         self
@@ -325,9 +328,12 @@ impl BreakerBuilder {
                 if self.min_calls.is_some() {
                     return Err(self.error("`min_calls` only applies with `failure_rate`".into()));
                 }
-                let threshold = nonzero(
+                let threshold = at_most_u16(
                     "error_threshold",
-                    threshold.unwrap_or(DEFAULT_ERROR_THRESHOLD),
+                    nonzero(
+                        "error_threshold",
+                        threshold.unwrap_or(DEFAULT_ERROR_THRESHOLD),
+                    )?,
                 )?;
                 Rule::Count { threshold }
             }

@@ -1,5 +1,6 @@
 //! State changes as `tracing` events and through subscriptions (Semian's `subscribe`).
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -40,8 +41,10 @@ static SUBSCRIBERS: RwLock<Vec<(SubscriptionId, Callback)>> = RwLock::new(Vec::n
 static ANY: AtomicBool = AtomicBool::new(false);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Calls `callback` on every state change of every breaker, from the thread that made the change.
-/// Keep it short; it runs on the path of the call that caused the change.
+/// Calls `callback` on every state change of every breaker, from the thread that made the change,
+/// after the change is made. Keep it short; it runs on the path of the call that caused the
+/// change. A callback that panics loses only its own announcement: the panic is caught (and
+/// logged as an error), the change stands, and the other callbacks and the call go on.
 ///
 /// There is no timer behind a breaker: an open breaker whose open time has passed reports
 /// [`State::HalfOpen`] from [`Breaker::state`](super::Breaker::state) at once, but the
@@ -89,23 +92,14 @@ pub fn unsubscribe(id: SubscriptionId) -> bool {
     subscribers.len() != before
 }
 
+/// Announces a change: a `tracing` event, then every subscription. Both are user code (a layer,
+/// a callback) and run after the change is made, each isolated: one that panics loses its own
+/// announcement, never the breaker's state or another subscriber's.
 pub(crate) fn changed(breaker: &Breaker, from: State, to: State) {
     if from == to {
         return;
     }
-    let name = breaker.name();
-    let key = breaker.key();
-    match to {
-        State::Open | State::ForcedOpen => {
-            tracing::warn!(target: "resilient::breaker", breaker = name, key, %from, %to, "circuit breaker opened")
-        }
-        State::HalfOpen => {
-            tracing::info!(target: "resilient::breaker", breaker = name, key, %from, %to, "circuit breaker half-open")
-        }
-        State::Closed | State::ForcedClosed => {
-            tracing::info!(target: "resilient::breaker", breaker = name, key, %from, %to, "circuit breaker closed")
-        }
-    }
+    let _ = panic::catch_unwind(AssertUnwindSafe(|| trace(breaker, from, to)));
     if !ANY.load(Ordering::Acquire) {
         return;
     }
@@ -123,6 +117,26 @@ pub(crate) fn changed(breaker: &Breaker, from: State, to: State) {
         to,
     };
     for callback in callbacks {
-        callback(&change);
+        if panic::catch_unwind(AssertUnwindSafe(|| callback(&change))).is_err() {
+            let _ = panic::catch_unwind(
+                || tracing::error!(target: "resilient::breaker", breaker = &*change.name, key = change.key.as_deref(), %change, "a breaker subscriber panicked; the change stands"),
+            );
+        }
+    }
+}
+
+fn trace(breaker: &Breaker, from: State, to: State) {
+    let name = breaker.name();
+    let key = breaker.key();
+    match to {
+        State::Open | State::ForcedOpen => {
+            tracing::warn!(target: "resilient::breaker", breaker = name, key, %from, %to, "circuit breaker opened")
+        }
+        State::HalfOpen => {
+            tracing::info!(target: "resilient::breaker", breaker = name, key, %from, %to, "circuit breaker half-open")
+        }
+        State::Closed | State::ForcedClosed => {
+            tracing::info!(target: "resilient::breaker", breaker = name, key, %from, %to, "circuit breaker closed")
+        }
     }
 }

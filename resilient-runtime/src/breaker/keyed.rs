@@ -2,7 +2,7 @@
 //! when idle, in a lock-free map.
 
 use std::fmt::{self, Display, Write as _};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,7 +19,9 @@ type Map = papaya::HashMap<Arc<str>, Arc<Breaker>, foldhash::fast::RandomState>;
 /// about `idle_timeout` is evicted by a sweep that runs as time passes (on the blocking pool when a
 /// tokio runtime is at hand), and a full family (`max_keys`) makes room by evicting idle breakers,
 /// so per-host breakers cannot grow without bound. Open or erroring breakers are never evicted:
-/// eviction never lifts protection, and an evicted breaker held no state worth keeping.
+/// eviction never lifts protection, and an evicted breaker held no state worth keeping. Nor is a
+/// breaker that calls in flight (or any other holder of its `Arc`) still use: their outcomes
+/// land on the breaker that the key's later calls get.
 ///
 /// ```
 /// use resilient_runtime::Breaker;
@@ -44,6 +46,9 @@ struct Inner {
     clock: Mutex<Clock>,
     /// Held while sweeping: one sweep at a time.
     sweeping: Mutex<()>,
+    /// A sweep is queued on the blocking pool: at most one waits at a time, however often the
+    /// generation moves.
+    queued: AtomicBool,
 }
 
 /// When the generation last advanced, and when a full family was last swept.
@@ -78,6 +83,7 @@ impl KeyedBreaker {
                     full_sweep: None,
                 }),
                 sweeping: Mutex::new(()),
+                queued: AtomicBool::new(false),
             }),
         }
     }
@@ -144,11 +150,12 @@ impl KeyedBreaker {
     /// closed without recent errors (so calling it twice evicts every key unused in between).
     /// Returns how many keys were evicted.
     pub fn evict_idle(&self) -> usize {
-        self.inner.sweep(1, false)
+        self.inner.sweep(1, false, None)
     }
 
     /// Advances the generation by the half `idle_timeout`s elapsed since the last advance, and
-    /// sweeps when it moved.
+    /// sweeps when it moved: on the blocking pool when a tokio runtime is at hand (one sweep
+    /// queued at a time), here otherwise.
     fn tick(&self, now: Instant) {
         let period =
             (self.inner.config.idle_timeout / IDLE_GENERATIONS).max(Duration::from_nanos(1));
@@ -164,13 +171,18 @@ impl KeyedBreaker {
             clock.tick = Some(now);
             u32::try_from(periods).unwrap_or(u32::MAX)
         };
+        self.inner.generation.fetch_add(elapsed, Ordering::Relaxed);
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                let inner = self.inner.clone();
-                drop(handle.spawn_blocking(move || inner.sweep(elapsed, false)));
+                if self.inner.queued.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+                // Clears `queued` once the sweep holds the lock, or when the runtime drops it unrun.
+                let queued = Queued(self.inner.clone());
+                drop(handle.spawn_blocking(move || queued.0.clone().sweep(0, false, Some(queued))));
             }
             Err(_) => {
-                self.inner.sweep(elapsed, false);
+                self.inner.sweep(0, false, None);
             }
         }
     }
@@ -217,26 +229,41 @@ impl KeyedBreaker {
             }
         };
         if due {
-            inner.sweep(0, true);
+            inner.sweep(0, true, None);
         }
         inner.map.len() < inner.config.max_keys
+    }
+}
+
+/// A queued sweep: clears [`Inner::queued`] when dropped.
+struct Queued(Arc<Inner>);
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.0.queued.store(false, Ordering::Release);
     }
 }
 
 impl Inner {
     /// Moves the generation on by `advance` and evicts idle breakers unused for
     /// `IDLE_GENERATIONS` generations (or every idle breaker, when `all`).
-    fn sweep(&self, advance: u32, all: bool) -> usize {
+    ///
+    /// A breaker that anything outside the map still holds is never evicted: a call in flight
+    /// holds its breaker, and its outcome must land on the breaker that the key's next calls use.
+    fn sweep(&self, advance: u32, all: bool, queued: Option<Queued>) -> usize {
         let _one_at_a_time = self.sweeping.lock().unwrap_or_else(|e| e.into_inner());
+        // From here on, a tick that moves the generation queues the next sweep.
+        drop(queued);
         let generation = self
             .generation
-            .load(Ordering::Relaxed)
+            .fetch_add(advance, Ordering::Relaxed)
             .wrapping_add(advance);
-        self.generation.store(generation, Ordering::Relaxed);
         let before = self.map.len();
         self.map.pin().retain(|_, breaker| {
             let unused = generation.wrapping_sub(breaker.seen.load(Ordering::Relaxed));
-            !((all || unused >= IDLE_GENERATIONS) && breaker.is_idle())
+            !((all || unused >= IDLE_GENERATIONS)
+                && Arc::strong_count(breaker) == 1
+                && breaker.is_idle())
         });
         let evicted = before.saturating_sub(self.map.len());
         if evicted > 0 {
@@ -418,5 +445,39 @@ impl fmt::Write for KeyText {
             self.spill = Some(spill);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Breaker;
+
+    #[test]
+    fn at_most_one_sweep_waits_however_often_the_generation_moves() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let _entered = rt.enter();
+        let family = Breaker::builder("keyed.one_sweep")
+            .idle_timeout(Duration::from_millis(2))
+            .build_keyed()
+            .unwrap();
+        let start = Instant::now();
+        {
+            // Sweeps block behind this lock; each queued one holds the family's state.
+            let _sweeping = family.inner.sweeping.lock().unwrap();
+            for i in 0..1_000 {
+                family.tick(start + Duration::from_millis(i));
+            }
+            assert!(
+                Arc::strong_count(&family.inner) <= 3,
+                "{} sweeps queued",
+                Arc::strong_count(&family.inner) - 1
+            );
+        }
+        drop(rt);
+        assert_eq!(Arc::strong_count(&family.inner), 1);
     }
 }

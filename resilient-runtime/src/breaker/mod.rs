@@ -23,7 +23,32 @@
 //!   dead endpoint is free a share `c` of the time.
 //! * An outcome counts in the state the call was admitted in: a call admitted while closed that
 //!   finishes after the breaker opened only moves the "last error" time.
-//! * `RESILIENT_DISABLED=1` in the environment makes every breaker pass calls through.
+//! * `RESILIENT_DISABLED=1` (or `true`, `yes`, `on`, in any case) in the environment makes every
+//!   breaker pass calls through.
+//!
+//! # Guarantees
+//!
+//! Whatever the code around it does, the breaker's own state stays consistent and no slot is
+//! lost:
+//!
+//! * **The body panics**: the call counts as an error (a probe that panics re-opens the breaker;
+//!   `count_if` is not asked, there is no error value), and the panic goes on to the caller.
+//! * **`count_if` panics**: the error counts as an error, and the panic goes on to the caller.
+//! * **The call is dropped** before it was polled, or while its body runs (cancelled, or abandoned
+//!   by the caller's own timeout): it counts neither way, and a probe's slot comes back only once
+//!   the body has been dropped, so `half_open_calls = 1` never lets two probe bodies live at once.
+//! * **A subscriber or a `tracing` layer panics** on a state change: the change stands and the
+//!   call goes on; the panic is caught, and only that announcement is lost.
+//! * **No time driver**: a breaker without `timeout` runs on any executor. With `timeout`, a call
+//!   polled outside a tokio runtime, or on one built without `enable_time`, panics with tokio's
+//!   message (as `tokio::time::timeout` does) and gives its slot back.
+//! * **Keyed families** never evict a breaker that calls in flight still hold: their outcomes land
+//!   on the breaker that the key's later calls use. At most one eviction sweep waits at a time.
+//! * **Settings**: `error_threshold`, `success_threshold` and `half_open_calls` are at most 65535;
+//!   the count rule's ring of error times (8 bytes per unit of `error_threshold`) is allocated at a
+//!   breaker's first error.
+//! * **`RESILIENT_DISABLED`** accepts `1`, `true`, `yes`, `on` (any case); `0`, `false`, `no`,
+//!   `off` or empty leave breakers on, and any other value is reported once as a warning.
 //!
 //! # Example
 //!

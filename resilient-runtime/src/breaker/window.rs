@@ -1,8 +1,10 @@
 //! The windows a closed breaker counts in: a ring of error times (count rule) and striped time
-//! buckets of calls and errors (rate rule). Both are lock-free and allocation-free after creation.
+//! buckets of calls and errors (rate rule). Both are lock-free; the count rule's ring is allocated
+//! once, at the first error, and the rate rule's buckets at creation.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 use super::config::Rule;
 
@@ -29,9 +31,13 @@ impl Window {
 
 /// The times of the last `threshold` errors. The count rule holds when the oldest of them is still
 /// inside the window: then `threshold` errors fall within it.
+///
+/// The ring (8 bytes per unit of `threshold`) is allocated at the first error, so that the many
+/// breakers of a keyed family that never see an error cost nothing for it.
 pub(crate) struct CountWindow {
+    threshold: u32,
     /// Error times in ns since the breaker's base, plus one; 0 means "no error".
-    ring: Box<[AtomicU64]>,
+    ring: OnceLock<Box<[AtomicU64]>>,
     /// Errors recorded so far; `seq % ring.len()` is the next slot.
     seq: AtomicU64,
 }
@@ -39,23 +45,27 @@ pub(crate) struct CountWindow {
 impl CountWindow {
     fn new(threshold: u32) -> Self {
         CountWindow {
-            ring: (0..threshold).map(|_| AtomicU64::new(0)).collect(),
+            threshold: threshold.max(1),
+            ring: OnceLock::new(),
             seq: AtomicU64::new(0),
         }
     }
 
     /// Records an error at `now`; true when `threshold` errors now lie at or after `floor`.
     pub(crate) fn record_error(&self, now: u64, floor: u64) -> bool {
-        let n = self.ring.len() as u64;
+        let ring = self
+            .ring
+            .get_or_init(|| (0..self.threshold).map(|_| AtomicU64::new(0)).collect());
+        let n = ring.len() as u64;
         let seq = self.seq.fetch_add(1, Relaxed);
-        self.ring[(seq % n) as usize].store(now, Relaxed);
-        let oldest = self.ring[((seq + 1) % n) as usize].load(Relaxed);
+        ring[(seq % n) as usize].store(now, Relaxed);
+        let oldest = ring[((seq + 1) % n) as usize].load(Relaxed);
         oldest != 0 && oldest >= floor
     }
 
     /// Forgets every error: done when the breaker closes or is reset.
     pub(crate) fn clear(&self) {
-        for time in self.ring.iter() {
+        for time in self.ring.get().into_iter().flat_map(|ring| ring.iter()) {
             time.store(0, Relaxed);
         }
     }
@@ -63,7 +73,9 @@ impl CountWindow {
     /// Errors recorded at or after `floor`.
     pub(crate) fn recent(&self, floor: u64) -> u64 {
         self.ring
-            .iter()
+            .get()
+            .into_iter()
+            .flat_map(|ring| ring.iter())
             .map(|t| t.load(Relaxed))
             .filter(|&t| t != 0 && t >= floor)
             .count() as u64

@@ -1,0 +1,10 @@
+use resilient::{breaker, Rejected};
+
+#[breaker(error_threshold = 70000)]
+async fn charge() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {
+    let _ = charge();
+}
