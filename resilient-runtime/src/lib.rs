@@ -22,6 +22,7 @@ pub mod breaker;
 pub mod busy;
 pub mod race;
 mod rejected;
+mod sync;
 
 #[doc(hidden)]
 pub mod __private;

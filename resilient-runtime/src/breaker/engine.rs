@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use super::config::{BreakerBuilder, Config, Rule};
 use super::events;
 use super::window::Window;
 use crate::rejected::{Circuit, Reason, Rejected};
+use crate::sync::{AtomicU32, AtomicU64};
 
 // The state word: phase | forced | probes in flight | half-open successes | re-open streak | epoch.
 const PHASE: u64 = 0b11;
@@ -461,6 +462,17 @@ impl Breaker {
     /// The configured open time (`error_timeout`, or the one derived from `capacity`).
     pub fn error_timeout(&self) -> Duration {
         self.config.error_timeout
+    }
+
+    /// The phase, probes in flight and half-open successes of the state word, for the loom models.
+    #[cfg(all(test, resilient_loom))]
+    pub(crate) fn word_fields(&self) -> (u64, u64, u64) {
+        let word = self.state.load(Ordering::SeqCst);
+        (
+            word & PHASE,
+            (word & PROBES) / PROBE,
+            (word & SUCCESSES) / SUCCESS,
+        )
     }
 
     /// True when nothing here is worth keeping: closed, not forced, no error in the window; or

@@ -78,6 +78,8 @@ mod config;
 mod engine;
 mod events;
 mod keyed;
+#[cfg(all(test, resilient_loom))]
+mod loom;
 mod registry;
 mod window;
 
