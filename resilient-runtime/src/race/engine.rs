@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
@@ -17,6 +18,19 @@ use crate::__private::FromRejected;
 use crate::rejected::{Reason, Rejected};
 
 const TARGET: &str = "resilient::race_retry";
+
+/// How far ahead "never" is: tokio's own (what `sleep(Duration::MAX)` waits).
+const NEVER: Duration = Duration::from_secs(86400 * 365 * 30);
+
+/// The instant `d` after `instant`. One past what an `Instant` holds (a setting of
+/// `Duration::MAX`) is "never": 30 years on, as for tokio.
+fn at(instant: Instant, d: Duration) -> Instant {
+    instant
+        .checked_add(d)
+        .or_else(|| instant.checked_add(NEVER))
+        // Unreachable: no clock reads an instant within 30 years of the end of its range.
+        .unwrap_or(instant)
+}
 
 /// The default `retry_if`: every error is worth another attempt.
 #[derive(Copy, Clone, Debug, Default)]
@@ -263,7 +277,7 @@ where
             }
             first_polled = true;
             let start = *this.start.get_or_insert_with(Instant::now);
-            *this.next_at = (policy.retries() > 0).then(|| start + policy.after());
+            *this.next_at = (policy.retries() > 0).then(|| at(start, policy.after()));
         }
         let start = this.start.expect("set at the first poll");
         let record = *this.record;
@@ -310,14 +324,14 @@ where
                 }
             }
 
-            let mut now = None;
-            let mut clock = || *now.get_or_insert_with(Instant::now);
+            let mut read = None;
+            let mut clock = || *read.get_or_insert_with(Instant::now);
 
             // Failures first (in the order they were seen): one not worth another attempt ends
             // the call, unless another attempt won in the same pass.
             for (number, started, error) in failed {
                 let retryable = this.retryable.retryable(&error);
-                let at = clock();
+                let now = clock();
                 if !retryable && won.is_none() {
                     ended(
                         policy,
@@ -325,7 +339,7 @@ where
                         number,
                         start,
                         started,
-                        at,
+                        now,
                         Outcome::NotRetryable,
                     );
                     cancel(
@@ -334,7 +348,7 @@ where
                         policy,
                         record,
                         start,
-                        at,
+                        now,
                         Outcome::Abandoned,
                     );
                     return Poll::Ready(Err(error));
@@ -344,16 +358,16 @@ where
                 } else {
                     Outcome::NotRetryable
                 };
-                ended(policy, record, number, start, started, at, outcome);
+                ended(policy, record, number, start, started, now, outcome);
                 *this.last_error = Some(error);
                 *this.pending_launches += 1;
             }
 
             if let Some((number, started, value)) = won {
                 let timed = record || reporting();
-                let at = if timed { clock() } else { start };
+                let now = if timed { clock() } else { start };
                 if timed {
-                    ended(policy, record, number, start, started, at, Outcome::Won);
+                    ended(policy, record, number, start, started, now, Outcome::Won);
                 }
                 if number > 1 {
                     policy.won_by_extra.fetch_add(1, Relaxed);
@@ -364,7 +378,7 @@ where
                     policy,
                     record,
                     start,
-                    at,
+                    now,
                     Outcome::Lost,
                 );
                 return Poll::Ready(Ok(value));
@@ -374,15 +388,15 @@ where
             // Each failure starts the next attempt at once (while time and attempts remain).
             while *this.pending_launches > 0 {
                 *this.pending_launches -= 1;
-                let at = clock();
-                if *this.launched < attempts && at < start + policy.total() {
-                    launched_now |= launch(&mut this, policy, at);
+                let now = clock();
+                if *this.launched < attempts && now < at(start, policy.total()) {
+                    launched_now |= launch(&mut this, policy, now);
                 }
             }
 
             if !*this.no_timer {
-                let at = clock();
-                if at >= start + policy.total() {
+                let now = clock();
+                if now >= at(start, policy.total()) {
                     policy.deadlines.fetch_add(1, Relaxed);
                     cancel(
                         &mut this.first,
@@ -390,7 +404,7 @@ where
                         policy,
                         record,
                         start,
-                        at,
+                        now,
                         Outcome::Abandoned,
                     );
                     tracing::debug!(
@@ -403,13 +417,13 @@ where
                 }
                 if let Some(each) = policy.each_limit() {
                     let mut timed_out = 0;
-                    if this.first.is_some() && at >= start + each {
+                    if this.first.is_some() && now >= at(start, each) {
                         this.first.set(None);
-                        ended(policy, record, 1, start, start, at, Outcome::TimedOut);
+                        ended(policy, record, 1, start, start, now, Outcome::TimedOut);
                         timed_out += 1;
                     }
                     for extra in this.extra.iter_mut() {
-                        if extra.future.is_some() && at >= extra.started + each {
+                        if extra.future.is_some() && now >= at(extra.started, each) {
                             extra.future = None;
                             ended(
                                 policy,
@@ -417,7 +431,7 @@ where
                                 extra.number,
                                 start,
                                 extra.started,
-                                at,
+                                now,
                                 Outcome::TimedOut,
                             );
                             timed_out += 1;
@@ -430,14 +444,14 @@ where
                             each,
                         })));
                         for _ in 0..timed_out {
-                            if *this.launched < attempts && at < start + policy.total() {
-                                launched_now |= launch(&mut this, policy, at);
+                            if *this.launched < attempts && now < at(start, policy.total()) {
+                                launched_now |= launch(&mut this, policy, now);
                             }
                         }
                     }
                 }
-                if this.next_at.is_some_and(|next| at >= next) && *this.launched < attempts {
-                    launched_now |= launch(&mut this, policy, at);
+                if this.next_at.is_some_and(|next| now >= next) && *this.launched < attempts {
+                    launched_now |= launch(&mut this, policy, now);
                 }
             }
 
@@ -457,7 +471,7 @@ where
             }
 
             // Wait for an attempt, or for the next timed event.
-            let mut wake = start + policy.total();
+            let mut wake = at(start, policy.total());
             if let Some(next) = *this.next_at {
                 if *this.launched < attempts {
                     wake = wake.min(next);
@@ -465,11 +479,11 @@ where
             }
             if let Some(each) = policy.each_limit() {
                 if this.first.is_some() {
-                    wake = wake.min(start + each);
+                    wake = wake.min(at(start, each));
                 }
                 for extra in this.extra.iter() {
                     if extra.future.is_some() {
-                        wake = wake.min(extra.started + each);
+                        wake = wake.min(at(extra.started, each));
                     }
                 }
             }
@@ -524,7 +538,7 @@ where
         number: *this.launched,
         started: now,
     });
-    *this.next_at = (*this.launched <= policy.retries()).then(|| now + policy.after());
+    *this.next_at = (*this.launched <= policy.retries()).then(|| at(now, policy.after()));
     true
 }
 
