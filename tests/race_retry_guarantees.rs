@@ -11,13 +11,16 @@
 //! No test here installs a `tracing` subscriber: [`reported_here`] tells whether this thread's
 //! raced calls are reported by when their clock starts, which a subscriber would change too.
 
-use std::future::pending;
+use std::future::{pending, Future};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use resilient::race::{After, RaceRetry};
-use resilient::Rejected;
-use tokio::time::{sleep, Instant};
+use resilient::race::{observe, After, Attempt, RaceRetry};
+use resilient::{race_retry, Rejected};
+use tokio::time::{sleep, timeout, Instant};
 
 const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -117,6 +120,94 @@ impl Drop for Alive<'_> {
     }
 }
 
+/// `future`'s output, or the message of the panic its poll raised; the future is dropped as soon
+/// as it ends either way.
+fn catch<F: Future>(future: F) -> Catch<F> {
+    Catch(Some(Box::pin(future)))
+}
+
+struct Catch<F>(Option<Pin<Box<F>>>);
+
+impl<F: Future> Future for Catch<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = self.0.as_mut().expect("polled after it ended");
+        let poll = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)));
+        let output = match poll {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(output)) => Ok(output),
+            Err(panic) => Err(message(panic)),
+        };
+        self.0 = None;
+        Poll::Ready(output)
+    }
+}
+
+fn message(panic: Box<dyn std::any::Any + Send>) -> String {
+    match panic.downcast::<String>() {
+        Ok(text) => *text,
+        Err(panic) => panic
+            .downcast_ref::<&str>()
+            .map_or_else(|| "a panic without a message".into(), |s| (*s).into()),
+    }
+}
+
+/// The attempts as (number, outcome, started ms, ran ms).
+fn seen(attempts: &[Attempt]) -> Vec<(u32, String, u64, u64)> {
+    attempts
+        .iter()
+        .map(|a| {
+            (
+                a.number,
+                format!("{:?}", a.outcome),
+                a.started.as_millis() as u64,
+                a.elapsed.as_millis() as u64,
+            )
+        })
+        .collect()
+}
+
+fn step(number: u32, outcome: &str, started: u64, ran: u64) -> (u32, String, u64, u64) {
+    (number, outcome.to_string(), started, ran)
+}
+
+static PROBE: RaceRetry = RaceRetry::new(
+    "guarantees::reported_here",
+    1,
+    After::Fixed(ms(150)),
+    ms(1000),
+);
+
+/// Whether raced calls on this thread report their attempts, as they do inside `observe`. Such a
+/// call's clock starts before its first poll; an unreported call's when its attempt 1 first waits.
+/// Here attempt 1 spends 100 ms of the paused clock in its first poll and then hangs, and attempt
+/// 2 starts `after` (150 ms) after the call's clock started: at 150 ms when the call is reported,
+/// at 250 ms when it is not.
+async fn reported_here() -> bool {
+    let t0 = Instant::now();
+    let mut attempts = 0;
+    let second_started = PROBE
+        .run(|| {
+            attempts += 1;
+            let first = attempts == 1;
+            async move {
+                if first {
+                    tokio::time::advance(ms(100)).await;
+                    pending::<()>().await;
+                }
+                Ok::<_, Rejected>(t0.elapsed())
+            }
+        })
+        .await
+        .unwrap();
+    match second_started.as_millis() {
+        150 => true,
+        250 => false,
+        other => panic!("attempt 2 started at {other} ms"),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Durations up to `Duration::MAX`
 
@@ -206,4 +297,82 @@ async fn each_at_duration_max_bounds_no_attempt() {
     let answer: Result<u32, Error> = ALL_MAX.run(|| script.attempt()).await;
     assert_eq!(answer.unwrap(), 1);
     assert_eq!(t0.elapsed(), Duration::from_secs(3600));
+}
+
+// ---------------------------------------------------------------------------------------------
+// An observed future that panics
+
+static FAST_A: RaceRetry = RaceRetry::new("guarantees::a", 1, After::Fixed(ms(100)), ms(1000));
+static FAST_B: RaceRetry = RaceRetry::new("guarantees::b", 1, After::Fixed(ms(100)), ms(1000));
+static FAST_C: RaceRetry = RaceRetry::new("guarantees::c", 1, After::Fixed(ms(100)), ms(1000));
+
+/// A raced call of `policy` that answers at once.
+async fn fast(policy: &'static RaceRetry) -> u32 {
+    let answer: Result<u32, Rejected> = policy.run(|| async { Ok(1) }).await;
+    answer.unwrap()
+}
+
+/// An `observe` whose future panics (in a task of this current-thread runtime, so on this thread)
+/// leaves the thread as it found it: the 20,000 raced calls made next are not reported (nor kept
+/// anywhere), and a later `observe` returns exactly its own attempts.
+#[tokio::test(start_paused = true)]
+async fn a_panic_inside_observe_leaves_the_thread_unobserved() {
+    assert!(!reported_here().await);
+    let task = tokio::spawn(observe(async {
+        fast(&FAST_A).await;
+        panic!("the observed future panics");
+    }));
+    let error = task.await.unwrap_err();
+    assert!(error.is_panic());
+    assert_eq!(message(error.into_panic()), "the observed future panics");
+
+    assert!(!reported_here().await, "the thread is still observed");
+    for _ in 0..20_000 {
+        fast(&FAST_B).await;
+    }
+    assert!(!reported_here().await);
+    let (_, attempts) = observe(fast(&FAST_C)).await;
+    let names: Vec<_> = attempts.iter().map(|a| a.name).collect();
+    assert_eq!(names, ["guarantees::c"]);
+}
+
+/// An `observe` inside another whose future panics (the panic caught in the outer one) gives the
+/// outer one back its log: the outer `observe` sees the attempts before, inside and after it.
+#[tokio::test(start_paused = true)]
+async fn a_panic_inside_a_nested_observe_keeps_the_outer_log() {
+    let (caught, attempts) = observe(async {
+        fast(&FAST_A).await;
+        let caught = catch(observe(async {
+            fast(&FAST_B).await;
+            panic!("the inner observed future panics");
+        }))
+        .await;
+        fast(&FAST_C).await;
+        caught
+    })
+    .await;
+    assert_eq!(caught.unwrap_err(), "the inner observed future panics");
+    let names: Vec<_> = attempts.iter().map(|a| a.name).collect();
+    assert_eq!(names, ["guarantees::a", "guarantees::b", "guarantees::c"]);
+    assert!(!reported_here().await);
+}
+
+#[race_retry(retries = 2, after = "100ms", total = "1s")]
+async fn midway(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+/// An `observe` dropped before its future ends (by an outer timeout) leaves the thread unobserved,
+/// and the attempts its call abandons reach the `observe` around it.
+#[tokio::test(start_paused = true)]
+async fn an_observe_dropped_midway_leaves_the_thread_unobserved() {
+    let script = Script::new(&[Hang, Hang]);
+    let (result, attempts) = observe(timeout(ms(150), observe(midway(&script)))).await;
+    assert!(result.is_err());
+    assert_eq!(
+        seen(&attempts),
+        [step(1, "Abandoned", 0, 150), step(2, "Abandoned", 100, 50)]
+    );
+    assert_eq!(script.live(), 0);
+    assert!(!reported_here().await);
 }
