@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use resilient::race::{observe, After, Attempt, RaceRetry};
+use resilient::race::{self, observe, After, Attempt, RaceRetry, RaceStats};
 use resilient::{race_retry, Rejected};
 use tokio::time::{sleep, timeout, Instant};
 
@@ -32,6 +32,8 @@ const fn ms(n: u64) -> Duration {
 enum Error {
     /// Attempt `n` failed; another attempt may succeed.
     Attempt(u32),
+    /// Attempt `n` failed with an error that [`judge`] panics on.
+    Fatal(u32),
     /// A policy refused.
     Rejected(Rejected),
 }
@@ -49,11 +51,19 @@ enum Step {
     Answer(u64),
     /// `Err(Error::Attempt(k))` after this many ms.
     Fail(u64),
+    /// `Err(Error::Fatal(k))` after this many ms.
+    Fatal(u64),
+    /// Panics ("attempt k panics") after this many ms.
+    Panic(u64),
     /// Never ends.
     Hang,
+    /// Never ends; its destructor panics ("an attempt's destructor panics").
+    HangPanickingOnDrop,
+    /// Never ends; its destructor blocks the thread for 20 ms.
+    HangSlowDrop,
 }
 
-use Step::{Answer, Fail, Hang};
+use Step::{Answer, Fail, Fatal, Hang, HangPanickingOnDrop, HangSlowDrop, Panic};
 
 /// One call's script, and how many of its attempts were made and are alive.
 struct Script {
@@ -72,6 +82,11 @@ impl Script {
         }
     }
 
+    /// A script that lives as long as the test binary (for a spawned task).
+    fn leaked(steps: &[Step]) -> &'static Script {
+        Box::leak(Box::new(Script::new(steps)))
+    }
+
     async fn attempt(&self) -> Result<u32, Error> {
         let n = self.made.fetch_add(1, SeqCst) + 1;
         let _alive = Alive::new(&self.live);
@@ -84,7 +99,23 @@ impl Script {
                 wait(after).await;
                 Err(Error::Attempt(n))
             }
+            Fatal(after) => {
+                wait(after).await;
+                Err(Error::Fatal(n))
+            }
+            Panic(after) => {
+                wait(after).await;
+                panic!("attempt {n} panics");
+            }
             Hang => pending().await,
+            HangPanickingOnDrop => {
+                let _bomb = PanicOnDrop;
+                pending().await
+            }
+            HangSlowDrop => {
+                let _slow = SlowDrop;
+                pending().await
+            }
         }
     }
 
@@ -117,6 +148,24 @@ impl<'a> Alive<'a> {
 impl Drop for Alive<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, SeqCst);
+    }
+}
+
+struct PanicOnDrop;
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("an attempt's destructor panics");
+        }
+    }
+}
+
+struct SlowDrop;
+
+impl Drop for SlowDrop {
+    fn drop(&mut self) {
+        std::thread::sleep(ms(20));
     }
 }
 
@@ -170,6 +219,23 @@ fn seen(attempts: &[Attempt]) -> Vec<(u32, String, u64, u64)> {
 
 fn step(number: u32, outcome: &str, started: u64, ran: u64) -> (u32, String, u64, u64) {
     (number, outcome.to_string(), started, ran)
+}
+
+/// The stats of a raced fn of this file (after its first call).
+fn stats(function: &str) -> RaceStats {
+    let name = format!("{}::{function}", module_path!());
+    race::stats(&name).unwrap_or_else(|| panic!("no stats for {name}"))
+}
+
+/// The counters of `after` less those of `before`: (extra attempts, wins by them, budget
+/// refusals, deadlines).
+fn counted(before: RaceStats, after: RaceStats) -> (u64, u64, u64, u64) {
+    (
+        after.extra_attempts - before.extra_attempts,
+        after.won_by_extra - before.won_by_extra,
+        after.budget_refused - before.budget_refused,
+        after.deadlines - before.deadlines,
+    )
 }
 
 static PROBE: RaceRetry = RaceRetry::new(
@@ -375,4 +441,408 @@ async fn an_observe_dropped_midway_leaves_the_thread_unobserved() {
     );
     assert_eq!(script.live(), 0);
     assert!(!reported_here().await);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A body that panics
+
+#[race_retry(retries = 2, after = "100ms", total = "1s")]
+async fn panicky(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+static PANICKY_LEARNING: RaceRetry = RaceRetry::new(
+    "guarantees::panicky_learning",
+    1,
+    After::Percentile(0.5),
+    ms(1000),
+);
+
+/// A body that panics ends the call with that panic: the other attempts are dropped with the call,
+/// reported as abandoned, and the one that panicked as `Panicked`, whether it is attempt 1 in its
+/// first poll, a later attempt while others run, or attempt 1 in a spawned task. The counters
+/// count the attempts that started, the latency histogram records each reported attempt (with
+/// the time it ran), and the fn's next call runs as usual.
+#[tokio::test(start_paused = true)]
+async fn a_body_that_panics_ends_the_call_and_drops_the_other_attempts() {
+    panicky(&Script::new(&[Answer(0)])).await.unwrap();
+    let before = stats("panicky");
+
+    let script = Script::new(&[Hang, Panic(50)]);
+    let (caught, attempts) = observe(catch(panicky(&script))).await;
+    assert_eq!(caught.unwrap_err(), "attempt 2 panics");
+    assert_eq!(
+        seen(&attempts),
+        [step(2, "Panicked", 100, 50), step(1, "Abandoned", 0, 150)]
+    );
+    assert_eq!((script.made(), script.live()), (2, 0));
+
+    let script = Script::new(&[Hang, Hang, Panic(10)]);
+    let (caught, attempts) = observe(catch(panicky(&script))).await;
+    assert_eq!(caught.unwrap_err(), "attempt 3 panics");
+    assert_eq!(
+        seen(&attempts),
+        [
+            step(3, "Panicked", 200, 10),
+            step(1, "Abandoned", 0, 210),
+            step(2, "Abandoned", 100, 110),
+        ]
+    );
+    assert_eq!((script.made(), script.live()), (3, 0));
+
+    let script = Script::new(&[Panic(0)]);
+    let (caught, attempts) = observe(catch(panicky(&script))).await;
+    assert_eq!(caught.unwrap_err(), "attempt 1 panics");
+    assert_eq!(seen(&attempts), [step(1, "Panicked", 0, 0)]);
+
+    let script = Script::leaked(&[Hang, Panic(50)]);
+    let error = tokio::spawn(panicky(script)).await.unwrap_err();
+    assert_eq!(message(error.into_panic()), "attempt 2 panics");
+    assert_eq!(script.live(), 0);
+
+    assert_eq!(counted(before, stats("panicky")), (1 + 2 + 1, 0, 0, 0));
+    assert_eq!(
+        panicky(&Script::new(&[Fail(0), Answer(5)])).await.unwrap(),
+        2
+    );
+
+    let samples = PANICKY_LEARNING.latency_samples();
+    let script = Script::new(&[Hang, Panic(10)]);
+    let caught = catch(PANICKY_LEARNING.run(|| script.attempt())).await;
+    assert_eq!(caught.unwrap_err(), "attempt 2 panics");
+    assert_eq!(PANICKY_LEARNING.latency_samples(), samples + 2);
+    assert_eq!(script.live(), 0);
+}
+
+/// An argument whose copy for attempt `panics_at` panics (each attempt clones it).
+struct Fragile<'a> {
+    clones: &'a AtomicU32,
+    panics_at: u32,
+}
+
+impl Clone for Fragile<'_> {
+    fn clone(&self) -> Self {
+        let n = self.clones.fetch_add(1, SeqCst) + 1;
+        assert!(
+            n != self.panics_at,
+            "copying the argument for attempt {n} panics"
+        );
+        Fragile { ..*self }
+    }
+}
+
+#[race_retry(retries = 2, after = "100ms", total = "1s")]
+async fn fragile(argument: Fragile<'_>, script: &Script) -> Result<u32, Error> {
+    let _ = argument;
+    script.attempt().await
+}
+
+/// A panic while an attempt is made (an owned argument's `clone` for it) is that attempt's: it is
+/// reported as `Panicked`, the attempts running are dropped and reported as abandoned, and the
+/// extra attempt counts as started.
+#[tokio::test(start_paused = true)]
+async fn a_panic_making_an_attempt_ends_the_call_like_a_body_that_panics() {
+    let clones = AtomicU32::new(0);
+    fragile(
+        Fragile {
+            clones: &clones,
+            panics_at: 0,
+        },
+        &Script::new(&[Answer(0)]),
+    )
+    .await
+    .unwrap();
+    let before = stats("fragile");
+
+    let clones = AtomicU32::new(0);
+    let script = Script::new(&[Hang]);
+    let argument = Fragile {
+        clones: &clones,
+        panics_at: 2,
+    };
+    let (caught, attempts) = observe(catch(fragile(argument, &script))).await;
+    assert_eq!(
+        caught.unwrap_err(),
+        "copying the argument for attempt 2 panics"
+    );
+    assert_eq!(
+        seen(&attempts),
+        [step(2, "Panicked", 100, 0), step(1, "Abandoned", 0, 100)]
+    );
+    assert_eq!((script.made(), script.live()), (1, 0));
+    assert_eq!(counted(before, stats("fragile")), (1, 0, 0, 0));
+
+    let clones = AtomicU32::new(0);
+    let script = Script::new(&[Answer(0)]);
+    let argument = Fragile {
+        clones: &clones,
+        panics_at: 1,
+    };
+    let (caught, attempts) = observe(catch(fragile(argument, &script))).await;
+    assert_eq!(
+        caught.unwrap_err(),
+        "copying the argument for attempt 1 panics"
+    );
+    assert_eq!(seen(&attempts), [step(1, "Panicked", 0, 0)]);
+    assert_eq!(script.made(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// `retry_if` that panics
+
+/// Every error is worth another attempt but `Fatal`, on which it panics.
+fn judge(error: &Error) -> bool {
+    match error {
+        Error::Fatal(n) => panic!("retry_if panics on attempt {n}'s error"),
+        _ => true,
+    }
+}
+
+#[race_retry(retries = 2, after = "100ms", total = "1s", retry_if = judge)]
+async fn judged(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+/// A `retry_if` that panics on an attempt's error ends the call with that panic, as if the
+/// attempt had: that attempt is reported as `Panicked`, the others still running are dropped and
+/// reported as abandoned, and those that failed before are reported as failed.
+#[tokio::test(start_paused = true)]
+async fn a_retry_if_that_panics_ends_the_call_and_drops_the_other_attempts() {
+    let script = Script::new(&[Hang, Fatal(50)]);
+    let (caught, attempts) = observe(catch(judged(&script))).await;
+    assert_eq!(caught.unwrap_err(), "retry_if panics on attempt 2's error");
+    assert_eq!(
+        seen(&attempts),
+        [step(2, "Panicked", 100, 50), step(1, "Abandoned", 0, 150)]
+    );
+    assert_eq!(script.live(), 0);
+
+    let script = Script::new(&[Fatal(0)]);
+    let (caught, attempts) = observe(catch(judged(&script))).await;
+    assert_eq!(caught.unwrap_err(), "retry_if panics on attempt 1's error");
+    assert_eq!(seen(&attempts), [step(1, "Panicked", 0, 0)]);
+
+    let script = Script::new(&[Fail(0), Fatal(0)]);
+    let (caught, attempts) = observe(catch(judged(&script))).await;
+    assert_eq!(caught.unwrap_err(), "retry_if panics on attempt 2's error");
+    assert_eq!(
+        seen(&attempts),
+        [step(1, "Failed", 0, 0), step(2, "Panicked", 0, 0)]
+    );
+    assert_eq!(
+        judged(&Script::new(&[Fail(0), Answer(0)])).await.unwrap(),
+        2
+    );
+}
+
+static JUDGED: RaceRetry = RaceRetry::new("guarantees::judged", 2, After::Fixed(ms(100)), ms(1000));
+
+/// A raced call whose poll panicked is over: polling it again panics at once, without polling or
+/// starting any attempt; dropping it drops its attempts. (The race itself, not an `async fn`
+/// around it, which would refuse a second poll on its own.)
+#[tokio::test(start_paused = true)]
+async fn a_raced_call_polled_again_after_it_panicked_panics_at_once() {
+    let script = Script::new(&[Hang, Fatal(50)]);
+    let mut call = Box::pin(JUDGED.run_if(judge, || script.attempt()));
+    let first = std::future::poll_fn(|cx| {
+        match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => panic!("the call ended: {output:?}"),
+            Err(panic) => Poll::Ready(message(panic)),
+        }
+    })
+    .await;
+    assert_eq!(first, "retry_if panics on attempt 2's error");
+    let again = std::future::poll_fn(|cx| {
+        Poll::Ready(catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))))
+    })
+    .await;
+    let again = again.map(|poll| poll.is_pending());
+    assert_eq!(
+        again.map_err(message),
+        Err("a raced call was polled again after it panicked".to_string())
+    );
+    sleep(ms(500)).await;
+    assert_eq!((script.made(), script.live()), (2, 1));
+    drop(call);
+    assert_eq!(script.live(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Destructors
+
+#[race_retry(retries = 2, after = "100ms", total = "1s")]
+async fn destructors(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+/// An attempt whose destructor panics as the call cancels it ends the call with that panic: it is
+/// reported as `Panicked`, and the attempts not yet dropped are dropped with the call and reported
+/// as abandoned (when another attempt won, and at the deadline). A destructor that takes long
+/// delays the call's return by as long, and changes nothing else.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_whose_destructor_panics_or_takes_long() {
+    destructors(&Script::new(&[Answer(0)])).await.unwrap();
+    let before = stats("destructors");
+
+    let script = Script::new(&[HangPanickingOnDrop, Hang, Answer(10)]);
+    let (caught, attempts) = observe(catch(destructors(&script))).await;
+    assert_eq!(caught.unwrap_err(), "an attempt's destructor panics");
+    assert_eq!(
+        seen(&attempts),
+        [
+            step(3, "Won", 200, 10),
+            step(1, "Panicked", 0, 210),
+            step(2, "Abandoned", 100, 110),
+        ]
+    );
+    assert_eq!(script.live(), 0);
+    assert_eq!(counted(before, stats("destructors")), (2, 1, 0, 0));
+
+    let before = stats("destructors");
+    let script = Script::new(&[HangPanickingOnDrop, Hang, Hang]);
+    let (caught, attempts) = observe(catch(destructors(&script))).await;
+    assert_eq!(caught.unwrap_err(), "an attempt's destructor panics");
+    assert_eq!(
+        seen(&attempts),
+        [
+            step(1, "Panicked", 0, 1000),
+            step(2, "Abandoned", 100, 900),
+            step(3, "Abandoned", 200, 800),
+        ]
+    );
+    assert_eq!(script.live(), 0);
+    assert_eq!(counted(before, stats("destructors")), (2, 0, 0, 1));
+
+    let t0 = Instant::now();
+    let wall = std::time::Instant::now();
+    let script = Script::new(&[HangSlowDrop, Answer(10)]);
+    let (answer, attempts) = observe(destructors(&script)).await;
+    assert_eq!(answer.unwrap(), 2);
+    assert!(wall.elapsed() >= ms(20));
+    assert_eq!(t0.elapsed(), ms(110));
+    assert_eq!(
+        seen(&attempts),
+        [step(2, "Won", 100, 10), step(1, "Lost", 0, 110)]
+    );
+    assert_eq!(script.live(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A call dropped by its caller
+
+#[race_retry(retries = 2, after = "100ms", total = "1s")]
+async fn dropped(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+/// A call dropped before its first poll makes no attempt and counts nothing; one dropped while
+/// one, two or three attempts run drops them all at once, reported as abandoned, and counts the
+/// extra attempts it started; one dropped after it ended (here at the deadline) changes nothing.
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_at_any_point_drops_its_attempts_and_keeps_the_counts() {
+    dropped(&Script::new(&[Answer(0)])).await.unwrap();
+
+    let before = stats("dropped");
+    let script = Script::new(&[]);
+    drop(dropped(&script));
+    assert_eq!(script.made(), 0);
+    assert_eq!(counted(before, stats("dropped")), (0, 0, 0, 0));
+
+    for (at, running) in [(50, 1), (150, 2), (250, 3)] {
+        let before = stats("dropped");
+        let script = Script::new(&[Hang, Hang, Hang]);
+        let (result, attempts) = observe(timeout(ms(at), dropped(&script))).await;
+        assert!(result.is_err());
+        let expected: Vec<_> = (1..=running)
+            .map(|n| {
+                let started = u64::from(n - 1) * 100;
+                step(n, "Abandoned", started, at - started)
+            })
+            .collect();
+        assert_eq!(seen(&attempts), expected);
+        assert_eq!((script.made(), script.live()), (running, 0));
+        let extra = u64::from(running) - 1;
+        assert_eq!(counted(before, stats("dropped")), (extra, 0, 0, 0));
+    }
+
+    let before = stats("dropped");
+    let script = Script::new(&[Hang, Hang, Hang]);
+    let mut call = Box::pin(dropped(&script));
+    let error = call.as_mut().await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Rejected(r) if r.is_deadline()),
+        "{error:?}"
+    );
+    assert_eq!(script.live(), 0);
+    drop(call);
+    assert_eq!(counted(before, stats("dropped")), (2, 0, 0, 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// No time driver
+
+#[race_retry(retries = 2, after = "100ms", total = "1s")]
+async fn untimed(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+/// On a runtime without a time driver, calls that need no timer run (an attempt that answers at
+/// once, a failure that starts the next at once); a call that has to wait panics with tokio's
+/// "timers are disabled", like `tokio::time::timeout` there. Its attempts are dropped, the extra
+/// attempt it started counts, and the thread is not left observed.
+#[test]
+fn without_a_time_driver_a_call_that_waits_panics_and_leaves_the_policy_consistent() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        assert_eq!(untimed(&Script::new(&[Answer(0)])).await.unwrap(), 1);
+        assert_eq!(
+            untimed(&Script::new(&[Fail(0), Answer(0)])).await.unwrap(),
+            2
+        );
+        let before = stats("untimed");
+
+        let script = Script::leaked(&[Hang]);
+        let error = tokio::spawn(observe(untimed(script))).await.unwrap_err();
+        assert!(message(error.into_panic()).contains("timers are disabled"));
+        assert_eq!((script.made(), script.live()), (1, 0));
+
+        let script = Script::leaked(&[Fail(0), Hang]);
+        let error = tokio::spawn(untimed(script)).await.unwrap_err();
+        assert!(message(error.into_panic()).contains("timers are disabled"));
+        assert_eq!((script.made(), script.live()), (2, 0));
+
+        assert_eq!(counted(before, stats("untimed")), (1, 0, 0, 0));
+        assert_eq!(untimed(&Script::new(&[Answer(0)])).await.unwrap(), 1);
+    });
+    drop(runtime);
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    assert!(
+        !paused.block_on(reported_here()),
+        "the thread is still observed"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tasks
+
+/// A raced call spawns nothing: while three attempts race, the runtime has no task alive but the
+/// test's own.
+#[tokio::test(start_paused = true)]
+async fn a_raced_call_spawns_no_task() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let alive = metrics.num_alive_tasks();
+    let script = Script::new(&[Hang, Hang, Answer(100)]);
+    let (answer, during) = tokio::join!(dropped(&script), async {
+        sleep(ms(250)).await;
+        metrics.num_alive_tasks()
+    });
+    assert_eq!(answer.unwrap(), 3);
+    assert_eq!((during, metrics.num_alive_tasks()), (alive, alive));
 }

@@ -42,6 +42,10 @@ pub enum Outcome {
     /// It was still running when the call ended otherwise (the deadline passed, or an attempt
     /// failed with an error that is not worth another attempt), and was cancelled.
     Abandoned,
+    /// Its code panicked: its body, the closure that made it, its destructor, or `retry_if` on
+    /// its error. The panic goes on to the caller; the call's other attempts are dropped with it
+    /// and reported as [`Abandoned`](Outcome::Abandoned).
+    Panicked,
 }
 
 impl fmt::Display for Outcome {
@@ -53,6 +57,7 @@ impl fmt::Display for Outcome {
             Outcome::TimedOut => "timed out",
             Outcome::Lost => "lost (cancelled)",
             Outcome::Abandoned => "abandoned (cancelled)",
+            Outcome::Panicked => "panicked",
         })
     }
 }
