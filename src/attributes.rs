@@ -156,7 +156,7 @@ pub use resilient_macros::too_busy;
 /// | `after = "150ms"` | start the next attempt this long after the previous one started, while none has succeeded; `"p95"` (any `"pNN"` or `"pNN.N"`) = that percentile of this fn's recent attempt latencies, learned as it runs (`total / (retries + 1)` until 32 attempts were seen) | `"p95"` |
 /// | `total = "450ms"` | one deadline over everything: then the call returns `Err(E::from(Rejected))` ([`Rejected::is_deadline`](crate::Rejected::is_deadline)) and every attempt is cancelled | required |
 /// | `each = "300ms"` | bound on one attempt: an attempt past it is cancelled and has failed | none |
-/// | `budget = 0.1` | extra attempts may add at most this share of the calls of this fn (plus 10 per second), shared by all its calls | none |
+/// | `budget = 0.1` | extra attempts may add at most this share of the calls of this fn (plus 10 per second), shared by all its calls; a share below 0.001 counts as 0.001 | none |
 /// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
 /// | `crate = "..."` | the path of this crate, if renamed | `::resilient` |
 ///

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use resilient::race::{self, observe, After, Attempt, RaceRetry, RaceStats};
+use resilient::race::{self, observe, After, Attempt, RaceRetry, RaceStats, MAX_RETRIES};
 use resilient::{race_retry, Rejected};
 use tokio::time::{sleep, timeout, Instant};
 
@@ -28,7 +28,6 @@ const fn ms(n: u64) -> Duration {
 
 /// The error of the raced fns.
 #[derive(Debug)]
-#[allow(dead_code)] // read by `Debug`
 enum Error {
     /// Attempt `n` failed; another attempt may succeed.
     Attempt(u32),
@@ -827,6 +826,135 @@ fn without_a_time_driver_a_call_that_waits_panics_and_leaves_the_policy_consiste
         !paused.block_on(reported_here()),
         "the thread is still observed"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Extreme settings
+
+#[race_retry(retries = 1, after = "100ms", total = "1s", budget = 0.0001)]
+async fn tiny_budget(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+/// A budget share below 0.001 still bounds extra attempts: 100 calls at one instant whose first
+/// attempt fails get the floor's first burst (10) and nothing more.
+#[tokio::test(start_paused = true)]
+async fn a_tiny_budget_share_still_bounds_extra_attempts() {
+    for _ in 0..100 {
+        let _ = tiny_budget(&Script::new(&[Fail(0), Answer(0)])).await;
+    }
+    let stats = stats("tiny_budget");
+    assert_eq!(
+        (stats.extra_attempts, stats.budget_refused),
+        (10, 90),
+        "{stats:?}"
+    );
+}
+
+static MANY: RaceRetry = RaceRetry::new(
+    "guarantees::many",
+    u32::MAX,
+    After::Fixed(Duration::ZERO),
+    ms(100),
+);
+static EACH_ZERO: RaceRetry =
+    RaceRetry::new("guarantees::each_zero", 2, After::Fixed(ms(100)), ms(1000))
+        .each(Duration::ZERO);
+static TOTAL_ZERO: RaceRetry = RaceRetry::new(
+    "guarantees::total_zero",
+    2,
+    After::Fixed(ms(100)),
+    Duration::ZERO,
+);
+static QUANTILES: [RaceRetry; 7] = [
+    RaceRetry::new(
+        "guarantees::q_nan",
+        1,
+        After::Percentile(f64::NAN),
+        ms(1000),
+    ),
+    RaceRetry::new(
+        "guarantees::q_negative",
+        1,
+        After::Percentile(-1.0),
+        ms(1000),
+    ),
+    RaceRetry::new("guarantees::q_zero", 1, After::Percentile(0.0), ms(1000)),
+    RaceRetry::new("guarantees::q_one", 1, After::Percentile(1.0), ms(1000)),
+    RaceRetry::new("guarantees::q_two", 1, After::Percentile(2.0), ms(1000)),
+    RaceRetry::new(
+        "guarantees::q_inf",
+        1,
+        After::Percentile(f64::INFINITY),
+        ms(1000),
+    ),
+    RaceRetry::new(
+        "guarantees::q_neg_inf",
+        1,
+        After::Percentile(f64::NEG_INFINITY),
+        ms(1000),
+    ),
+];
+static SHARES: [RaceRetry; 5] = [
+    RaceRetry::new("guarantees::b_nan", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::NAN),
+    RaceRetry::new("guarantees::b_negative", 1, After::Fixed(ms(100)), ms(1000)).budget(-1.0),
+    RaceRetry::new("guarantees::b_zero", 1, After::Fixed(ms(100)), ms(1000)).budget(0.0),
+    RaceRetry::new("guarantees::b_tiny", 1, After::Fixed(ms(100)), ms(1000)).budget(1e-300),
+    RaceRetry::new("guarantees::b_inf", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::INFINITY),
+];
+
+/// Settings out of range neither panic nor size anything by their value: `retries = u32::MAX` is
+/// 16 (17 attempts at most), `each` and `total` of zero end attempts and calls at their first
+/// wait, any quantile (NaN, negative, above 1, infinite) learns a percentile within `total`, and
+/// any budget share (NaN, negative, zero, tiny, infinite) runs.
+#[tokio::test(start_paused = true)]
+async fn extreme_settings_neither_panic_nor_allocate_by_their_value() {
+    assert_eq!(MANY.retries(), MAX_RETRIES);
+    let script = Script::new(&[Fail(0); 40]);
+    let error: Error = MANY.run(|| script.attempt()).await.unwrap_err();
+    assert!(matches!(error, Error::Attempt(17)), "{error:?}");
+    assert_eq!(script.made(), MAX_RETRIES + 1);
+
+    let script = Script::new(&[Answer(10); 3]);
+    let error: Error = EACH_ZERO.run(|| script.attempt()).await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Rejected(r) if r.is_timeout()),
+        "{error:?}"
+    );
+    assert_eq!((script.made(), script.live()), (3, 0));
+
+    let script = Script::new(&[Answer(10)]);
+    let error: Error = TOTAL_ZERO.run(|| script.attempt()).await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Rejected(r) if r.is_deadline()),
+        "{error:?}"
+    );
+    let answer: Result<u32, Error> = TOTAL_ZERO.run(|| async { Ok(7) }).await;
+    assert_eq!(answer.unwrap(), 7);
+
+    for policy in &QUANTILES {
+        for i in 0..64 {
+            let script = Script::new(&[Answer(1 + i % 7)]);
+            let answer: Result<u32, Error> = policy.run(|| script.attempt()).await;
+            assert_eq!(answer.unwrap(), 1);
+        }
+        assert!(policy.after() <= ms(1000), "{policy:?}");
+        assert!(policy.latency_samples() >= 64, "{policy:?}");
+    }
+
+    for policy in &SHARES {
+        for _ in 0..20 {
+            let script = Script::new(&[Fail(0), Answer(0)]);
+            let _: Result<u32, Error> = policy.run(|| script.attempt()).await;
+        }
+        let stats = policy.stats();
+        assert_eq!(
+            stats.extra_attempts + stats.budget_refused,
+            20,
+            "{policy:?}"
+        );
+        assert!(stats.budget_balance.is_finite(), "{policy:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
