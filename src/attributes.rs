@@ -180,7 +180,7 @@ pub use resilient_macros::too_busy;
 /// | `after = "150ms"` | start the next attempt this long after the previous one started, while none has succeeded; `"p95"` (any `"pNN"` or `"pNN.N"`) = that percentile of this fn's recent attempt latencies, learned as it runs (`total / (retries + 1)` until 32 attempts were seen) | `"p95"` |
 /// | `total = "450ms"` | one deadline over everything: then the call returns `Err(E::from(Rejected))` ([`Rejected::is_deadline`](crate::Rejected::is_deadline)) and every attempt is cancelled | required |
 /// | `each = "300ms"` | bound on one attempt: an attempt past it is cancelled and has failed | none |
-/// | `budget = 0.1` | extra attempts may add at most this share of the calls of this fn (plus 10 per second), shared by all its calls | none |
+/// | `budget = 0.1` | extra attempts may add at most this share of the calls of this fn (plus 10 per second), shared by all its calls; a share below 0.001 counts as 0.001 | none |
 /// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
 /// | `crate = "..."` | the path of this crate, if renamed | `::resilient` |
 ///
@@ -204,4 +204,30 @@ pub use resilient_macros::too_busy;
 /// outcome per call, and an open breaker refuses the call before any attempt. `#[race_retry]`
 /// above `#[breaker]` puts the breaker around each attempt: each attempt's error counts, and
 /// once it opens, the remaining attempts fail at once with `Rejected` (the call ends with it).
+///
+/// # Guarantees
+///
+/// Whatever the attempts do, the fn's shared state (its budget, stats and learned latencies)
+/// stays consistent and every attempt's future is dropped by the time the call is:
+///
+/// * **A body that panics** ends the call with that panic, at once: it goes on to the caller,
+///   the other attempts are dropped (cancelled), [`race::observe`](crate::race::observe) reports
+///   that attempt as `Outcome::Panicked` and the others as `Abandoned`, the extra attempts that
+///   started count in the stats, and the next call runs as usual. So does a panic in the copy of
+///   an argument made for an attempt, and in the destructor of an attempt being cancelled.
+/// * **A `retry_if` that panics** on an attempt's error does the same, that attempt reported as
+///   panicked.
+/// * A call whose poll panicked is over: polling it again panics at once, and runs nothing.
+/// * **A call dropped** at any await point (an outer timeout, `select!`) drops its attempts then,
+///   reported as abandoned; one dropped before its first poll made no attempt and counts nothing.
+///   An attempt's destructor that takes long delays the call's return by as long, nothing more.
+/// * **Without a time driver**: outside a tokio runtime there are no timers (attempts start only
+///   when one fails, and there is no deadline). On a runtime built without `enable_time`, a call
+///   whose attempts answer or fail without waiting runs; one that has to wait panics with tokio's
+///   "timers are disabled" (as `tokio::time::timeout` does there), its attempts dropped and the
+///   extra ones it started counted.
+/// * **Extreme settings** neither panic nor allocate by their value: `total`, `after` or `each`
+///   too long for an `Instant` (up to `Duration::MAX` through `race::RaceRetry`) mean never,
+///   `retries` is at most 16, a `budget` share below 0.001 counts as 0.001, and a call spawns no
+///   task.
 pub use resilient_macros::race_retry;

@@ -11,7 +11,8 @@
 //! Deposits are batched per thread (`BATCH` calls, or until the thread calls another raced
 //! function or takes a token), so that calls on many threads do not all write one shared counter:
 //! a thread's withdrawal sees its own deposits at once, other threads' after at most `BATCH` of
-//! their calls (under a token and a half each at a 10% share), which only makes the bound tighter.
+//! their calls (under a token and a half each at a 10% share), which only makes the bound tighter
+//! (as do the pending deposits of a thread that ends, which are lost).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -51,8 +52,16 @@ pub(crate) struct Budget {
 
 impl Budget {
     pub(crate) const fn new(share: Option<f64>) -> Self {
+        // At least one milli-token with a budget: 0 means none.
         let deposit = match share {
-            Some(share) => (share * TOKEN as f64) as u64,
+            Some(share) => {
+                let deposit = (share * TOKEN as f64) as u64;
+                if deposit == 0 {
+                    1
+                } else {
+                    deposit
+                }
+            }
             None => 0,
         };
         Budget {

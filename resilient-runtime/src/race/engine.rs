@@ -2,11 +2,17 @@
 //! boxed (a call whose first attempt answers at once allocates nothing), and one timer for the
 //! next event (the next staggered start, an attempt's `each` limit, the deadline), made only when
 //! the first attempt has to wait.
+//!
+//! User code runs inside a poll (an attempt's body, the closure that makes it, its destructor,
+//! `retry_if` on its error) and may panic. The race's state is updated before each such call, so
+//! that a panic leaves it consistent, and `busy` says whose code ran: the race's drop then reports
+//! that attempt as panicked and cancels the others, and another poll panics at once.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
@@ -17,6 +23,19 @@ use crate::__private::FromRejected;
 use crate::rejected::{Reason, Rejected};
 
 const TARGET: &str = "resilient::race_retry";
+
+/// How far ahead "never" is: tokio's own (what `sleep(Duration::MAX)` waits).
+const NEVER: Duration = Duration::from_secs(86400 * 365 * 30);
+
+/// The instant `d` after `instant`. One past what an `Instant` holds (a setting of
+/// `Duration::MAX`) is "never": 30 years on, as for tokio.
+fn at(instant: Instant, d: Duration) -> Instant {
+    instant
+        .checked_add(d)
+        .or_else(|| instant.checked_add(NEVER))
+        // Unreachable: no clock reads an instant within 30 years of the end of its range.
+        .unwrap_or(instant)
+}
 
 /// The default `retry_if`: every error is worth another attempt.
 #[derive(Copy, Clone, Debug, Default)]
@@ -48,6 +67,11 @@ struct Extra<Fut> {
     started: Instant,
 }
 
+/// `Race::busy` between polls.
+const IDLE: u32 = 0;
+/// `Race::busy` while the race's own code runs.
+const ENGINE: u32 = u32::MAX;
+
 pin_project! {
     /// The future of a raced call ([`RaceRetry::run`]).
     #[must_use = "futures do nothing unless polled"]
@@ -69,6 +93,7 @@ pin_project! {
         // Attempt 1 failed on the first poll.
         early: Option<E>,
         launched: u32,
+        // Attempts whose future is held.
         running: u32,
         // When the next attempt starts if none succeeds or fails first.
         next_at: Option<Instant>,
@@ -77,20 +102,44 @@ pin_project! {
         pending_launches: u32,
         // No tokio runtime: attempts start only when one fails, and there is no deadline.
         no_timer: bool,
+        // Whose code a poll runs: attempt n's (its body, the closure that makes it, its
+        // destructor, `retry_if` on its error), the race's own (`ENGINE`), or none (`IDLE`,
+        // between polls). A poll that panicked leaves it set.
+        busy: u32,
     }
 
     impl<M, Fut, E, P> PinnedDrop for Race<M, Fut, E, P> {
         // Dropped by its caller (an outer timeout, a `select!`, a client gone) while attempts
-        // run: they are cancelled with it, and reported as abandoned.
+        // run, or after a poll panicked: they are cancelled with it, and reported as abandoned
+        // (the attempt whose code panicked, as panicked).
         fn drop(this: Pin<&mut Self>) {
             let mut this = this.project();
-            if let Some(start) = *this.start {
-                if *this.running > 0 && (*this.record || reporting()) {
-                    let now = Instant::now();
-                    let record = *this.record;
-                    cancel(&mut this.first, this.extra, this.policy, record, start, now, Outcome::Abandoned);
-                }
+            let panicked = match std::mem::replace(this.busy, IDLE) {
+                IDLE | ENGINE => None,
+                number => Some(number),
+            };
+            let Some(start) = *this.start else {
+                return;
+            };
+            if *this.running == 0 && panicked.is_none() {
+                return;
             }
+            let reports = Reports { policy: this.policy, record: *this.record, start };
+            if !reports.timed() {
+                return; // the attempts are dropped with the fields, unreported
+            }
+            let now = Instant::now();
+            if let Some(number) = panicked {
+                let extra = this.extra.iter().position(|extra| extra.number == number);
+                let started = extra.map_or(start, |index| this.extra[index].started);
+                reports.ended(number, started, now, Outcome::Panicked);
+                // Dropped first (if still held), so that it is not reported as abandoned too.
+                match extra {
+                    Some(index) => this.stop_extra(index),
+                    None => this.stop_first(),
+                };
+            }
+            this.cancel(reports, true, now, Outcome::Abandoned);
         }
     }
 }
@@ -124,6 +173,7 @@ impl<M, Fut, E, P> Race<M, Fut, E, P> {
             last_error: None,
             pending_launches: 0,
             no_timer: false,
+            busy: IDLE,
         }
     }
 }
@@ -171,40 +221,52 @@ fn deadline(policy: &RaceRetry, attempts: u32) -> Rejected {
     })
 }
 
-/// Reports an attempt that ended: to an observer, to `tracing`, and to the latency histogram.
-fn ended(
-    policy: &RaceRetry,
+/// Where a call reports the attempts that end: to an observer, to `tracing`, and to the latency
+/// histogram.
+#[derive(Copy, Clone)]
+struct Reports {
+    policy: &'static RaceRetry,
     record: bool,
-    number: u32,
-    call_start: Instant,
-    started: Instant,
-    now: Instant,
-    outcome: Outcome,
-) {
-    let elapsed = now.saturating_duration_since(started);
-    if let Some(q) = policy.quantile().filter(|_| record) {
-        // Losers count with the time they ran (a lower bound): leaving them out would teach the
-        // percentile that slow attempts never happen.
-        policy.latencies.record(elapsed, q);
+    start: Instant,
+}
+
+impl Reports {
+    /// Whether attempts that are cancelled are reported (which reads the clock).
+    fn timed(self) -> bool {
+        self.record || reporting()
     }
-    let started = started.saturating_duration_since(call_start);
-    tracing::debug!(
-        target: TARGET,
-        name = policy.name(),
-        attempt = number,
-        started_ms = started.as_secs_f64() * 1e3,
-        elapsed_ms = elapsed.as_secs_f64() * 1e3,
-        ?outcome,
-        "attempt ended"
-    );
-    if observe::active() {
-        observe::report(Attempt {
-            name: policy.name(),
-            number,
-            started,
-            elapsed,
-            outcome,
-        });
+
+    /// Reports an attempt that ended.
+    fn ended(self, number: u32, started: Instant, now: Instant, outcome: Outcome) {
+        let policy = self.policy;
+        let elapsed = now.saturating_duration_since(started);
+        if let Some(q) = policy.quantile().filter(|_| self.record) {
+            // Losers count with the time they ran (a lower bound): leaving them out would teach the
+            // percentile that slow attempts never happen.
+            policy.latencies.record(elapsed, q);
+        }
+        let started = started.saturating_duration_since(self.start);
+        // Not while a panic unwinds: a subscriber that panicked then would abort the process.
+        if !std::thread::panicking() {
+            tracing::debug!(
+                target: TARGET,
+                name = policy.name(),
+                attempt = number,
+                started_ms = started.as_secs_f64() * 1e3,
+                elapsed_ms = elapsed.as_secs_f64() * 1e3,
+                ?outcome,
+                "attempt ended"
+            );
+        }
+        if observe::active() {
+            observe::report(Attempt {
+                name: policy.name(),
+                number,
+                started,
+                elapsed,
+                outcome,
+            });
+        }
     }
 }
 
@@ -217,7 +279,27 @@ where
 {
     type Output = Result<T, E>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let busy = self.as_mut().project().busy;
+        assert!(
+            *busy == IDLE,
+            "a raced call was polled again after it panicked"
+        );
+        *busy = ENGINE;
+        let poll = self.as_mut().race(cx);
+        *self.project().busy = IDLE;
+        poll
+    }
+}
+
+impl<M, Fut, T, E, P> Race<M, Fut, E, P>
+where
+    M: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: FromRejected,
+    P: Retryable<E>,
+{
+    fn race(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
         let mut this = self.project();
         let policy: &'static RaceRetry = this.policy;
         let mut first_polled = false;
@@ -229,170 +311,140 @@ where
             policy.register();
             policy.budget.deposit();
             *this.record = sampled(policy);
-            let record = *this.record;
-            if record || reporting() {
+            if *this.record || reporting() {
                 *this.start = Some(Instant::now());
             }
-            this.first.set(Some((this.make)()));
             *this.launched = 1;
+            *this.busy = 1;
+            this.first.set(Some((this.make)()));
             *this.running = 1;
-            let future = this.first.as_mut().as_pin_mut().expect("set above");
-            match future.poll(cx) {
-                Poll::Ready(Ok(value)) => {
-                    this.first.set(None);
-                    *this.running = 0;
-                    if let Some(start) = *this.start {
-                        ended(
-                            policy,
-                            record,
-                            1,
-                            start,
-                            start,
-                            Instant::now(),
-                            Outcome::Won,
-                        );
-                    }
-                    return Poll::Ready(Ok(value));
-                }
-                Poll::Ready(Err(error)) => {
-                    this.first.set(None);
-                    *this.running = 0;
-                    *this.early = Some(error);
-                }
-                Poll::Pending => {}
-            }
-            first_polled = true;
-            let start = *this.start.get_or_insert_with(Instant::now);
-            *this.next_at = (policy.retries() > 0).then(|| start + policy.after());
-        }
-        let start = this.start.expect("set at the first poll");
-        let record = *this.record;
-        let attempts = policy.retries() + 1;
-
-        loop {
-            // Poll every running attempt; the first `Ok` wins.
-            let mut failed: Vec<(u32, Instant, E)> = Vec::new();
-            if let Some(error) = this.early.take() {
-                failed.push((1, start, error));
-            }
-            let mut won: Option<(u32, Instant, T)> = None;
-            if let Some(future) = this
+            let poll = this
                 .first
                 .as_mut()
                 .as_pin_mut()
-                .filter(|_| !std::mem::take(&mut first_polled))
-            {
-                if let Poll::Ready(output) = future.poll(cx) {
-                    this.first.set(None);
-                    *this.running -= 1;
-                    match output {
-                        Ok(value) => won = Some((1, start, value)),
-                        Err(error) => failed.push((1, start, error)),
+                .expect("set above")
+                .poll(cx);
+            if poll.is_ready() {
+                *this.running = 0;
+                this.first.set(None);
+            }
+            *this.busy = ENGINE;
+            match poll {
+                Poll::Ready(Ok(value)) => {
+                    if let Some(start) = *this.start {
+                        let reports = Reports {
+                            policy,
+                            record: *this.record,
+                            start,
+                        };
+                        reports.ended(1, start, Instant::now(), Outcome::Won);
                     }
+                    return Poll::Ready(Ok(value));
+                }
+                Poll::Ready(Err(error)) => *this.early = Some(error),
+                Poll::Pending => first_polled = true,
+            }
+            let start = *this.start.get_or_insert_with(Instant::now);
+            *this.next_at = (policy.retries() > 0).then(|| at(start, policy.after()));
+        }
+        let start = this.start.expect("set at the first poll");
+        let reports = Reports {
+            policy,
+            record: *this.record,
+            start,
+        };
+        let attempts = policy.retries() + 1;
+        let deadline_at = at(start, policy.total());
+
+        loop {
+            let mut read = None;
+            let mut clock = || *read.get_or_insert_with(Instant::now);
+
+            // Poll every running attempt; the first `Ok` wins. Failures are reported as they are
+            // seen; one not worth another attempt ends the call, unless another attempt wins in
+            // the same pass.
+            let mut won: Option<(u32, Instant, T)> = None;
+            let mut fatal: Option<E> = None;
+            if let Some(error) = this.early.take() {
+                fatal = this.failed(reports, 1, start, error, clock());
+            }
+            if this.first.is_some() && !std::mem::take(&mut first_polled) {
+                *this.busy = 1;
+                let poll = this.first.as_mut().as_pin_mut().expect("running").poll(cx);
+                if poll.is_ready() {
+                    *this.running -= 1;
+                    this.first.set(None);
+                }
+                *this.busy = ENGINE;
+                match poll {
+                    Poll::Ready(Ok(value)) => won = Some((1, start, value)),
+                    Poll::Ready(Err(error)) => {
+                        let error = this.failed(reports, 1, start, error, clock());
+                        fatal = fatal.or(error);
+                    }
+                    Poll::Pending => {}
                 }
             }
             if won.is_none() {
-                for extra in this.extra.iter_mut() {
+                for index in 0..this.extra.len() {
+                    let extra = &mut this.extra[index];
+                    let (number, started) = (extra.number, extra.started);
                     let Some(future) = extra.future.as_mut() else {
                         continue;
                     };
-                    if let Poll::Ready(output) = future.as_mut().poll(cx) {
-                        extra.future = None;
+                    *this.busy = number;
+                    let poll = future.as_mut().poll(cx);
+                    if poll.is_ready() {
                         *this.running -= 1;
-                        match output {
-                            Ok(value) => {
-                                won = Some((extra.number, extra.started, value));
-                                break;
-                            }
-                            Err(error) => failed.push((extra.number, extra.started, error)),
+                        extra.future = None;
+                    }
+                    *this.busy = ENGINE;
+                    match poll {
+                        Poll::Ready(Ok(value)) => {
+                            won = Some((number, started, value));
+                            break;
                         }
+                        Poll::Ready(Err(error)) => {
+                            let error = this.failed(reports, number, started, error, clock());
+                            fatal = fatal.or(error);
+                        }
+                        Poll::Pending => {}
                     }
                 }
             }
 
-            let mut now = None;
-            let mut clock = || *now.get_or_insert_with(Instant::now);
-
-            // Failures first (in the order they were seen): one not worth another attempt ends
-            // the call, unless another attempt won in the same pass.
-            for (number, started, error) in failed {
-                let retryable = this.retryable.retryable(&error);
-                let at = clock();
-                if !retryable && won.is_none() {
-                    ended(
-                        policy,
-                        record,
-                        number,
-                        start,
-                        started,
-                        at,
-                        Outcome::NotRetryable,
-                    );
-                    cancel(
-                        &mut this.first,
-                        this.extra,
-                        policy,
-                        record,
-                        start,
-                        at,
-                        Outcome::Abandoned,
-                    );
-                    return Poll::Ready(Err(error));
-                }
-                let outcome = if retryable {
-                    Outcome::Failed
-                } else {
-                    Outcome::NotRetryable
-                };
-                ended(policy, record, number, start, started, at, outcome);
-                *this.last_error = Some(error);
-                *this.pending_launches += 1;
-            }
-
             if let Some((number, started, value)) = won {
-                let timed = record || reporting();
-                let at = if timed { clock() } else { start };
-                if timed {
-                    ended(policy, record, number, start, started, at, Outcome::Won);
-                }
                 if number > 1 {
                     policy.won_by_extra.fetch_add(1, Relaxed);
                 }
-                cancel(
-                    &mut this.first,
-                    this.extra,
-                    policy,
-                    record,
-                    start,
-                    at,
-                    Outcome::Lost,
-                );
+                let timed = reports.timed();
+                let now = if timed { clock() } else { start };
+                if timed {
+                    reports.ended(number, started, now, Outcome::Won);
+                }
+                this.cancel(reports, timed, now, Outcome::Lost);
                 return Poll::Ready(Ok(value));
+            }
+            if let Some(error) = fatal {
+                this.cancel(reports, reports.timed(), clock(), Outcome::Abandoned);
+                return Poll::Ready(Err(error));
             }
 
             let mut launched_now = false;
             // Each failure starts the next attempt at once (while time and attempts remain).
             while *this.pending_launches > 0 {
                 *this.pending_launches -= 1;
-                let at = clock();
-                if *this.launched < attempts && at < start + policy.total() {
-                    launched_now |= launch(&mut this, policy, at);
+                let now = clock();
+                if *this.launched < attempts && now < deadline_at {
+                    launched_now |= this.launch(now);
                 }
             }
 
             if !*this.no_timer {
-                let at = clock();
-                if at >= start + policy.total() {
+                let now = clock();
+                if now >= deadline_at {
                     policy.deadlines.fetch_add(1, Relaxed);
-                    cancel(
-                        &mut this.first,
-                        this.extra,
-                        policy,
-                        record,
-                        start,
-                        at,
-                        Outcome::Abandoned,
-                    );
+                    this.cancel(reports, reports.timed(), now, Outcome::Abandoned);
                     tracing::debug!(
                         target: TARGET,
                         name = policy.name(),
@@ -403,41 +455,38 @@ where
                 }
                 if let Some(each) = policy.each_limit() {
                     let mut timed_out = 0;
-                    if this.first.is_some() && at >= start + each {
-                        this.first.set(None);
-                        ended(policy, record, 1, start, start, at, Outcome::TimedOut);
+                    if this.first.is_some() && now >= at(start, each) {
+                        this.stop_first();
+                        reports.ended(1, start, now, Outcome::TimedOut);
                         timed_out += 1;
                     }
-                    for extra in this.extra.iter_mut() {
-                        if extra.future.is_some() && at >= extra.started + each {
-                            extra.future = None;
-                            ended(
-                                policy,
-                                record,
-                                extra.number,
-                                start,
-                                extra.started,
-                                at,
-                                Outcome::TimedOut,
-                            );
+                    for index in 0..this.extra.len() {
+                        let Extra {
+                            future,
+                            number,
+                            started,
+                        } = &this.extra[index];
+                        let (number, started) = (*number, *started);
+                        if future.is_some() && now >= at(started, each) {
+                            this.stop_extra(index);
+                            reports.ended(number, started, now, Outcome::TimedOut);
                             timed_out += 1;
                         }
                     }
                     if timed_out > 0 {
-                        *this.running -= timed_out;
                         *this.last_error = Some(E::from(Rejected::new(Reason::AttemptTimeout {
                             name: policy.name(),
                             each,
                         })));
                         for _ in 0..timed_out {
-                            if *this.launched < attempts && at < start + policy.total() {
-                                launched_now |= launch(&mut this, policy, at);
+                            if *this.launched < attempts && now < deadline_at {
+                                launched_now |= this.launch(now);
                             }
                         }
                     }
                 }
-                if this.next_at.is_some_and(|next| at >= next) && *this.launched < attempts {
-                    launched_now |= launch(&mut this, policy, at);
+                if this.next_at.is_some_and(|next| now >= next) && *this.launched < attempts {
+                    launched_now |= this.launch(now);
                 }
             }
 
@@ -457,7 +506,7 @@ where
             }
 
             // Wait for an attempt, or for the next timed event.
-            let mut wake = start + policy.total();
+            let mut wake = deadline_at;
             if let Some(next) = *this.next_at {
                 if *this.launched < attempts {
                     wake = wake.min(next);
@@ -465,11 +514,11 @@ where
             }
             if let Some(each) = policy.each_limit() {
                 if this.first.is_some() {
-                    wake = wake.min(start + each);
+                    wake = wake.min(at(start, each));
                 }
                 for extra in this.extra.iter() {
                     if extra.future.is_some() {
-                        wake = wake.min(extra.started + each);
+                        wake = wake.min(at(extra.started, each));
                     }
                 }
             }
@@ -495,74 +544,108 @@ where
     }
 }
 
-/// Starts the next attempt at `now`, if the budget allows.
-fn launch<M, Fut, T, E, P>(
-    this: &mut RaceProj<'_, M, Fut, E, P>,
-    policy: &'static RaceRetry,
-    now: Instant,
-) -> bool
-where
-    M: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, E>>,
-{
-    if !policy.budget.withdraw(policy.since_first(now)) {
-        policy.budget_refused.fetch_add(1, Relaxed);
-        *this.next_at = None;
-        tracing::debug!(
-            target: TARGET,
-            name = policy.name(),
-            attempt = *this.launched + 1,
-            "retry budget spent: no extra attempt"
-        );
-        return false;
-    }
-    *this.launched += 1;
-    *this.running += 1;
-    policy.extra_attempts.fetch_add(1, Relaxed);
-    this.extra.push(Extra {
-        future: Some(Box::pin((this.make)())),
-        number: *this.launched,
-        started: now,
-    });
-    *this.next_at = (*this.launched <= policy.retries()).then(|| now + policy.after());
-    true
-}
-
-/// Cancels (drops) every attempt still running, reporting each with `outcome`.
-#[allow(clippy::too_many_arguments)]
-fn cancel<Fut>(
-    first: &mut Pin<&mut Option<Fut>>,
-    extra: &mut Vec<Extra<Fut>>,
-    policy: &RaceRetry,
-    record: bool,
-    start: Instant,
-    now: Instant,
-    outcome: Outcome,
-) {
-    if first.is_none() && extra.is_empty() {
-        return;
-    }
-    let timed = record || reporting();
-    if first.is_some() {
-        first.set(None);
-        if timed {
-            ended(policy, record, 1, start, start, now, outcome);
+impl<M, Fut, E, P> RaceProj<'_, M, Fut, E, P> {
+    /// Drops attempt 1's future, if held. Its destructor is its code: `busy` names it meanwhile.
+    fn stop_first(&mut self) -> bool {
+        if self.first.is_none() {
+            return false;
         }
+        *self.running -= 1;
+        *self.busy = 1;
+        self.first.set(None);
+        *self.busy = ENGINE;
+        true
     }
-    for attempt in extra.drain(..) {
-        if attempt.future.is_some() {
-            drop(attempt.future);
-            if timed {
-                ended(
-                    policy,
-                    record,
-                    attempt.number,
-                    start,
-                    attempt.started,
-                    now,
-                    outcome,
-                );
+
+    /// Drops the future of the extra attempt at `index`, if held (as `stop_first`).
+    fn stop_extra(&mut self, index: usize) -> bool {
+        let extra = &mut self.extra[index];
+        let Some(future) = extra.future.take() else {
+            return false;
+        };
+        *self.running -= 1;
+        *self.busy = extra.number;
+        drop(future);
+        *self.busy = ENGINE;
+        true
+    }
+
+    /// Cancels (drops) every attempt still running, reporting each with `outcome` if `timed`.
+    /// Should a destructor panic, the attempts not dropped yet are left to the race's drop.
+    fn cancel(&mut self, reports: Reports, timed: bool, now: Instant, outcome: Outcome) {
+        if self.stop_first() && timed {
+            reports.ended(1, reports.start, now, outcome);
+        }
+        for index in 0..self.extra.len() {
+            if self.stop_extra(index) && timed {
+                let extra = &self.extra[index];
+                reports.ended(extra.number, extra.started, now, outcome);
             }
         }
+    }
+
+    /// Attempt `number` failed with `error` at `now`: reported, and kept as the call's last error
+    /// (the next attempt starts at once), or returned when `retry_if` says it is not worth another.
+    fn failed(
+        &mut self,
+        reports: Reports,
+        number: u32,
+        started: Instant,
+        error: E,
+        now: Instant,
+    ) -> Option<E>
+    where
+        P: Retryable<E>,
+    {
+        *self.busy = number;
+        let retryable = self.retryable.retryable(&error);
+        *self.busy = ENGINE;
+        if retryable {
+            reports.ended(number, started, now, Outcome::Failed);
+            *self.last_error = Some(error);
+            *self.pending_launches += 1;
+            None
+        } else {
+            reports.ended(number, started, now, Outcome::NotRetryable);
+            Some(error)
+        }
+    }
+
+    /// Starts the next attempt at `now`, if the budget allows.
+    fn launch(&mut self, now: Instant) -> bool
+    where
+        M: FnMut() -> Fut,
+    {
+        let policy: &'static RaceRetry = self.policy;
+        if !policy.budget.withdraw(policy.since_first(now)) {
+            policy.budget_refused.fetch_add(1, Relaxed);
+            *self.next_at = None;
+            tracing::debug!(
+                target: TARGET,
+                name = policy.name(),
+                attempt = *self.launched + 1,
+                "retry budget spent: no extra attempt"
+            );
+            return false;
+        }
+        *self.launched += 1;
+        policy.extra_attempts.fetch_add(1, Relaxed);
+        let number = *self.launched;
+        // In place before the closure that makes it runs: should that panic, the race's drop
+        // still finds when the attempt started.
+        self.extra.push(Extra {
+            future: None,
+            number,
+            started: now,
+        });
+        *self.busy = number;
+        let future = Box::pin((self.make)());
+        *self.busy = ENGINE;
+        *self.running += 1;
+        if let Some(extra) = self.extra.last_mut() {
+            extra.future = Some(future);
+        }
+        *self.next_at = (number <= policy.retries()).then(|| at(now, policy.after()));
+        true
     }
 }

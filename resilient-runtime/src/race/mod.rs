@@ -20,14 +20,34 @@
 //!   [`stats`] and [`RaceRetry::stats`] count extra attempts, wins by them, budget refusals and
 //!   deadlines.
 //!
-//! Outside a tokio runtime there are no timers: attempts start only when one fails, and there is
-//! no deadline. Inside one, the time driver must be on (`enable_time`, as for
-//! `tokio::time::timeout`): a raced call whose first attempt waits panics otherwise. An attempt
-//! that fails at the very instant of the deadline loses to it (the call returns the deadline's
-//! `Rejected`); one that succeeds then wins.
+//! An attempt that fails at the very instant of the deadline loses to it (the call returns the
+//! deadline's `Rejected`); one that succeeds then wins.
 //!
-//! A call dropped by its caller (an outer timeout, `select!`) cancels its attempts with it; they
-//! are reported as [`Outcome::Abandoned`].
+//! # Guarantees
+//!
+//! Whatever user code does, a [`RaceRetry`]'s state (its budget, [`RaceRetry::stats`], its
+//! learned latencies) stays consistent, and every attempt's future is dropped by the time the
+//! call's is:
+//!
+//! * **A panic in an attempt's code** (its body, the closure that makes it, its destructor when it
+//!   is cancelled, or `retry_if` on its error) ends the call with that panic, at once: the other
+//!   attempts are dropped, [`observe`] reports that attempt as [`Outcome::Panicked`] and the others
+//!   as [`Outcome::Abandoned`], the extra attempts that started are counted, and the next call
+//!   runs as usual. A [`Race`] whose poll panicked is over: polling it again panics at once.
+//! * **A call dropped** by its caller at any await point (an outer timeout, `select!`) drops its
+//!   attempts then, reported as abandoned; one never polled makes no attempt and counts nothing.
+//!   An attempt's destructor that takes long delays the call's return by as long, nothing more.
+//! * **No time driver**: outside a tokio runtime there are no timers: attempts start only when one
+//!   fails, and there is no deadline. On a runtime without a time driver (no `enable_time`), a call
+//!   whose attempts answer or fail without waiting runs; one that has to wait panics with tokio's
+//!   "timers are disabled" (as `tokio::time::timeout` does there), its attempts dropped and the
+//!   extra ones it started counted.
+//! * **An [`observe`] whose future panics**, or that is dropped before it completes, leaves the
+//!   thread as it was: later calls are not reported, and an enclosing `observe` keeps its log.
+//! * **Extreme settings** neither panic nor allocate by their value: a `total`, [`After`] or `each`
+//!   too long for an `Instant` (up to `Duration::MAX`) means never, `retries` is at most
+//!   [`MAX_RETRIES`], a budget share outside [0.001, 1] is clamped, any [`After::Percentile`]
+//!   (NaN and infinities included) learns a delay within `total`, and nothing is spawned.
 
 mod budget;
 mod engine;

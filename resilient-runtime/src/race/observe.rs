@@ -42,6 +42,10 @@ pub enum Outcome {
     /// It was still running when the call ended otherwise (the deadline passed, or an attempt
     /// failed with an error that is not worth another attempt), and was cancelled.
     Abandoned,
+    /// Its code panicked: its body, the closure that made it, its destructor, or `retry_if` on
+    /// its error. The panic goes on to the caller; the call's other attempts are dropped with it
+    /// and reported as [`Abandoned`](Outcome::Abandoned).
+    Panicked,
 }
 
 impl fmt::Display for Outcome {
@@ -53,6 +57,7 @@ impl fmt::Display for Outcome {
             Outcome::TimedOut => "timed out",
             Outcome::Lost => "lost (cancelled)",
             Outcome::Abandoned => "abandoned (cancelled)",
+            Outcome::Panicked => "panicked",
         })
     }
 }
@@ -79,6 +84,11 @@ pub(crate) fn report(attempt: Attempt) {
 /// Runs `call` and returns its output with every attempt that raced calls made inside it
 /// (including calls nested in it, in the order their attempts ended): when each started, how
 /// long it ran, and how it ended, losers included.
+///
+/// The log is lent to the thread only while `call` is polled: should `call` panic, or the
+/// [`Observed`] be dropped before it completes, the thread is left as it was (raced calls made
+/// after it are not reported, and an enclosing `observe` keeps its log and gets what was reported
+/// inside).
 ///
 /// ```
 /// use std::time::Duration;
@@ -132,29 +142,60 @@ impl<F: Future> Future for Observed<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        // Lend this call's log to the thread while its future is polled; an outer observe's log
-        // (if any) is put back afterwards, and gets the inner attempts too.
-        let before = this.log.len();
-        let outer_active = ACTIVE.with(|a| a.replace(true));
-        let outer =
-            LOG.with(|log| std::mem::replace(&mut *log.borrow_mut(), std::mem::take(this.log)));
         let mut call = this.call;
-        let poll = match call.as_mut().as_pin_mut() {
-            Some(future) => future.poll(cx),
-            None => panic!("`Observed` polled after it completed"),
+        let Some(future) = call.as_mut().as_pin_mut() else {
+            panic!("`Observed` polled after it completed");
         };
+        // The log is lent to the thread while the future is polled, and given back when `lent`
+        // is dropped: after the poll, or while a panic unwinds out of it.
+        let lent = Lent::new(this.log);
+        let poll = future.poll(cx);
         if poll.is_ready() {
             call.set(None);
         }
-        let mine = LOG.with(|log| std::mem::replace(&mut *log.borrow_mut(), outer));
-        ACTIVE.with(|a| a.set(outer_active));
-        if outer_active {
-            LOG.with(|log| log.borrow_mut().extend(mine[before..].iter().cloned()));
-        }
-        *this.log = mine;
+        drop(lent);
         match poll {
             Poll::Ready(output) => Poll::Ready((output, std::mem::take(this.log))),
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+/// An observe's log, lent to the thread (what raced calls report to) for one poll. An outer
+/// observe's log (if any) is put back when it is dropped, and gets the attempts reported meanwhile
+/// too.
+struct Lent<'a> {
+    log: &'a mut Vec<Attempt>,
+    before: usize,
+    outer: Vec<Attempt>,
+    outer_active: bool,
+}
+
+impl<'a> Lent<'a> {
+    fn new(log: &'a mut Vec<Attempt>) -> Self {
+        let before = log.len();
+        let outer_active = ACTIVE.with(|a| a.replace(true));
+        let outer =
+            LOG.with(|lent| std::mem::replace(&mut *lent.borrow_mut(), std::mem::take(log)));
+        Lent {
+            log,
+            before,
+            outer,
+            outer_active,
+        }
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        let outer = std::mem::take(&mut self.outer);
+        let mine = LOG.with(|lent| std::mem::replace(&mut *lent.borrow_mut(), outer));
+        ACTIVE.with(|a| a.set(self.outer_active));
+        if self.outer_active {
+            if let Some(new) = mine.get(self.before..) {
+                LOG.with(|lent| lent.borrow_mut().extend_from_slice(new));
+            }
+        }
+        *self.log = mine;
     }
 }

@@ -156,15 +156,17 @@ impl RaceRetry {
     }
 
     /// Extra attempts may add at most `share` of the calls' load (plus a floor of 10 per
-    /// second), counted over all calls of this function. A `share` outside (0, 1] is clamped.
+    /// second), counted over all calls of this function. A `share` outside [0.001, 1] is clamped
+    /// (NaN counts as 0.001).
     pub const fn budget(mut self, share: f64) -> Self {
-        // NaN and values at or below zero fail `share > 0.0`.
+        // NaN fails `share > MIN_SHARE`. Below 0.001, a call's deposit would round to nothing.
+        const MIN_SHARE: f64 = 0.001;
         let share = if share > 1.0 {
             1.0
-        } else if share > 0.0 {
+        } else if share > MIN_SHARE {
             share
         } else {
-            0.001
+            MIN_SHARE
         };
         self.budget = Budget::new(Some(share));
         self
