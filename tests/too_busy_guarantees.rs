@@ -207,15 +207,16 @@ async fn slow_dependency() -> Result<(), Rejected> {
     Ok(())
 }
 
-/// Ten calls abandoned by their callers at 60 ms (three times `max_latency`): each counts with
-/// the time it ran, so the next call is refused at once for latency.
+/// Ten calls at once, abandoned by their callers at 60 ms (three times `max_latency`): each
+/// counts with the time it ran, so the next call is refused at once for latency.
 #[tokio::test(start_paused = true)]
 async fn abandoned_calls_count_toward_max_latency() {
     let _serial = serial();
-    for _ in 0..10 {
-        assert!(tokio::time::timeout(ms(60), slow_dependency())
-            .await
-            .is_err());
+    let callers: Vec<_> = (0..10)
+        .map(|_| tokio::spawn(tokio::time::timeout(ms(60), slow_dependency())))
+        .collect();
+    for caller in callers {
+        assert!(caller.await.unwrap().is_err(), "the caller did not give up");
     }
     match tokio::time::timeout(ms(60), slow_dependency()).await {
         Ok(Err(rejected)) => assert!(

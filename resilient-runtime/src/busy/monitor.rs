@@ -34,10 +34,9 @@ pub(crate) static MAX_LAG_NS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LAG.as_nano
 /// every guard's lag can reach full refusal (twice its own `max_lag`).
 static CAP_BASIS_NS: AtomicU64 = AtomicU64::new(0);
 
-/// Notes that a guard checks against `max_lag`.
+/// Notes that a guard checks against `max_lag` (in ns).
 #[inline]
-pub(crate) fn note_max_lag(max_lag: Duration) {
-    let ns = max_lag.as_nanos() as u64;
+pub(crate) fn note_max_lag(ns: u64) {
     if ns > CAP_BASIS_NS.load(Relaxed) {
         CAP_BASIS_NS.fetch_max(ns, Relaxed);
     }
@@ -100,6 +99,16 @@ pub fn smoothing() -> Smoothing {
         f64::from_bits(bits)
     };
     Smoothing::new(factor, recovery).unwrap_or_default()
+}
+
+/// `d` in nanoseconds, at most `u64::MAX` (584 years).
+pub(crate) const fn nanos(d: Duration) -> u64 {
+    let ns = d.as_nanos();
+    if ns > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        ns as u64
+    }
 }
 
 /// Aligned to its own cache lines: each thread writes its monitor's call countdown, and monitors
