@@ -234,8 +234,8 @@ async fn abandoned_calls_count_toward_max_latency() {
 // ---------------------------------------------------------------------------------------------
 // A runtime without a time driver
 
-/// Counts panics whose message says timers are disabled (and keeps them off stderr); others go
-/// to the default hook.
+/// Counts panics whose message says timers are disabled; keeps them, and those a test expects
+/// (their message starts with `expected:`), off stderr; others go to the default hook.
 fn timer_panics() -> &'static AtomicUsize {
     static COUNT: OnceLock<&'static AtomicUsize> = OnceLock::new();
     COUNT.get_or_init(|| {
@@ -250,7 +250,7 @@ fn timer_panics() -> &'static AtomicUsize {
                 .unwrap_or_default();
             if message.contains("timers are disabled") {
                 count.fetch_add(1, SeqCst);
-            } else {
+            } else if !message.starts_with("expected:") {
                 previous(info);
             }
         }));
@@ -382,6 +382,69 @@ fn a_panicking_on_lag_callback_leaves_shedding_on() {
     let reports = lines_with(&output, "on_lag callback panicked");
     assert_eq!(reports.len(), 1, "{output}");
     assert!(reports[0].contains("resilient::too_busy"), "{}", reports[0]);
+}
+
+/// A `tracing` subscriber with a bug: it panics on every event of `resilient::too_busy`.
+struct PanicsOnEvents;
+
+impl tracing::Subscriber for PanicsOnEvents {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if event.metadata().target() == "resilient::too_busy" {
+            panic!("expected: a bug in a subscriber");
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+static CAPPED: TooBusy = TooBusy::new("capped").max_in_flight(1);
+
+/// A subscriber that panics on every event: the monitor, whose every sample is an event, keeps
+/// sampling and keeps its lag through a stall; a refusal (a `debug` event) panics in the caller,
+/// and the in-flight count stays right.
+#[test]
+fn a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot() {
+    let _serial = serial();
+    let _restore = DefaultInterval;
+    timer_panics(); // keeps the expected panics off stderr
+    busy::set_interval(ms(100));
+    tracing::subscriber::with_default(PanicsOnEvents, || {
+        current_thread().block_on(async {
+            watched().await.unwrap(); // starts the monitor
+            sleep(ms(250)).await; // samples, each an event that panics
+            thread::sleep(ms(400));
+            sleep(ms(20)).await;
+            assert!(
+                busy::lag() >= ms(30),
+                "the monitor stopped: lag {:?} right after a 400 ms stall",
+                busy::lag()
+            );
+
+            let (release, hold) = oneshot::channel::<()>();
+            let mut first = pin!(CAPPED.call(async {
+                let _ = hold.await;
+                Ok::<(), Rejected>(())
+            }));
+            assert!(poll_once(first.as_mut()).await.is_pending());
+            let refused = std::panic::catch_unwind(|| is_err(CAPPED.call(async { Ok(()) })));
+            assert!(
+                refused.is_err(),
+                "the refusal's event did not reach the subscriber"
+            );
+            assert_eq!(CAPPED.in_flight(), 1);
+            release.send(()).unwrap();
+            first.await.unwrap();
+            assert_eq!(CAPPED.in_flight(), 0);
+        })
+    });
 }
 
 /// Polls a call that completes on its first poll (as a body with no await does).
