@@ -142,7 +142,9 @@ impl TooBusy {
     }
 
     /// Runs `body` unless a signal refuses it; a refused call returns `R::refused(Rejected)` at
-    /// once, without running the body.
+    /// once, without running the body. An admitted call holds its `max_in_flight` slot until it
+    /// completes or, dropped before (cancelled, or its body panicked), until its body has been
+    /// dropped; either way the time it ran counts toward `max_latency`.
     pub fn call<F>(&'static self, body: F) -> BusyCall<F, F::Output>
     where
         F: Future,
