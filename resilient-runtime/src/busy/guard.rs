@@ -235,6 +235,13 @@ impl TooBusy {
         self.record(start);
     }
 
+    /// `done` for a call dropped while running.
+    #[cold]
+    #[inline(never)]
+    fn abandoned(&self, start: Option<Instant>) {
+        self.done(start);
+    }
+
     fn record(&self, start: Option<Instant>) {
         if self.max_in_flight > 0 {
             self.counters.in_flight.fetch_sub(1, Relaxed);
@@ -333,7 +340,8 @@ impl Admission {
     /// The call completed.
     #[inline(always)]
     fn finish(&mut self) {
-        if let Stage::Running(start) = std::mem::replace(&mut self.stage, Stage::Done) {
+        if let Stage::Running(start) = self.stage {
+            self.stage = Stage::Done;
             self.guard.done(start);
         }
     }
@@ -341,8 +349,13 @@ impl Admission {
 
 impl Drop for Admission {
     /// A call dropped while running (cancelled, or its body panicked) counts as over from here.
+    // Small and inlined into every call's drop glue, where it folds away for a call that
+    // completed or was never admitted.
+    #[inline(always)]
     fn drop(&mut self) {
-        self.finish();
+        if let Stage::Running(start) = self.stage {
+            self.guard.abandoned(start);
+        }
     }
 }
 
