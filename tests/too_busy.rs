@@ -13,7 +13,7 @@
 //! `busy::lag()` and `busy::on_lag` are process-wide (the highest lag of every monitor; callbacks
 //! run by every monitor) while this binary's tests run in parallel: the tests that read the lag
 //! take [`serial`], and callbacks keep only what the test's own thread reports. A guarded call sees
-//! the monitor of its own thread only, so the other tests cannot refuse each other's calls.
+//! the monitor of its own runtime only, so the other tests cannot refuse each other's calls.
 
 use std::future::Future;
 use std::pin::{pin, Pin};
