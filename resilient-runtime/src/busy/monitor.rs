@@ -484,12 +484,15 @@ fn due_after(now: Instant, interval: Duration) -> Instant {
 async fn run(alive: Alive) {
     let monitor = alive.monitor;
     if !has_time_driver() {
-        tracing::warn!(
-            target: "resilient::too_busy",
-            runtime = %Handle::current().id(),
-            "the runtime has no time driver (built without `enable_time`): the lag signal is off \
-             on it; max_in_flight and max_latency still apply"
-        );
+        // A subscriber is user code: whatever it does, the monitor holds on.
+        let _ = catch_unwind(|| {
+            tracing::warn!(
+                target: "resilient::too_busy",
+                runtime = %Handle::current().id(),
+                "the runtime has no time driver (built without `enable_time`): the lag signal is \
+                 off on it; max_in_flight and max_latency still apply"
+            )
+        });
         // The monitor stays this runtime's, at lag 0, until the runtime shuts down (and drops
         // this task with `alive`), so that no other is started for it.
         return std::future::pending().await;
