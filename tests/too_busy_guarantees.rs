@@ -46,6 +46,15 @@ fn current_thread() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A current-thread runtime whose clock starts paused.
+fn paused() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
 fn multi_thread(workers: usize) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -170,35 +179,37 @@ impl Drop for WatchesItsSlot {
 /// A body that panics after 60 ms (three times `max_latency`): the task catches the panic; the
 /// slot is still held while the body's locals are dropped, and given back after; the 60 ms count
 /// toward `max_latency`, so the next call is refused for latency.
-#[tokio::test(start_paused = true)]
-async fn a_panicking_body_gives_its_slot_back_once_dropped_and_counts_toward_max_latency() {
+#[test]
+fn a_panicking_body_gives_its_slot_back_once_dropped_and_counts_toward_max_latency() {
     let _serial = serial();
-    let panicked = tokio::spawn(BUGGY.call(async {
-        let _watch = WatchesItsSlot;
-        sleep(ms(60)).await;
-        if true {
-            panic!("a bug in the handler");
-        }
-        Ok::<(), Rejected>(())
-    }));
-    assert!(panicked.await.unwrap_err().is_panic());
-    assert_eq!(
-        IN_FLIGHT_WHILE_DROPPED.load(SeqCst),
-        1,
-        "the slot was given back before the panicked body was dropped"
-    );
-    assert_eq!(BUGGY.in_flight(), 0, "the panicked call kept its slot");
-    assert!(
-        BUGGY.recent_latency() >= ms(60),
-        "a body that panicked after 60 ms did not count toward max_latency (mean {:?})",
-        BUGGY.recent_latency()
-    );
-    let next = BUGGY.call(async { Ok::<(), Rejected>(()) }).await;
-    let rejected = next.expect_err("refused for latency");
-    assert!(
-        rejected.to_string().contains("max_latency 20ms"),
-        "{rejected}"
-    );
+    paused().block_on(async {
+        let panicked = tokio::spawn(BUGGY.call(async {
+            let _watch = WatchesItsSlot;
+            sleep(ms(60)).await;
+            if true {
+                panic!("a bug in the handler");
+            }
+            Ok::<(), Rejected>(())
+        }));
+        assert!(panicked.await.unwrap_err().is_panic());
+        assert_eq!(
+            IN_FLIGHT_WHILE_DROPPED.load(SeqCst),
+            1,
+            "the slot was given back before the panicked body was dropped"
+        );
+        assert_eq!(BUGGY.in_flight(), 0, "the panicked call kept its slot");
+        assert!(
+            BUGGY.recent_latency() >= ms(60),
+            "a body that panicked after 60 ms did not count toward max_latency (mean {:?})",
+            BUGGY.recent_latency()
+        );
+        let next = BUGGY.call(async { Ok::<(), Rejected>(()) }).await;
+        let rejected = next.expect_err("refused for latency");
+        assert!(
+            rejected.to_string().contains("max_latency 20ms"),
+            "{rejected}"
+        );
+    });
 }
 
 #[too_busy(max_latency = "20ms")]
@@ -209,26 +220,28 @@ async fn slow_dependency() -> Result<(), Rejected> {
 
 /// Ten calls at once, abandoned by their callers at 60 ms (three times `max_latency`): each
 /// counts with the time it ran, so the next call is refused at once for latency.
-#[tokio::test(start_paused = true)]
-async fn abandoned_calls_count_toward_max_latency() {
+#[test]
+fn abandoned_calls_count_toward_max_latency() {
     let _serial = serial();
-    let callers: Vec<_> = (0..10)
-        .map(|_| tokio::spawn(tokio::time::timeout(ms(60), slow_dependency())))
-        .collect();
-    for caller in callers {
-        assert!(caller.await.unwrap().is_err(), "the caller did not give up");
-    }
-    match tokio::time::timeout(ms(60), slow_dependency()).await {
-        Ok(Err(rejected)) => assert!(
-            rejected.to_string().contains("max_latency 20ms"),
-            "{rejected}"
-        ),
-        Ok(Ok(())) => unreachable!(),
-        Err(_) => panic!(
-            "ten calls dropped at 3x max_latency left the latency signal untouched: the next \
-             call was admitted"
-        ),
-    }
+    paused().block_on(async {
+        let callers: Vec<_> = (0..10)
+            .map(|_| tokio::spawn(tokio::time::timeout(ms(60), slow_dependency())))
+            .collect();
+        for caller in callers {
+            assert!(caller.await.unwrap().is_err(), "the caller did not give up");
+        }
+        match tokio::time::timeout(ms(60), slow_dependency()).await {
+            Ok(Err(rejected)) => assert!(
+                rejected.to_string().contains("max_latency 20ms"),
+                "{rejected}"
+            ),
+            Ok(Ok(())) => unreachable!(),
+            Err(_) => panic!(
+                "ten calls dropped at 3x max_latency left the latency signal untouched: the next \
+                 call was admitted"
+            ),
+        }
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -469,27 +482,29 @@ async fn under_a_test_clock() -> Result<(), Rejected> {
 }
 
 /// Under `tokio::time::pause()`, `advance(1s)` is no lag: the runtime did run on time.
-#[tokio::test(start_paused = true)]
-async fn advancing_a_paused_clock_is_not_lag() {
+#[test]
+fn advancing_a_paused_clock_is_not_lag() {
     let _serial = serial();
-    under_a_test_clock().await.unwrap(); // starts the monitor
-    sleep(ms(100)).await;
-    let mut refused = Vec::new();
-    for _ in 0..3 {
-        tokio::time::advance(Duration::from_secs(1)).await;
-        for _ in 0..20 {
-            refused.push(under_a_test_clock().await.is_err());
-            tokio::task::yield_now().await;
+    paused().block_on(async {
+        under_a_test_clock().await.unwrap(); // starts the monitor
+        sleep(ms(100)).await;
+        let mut refused = Vec::new();
+        for _ in 0..3 {
+            tokio::time::advance(Duration::from_secs(1)).await;
+            for _ in 0..20 {
+                refused.push(under_a_test_clock().await.is_err());
+                tokio::task::yield_now().await;
+            }
+            sleep(ms(30)).await;
         }
-        sleep(ms(30)).await;
-    }
-    let count = refused.iter().filter(|r| **r).count();
-    assert_eq!(
-        count,
-        0,
-        "{count} of {} calls refused after advancing a paused clock",
-        refused.len()
-    );
+        let count = refused.iter().filter(|r| **r).count();
+        assert_eq!(
+            count,
+            0,
+            "{count} of {} calls refused after advancing a paused clock",
+            refused.len()
+        );
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -574,12 +589,7 @@ static LENIENT: TooBusy = TooBusy::new("lenient")
 fn settings_at_their_extremes_neither_panic_nor_wrap() {
     let _serial = serial();
     let _restore = DefaultInterval;
-    let paused = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    paused.block_on(async {
+    paused().block_on(async {
         // Calls of 400 ms, above the 290 ms that 584 years wrap to.
         for _ in 0..3 {
             LENIENT
