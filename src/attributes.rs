@@ -141,6 +141,32 @@ pub use resilient_macros::breaker;
 /// The fn returns `Result<T, E>` with `E: From<Rejected>`; with the `axum` feature it may also
 /// return `axum::response::Response` or `impl IntoResponse`, and a refusal is a
 /// `503 Service Unavailable` with a `Retry-After` header.
+///
+/// # Guarantees
+///
+/// Each line names the test (in `tests/too_busy_guarantees.rs`) that proves it; the
+/// [`busy`](crate::busy) module's docs say more.
+///
+/// * A body that panics gives its `max_in_flight` slot back once the call is dropped, and the
+///   time it ran counts toward `max_latency`:
+///   `a_panicking_body_gives_its_slot_back_once_dropped_and_counts_toward_max_latency`.
+/// * A call dropped while it runs gives its slot back only after its body has been dropped (never
+///   more than `max_in_flight` bodies at once):
+///   `a_cancelled_call_keeps_its_slot_until_its_body_is_dropped`; the time it ran counts toward
+///   `max_latency`: `abandoned_calls_count_toward_max_latency`.
+/// * On a runtime without a time driver the lag signal is off, said once by a `tracing` warning;
+///   `max_in_flight` and `max_latency` still refuse:
+///   `a_runtime_without_timers_stands_the_lag_signal_down_once_and_keeps_the_others`. (tokio
+///   panics when a timer is created there; the monitor catches that once per runtime, which under
+///   `panic = "abort"` ends the process: enable time on runtimes that run guarded calls.)
+/// * An `on_lag` callback or a `tracing` subscriber that panics does not stop the lag monitor,
+///   which keeps its lag: `a_panicking_on_lag_callback_leaves_shedding_on`,
+///   `a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot`.
+/// * Under a paused clock, `tokio::time::advance` is no lag: `advancing_a_paused_clock_is_not_lag`.
+/// * Threads that come and go leave one monitor task per runtime, not one per thread:
+///   `threads_that_come_and_go_leave_one_monitor_task`.
+/// * Durations too long for nanoseconds in a `u64` saturate instead of wrapping or panicking:
+///   `settings_at_their_extremes_neither_panic_nor_wrap`.
 pub use resilient_macros::too_busy;
 
 /// Raced retries under one deadline (proposed for Zalando's perron client): a retry does not

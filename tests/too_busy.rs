@@ -13,7 +13,7 @@
 //! `busy::lag()` and `busy::on_lag` are process-wide (the highest lag of every monitor; callbacks
 //! run by every monitor) while this binary's tests run in parallel: the tests that read the lag
 //! take [`serial`], and callbacks keep only what the test's own thread reports. A guarded call sees
-//! the monitor of its own thread only, so the other tests cannot refuse each other's calls.
+//! the monitor of its own runtime only, so the other tests cannot refuse each other's calls.
 
 use std::future::Future;
 use std::pin::{pin, Pin};
@@ -166,10 +166,10 @@ async fn on_a_free_worker() -> Result<ThreadId, Rejected> {
 /// A multi-thread runtime with two workers, one blocked for 1.2 s: a caller on the other worker
 /// keeps being accepted all along.
 ///
-/// Observed (and printed): although each worker has a monitor (started by a guarded call on it),
-/// `busy::lag()` stays at 1-3 ms during the block. The monitor tasks are not pinned to the worker
-/// that started them: the free worker drives the timer and runs whichever monitor's timer fires,
-/// so none sees the blocked worker's lag. That does not matter for shedding here (no call can
+/// Observed (and printed): although a guarded call ran on the blocked worker, `busy::lag()` stays
+/// at 1-3 ms during the block. The runtime's monitor task is not pinned to the worker whose call
+/// started it: the free worker drives the timer and runs the monitor when its timer fires, so it
+/// does not see the blocked worker's lag. That does not matter for shedding here (no call can
 /// start on a blocked worker), but `lag()` does not show a single blocked worker.
 #[test]
 fn a_blocked_worker_does_not_refuse_calls_on_the_free_one() {
@@ -180,7 +180,7 @@ fn a_blocked_worker_does_not_refuse_calls_on_the_free_one() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        // Guarded calls on both workers start a monitor for each; let them sample a while.
+        // Guarded calls on both workers (they share the runtime's monitor); let it sample a while.
         let mut workers = std::collections::HashSet::new();
         for _ in 0..50 {
             let calls: Vec<_> = (0..8)
@@ -205,7 +205,7 @@ fn a_blocked_worker_does_not_refuse_calls_on_the_free_one() {
         );
         sleep(ms(250)).await;
 
-        // A guarded call on the worker about to be blocked (it has a monitor), then the block.
+        // A guarded call on the worker about to be blocked, then the block.
         let (blocked_tx, blocked_rx) = oneshot::channel();
         let blocker = tokio::spawn(async move {
             let worker = on_a_free_worker().await.unwrap();
@@ -244,7 +244,7 @@ fn a_blocked_worker_does_not_refuse_calls_on_the_free_one() {
             "a call ran on the blocked worker"
         );
         eprintln!(
-            "multi-thread, one worker (with its own monitor) blocked 1.2 s: {} calls on the \
+            "multi-thread, one worker (which ran a guarded call) blocked 1.2 s: {} calls on the \
              free worker, all accepted; peak busy::lag() {peak_lag:?} during the block, \
              {lag_after:?} just after it",
             results.len()

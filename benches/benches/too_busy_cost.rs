@@ -17,8 +17,8 @@
 //! by [`block_on`], a tiny loop on the calling thread, one fresh future per call, on plain OS
 //! threads pinned to their own CPUs, with the stack shifted between rounds.
 //!
-//! One difference: the lag signal needs a tokio runtime. The guard reads the lag that this
-//! thread's monitor keeps, and starts that monitor on the caller's runtime the first time; with no
+//! One difference: the lag signal needs a tokio runtime. The guard reads the lag that the
+//! runtime's monitor keeps, and starts that monitor on the caller's runtime the first time; with no
 //! runtime there is no monitor, and every call would try (and fail) to start one, which is not the
 //! path a server takes. So each worker thread builds a current-thread runtime (time driver on)
 //! and runs its calls inside that runtime's `block_on`: the runtime's context is entered, the
@@ -152,7 +152,7 @@ static LAG_SAMPLES: AtomicU64 = AtomicU64::new(0);
 fn sample(contender: fn(u64), threads: usize, round: usize) -> (f64, u64) {
     sample_threads(threads, round, SAMPLE, |timing| {
         current_thread_runtime().block_on(async {
-            contender(CHUNK); // warm up; starts this thread's monitor
+            contender(CHUNK); // warm up; starts this runtime's monitor
             tokio::task::yield_now().await;
             timing
                 .timed_async(CHUNK, || async {

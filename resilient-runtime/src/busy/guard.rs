@@ -12,7 +12,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
-use super::monitor::{current_lag_ns, note_max_lag, MAX_LAG_NS};
+use super::monitor::{current_lag_ns, nanos, note_max_lag, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::rejected::{BusySignal, Reason, Rejected};
 
@@ -61,6 +61,9 @@ pub struct TooBusy {
     max_lag: Option<Duration>,
     max_in_flight: u32,
     max_latency: Option<Duration>,
+    /// `max_lag` and `max_latency` in ns (at most `u64::MAX`: 584 years), as calls compare them.
+    max_lag_ns: Option<u64>,
+    max_latency_ns: Option<u64>,
     /// What calls write, on cache lines of its own: the settings above are read by every call
     /// on every thread and should not share a line with counters that other threads write.
     counters: Counters,
@@ -91,6 +94,8 @@ impl TooBusy {
             max_lag: None,
             max_in_flight: 0,
             max_latency: None,
+            max_lag_ns: None,
+            max_latency_ns: None,
             counters: Counters {
                 in_flight: AtomicU32::new(0),
                 latency_ns: AtomicU64::new(0),
@@ -104,6 +109,7 @@ impl TooBusy {
     /// `(lag - max_lag) / max_lag`, so always at twice `max_lag`.
     pub const fn max_lag(mut self, max_lag: Duration) -> Self {
         self.max_lag = Some(max_lag);
+        self.max_lag_ns = Some(nanos(max_lag));
         self
     }
 
@@ -116,6 +122,7 @@ impl TooBusy {
     /// Refuses calls while the mean latency of recent calls is above `max_latency`.
     pub const fn max_latency(mut self, max_latency: Duration) -> Self {
         self.max_latency = Some(max_latency);
+        self.max_latency_ns = Some(nanos(max_latency));
         self
     }
 
@@ -135,17 +142,21 @@ impl TooBusy {
     }
 
     /// Runs `body` unless a signal refuses it; a refused call returns `R::refused(Rejected)` at
-    /// once, without running the body.
+    /// once, without running the body. An admitted call holds its `max_in_flight` slot until it
+    /// completes or, dropped before (cancelled, or its body panicked), until its body has been
+    /// dropped; either way the time it ran counts toward `max_latency`.
     pub fn call<F>(&'static self, body: F) -> BusyCall<F, F::Output>
     where
         F: Future,
         F::Output: Refuse,
     {
         BusyCall {
-            guard: self,
-            stage: Stage::New,
             refuse: <F::Output as Refuse>::refused,
             body,
+            admission: Admission {
+                guard: self,
+                stage: Stage::New,
+            },
         }
     }
 
@@ -155,11 +166,11 @@ impl TooBusy {
     #[inline(always)]
     fn admit(&self) -> Result<Option<Instant>, Rejected> {
         let lag_ns = current_lag_ns();
-        let max_lag_ns = match self.max_lag {
-            Some(max_lag) => {
+        let max_lag_ns = match self.max_lag_ns {
+            Some(max_lag_ns) => {
                 // The monitor caps samples at twice the largest `max_lag` in use.
-                note_max_lag(max_lag);
-                max_lag.as_nanos() as u64
+                note_max_lag(max_lag_ns);
+                max_lag_ns
             }
             None => MAX_LAG_NS.load(Relaxed),
         };
@@ -187,9 +198,9 @@ impl TooBusy {
                 return Err(self.refuse(BusySignal::Lag { lag, max_lag }));
             }
         }
-        if let Some(max_latency) = self.max_latency {
+        if let (Some(max_latency), Some(max_latency_ns)) = (self.max_latency, self.max_latency_ns) {
             let mean = self.counters.latency_ns.load(Relaxed);
-            if mean > max_latency.as_nanos() as u64 {
+            if mean > max_latency_ns {
                 let fresh = self
                     .elapsed_ns()
                     .saturating_sub(self.counters.latency_at.load(Relaxed))
@@ -213,12 +224,22 @@ impl TooBusy {
         Ok(self.max_latency.map(|_| Instant::now()))
     }
 
+    /// A call admitted at `start` (see `admit`) is over: it completed, or was dropped (cancelled,
+    /// or its body panicked) after its body was dropped. Gives its slot back, and counts the time
+    /// it ran toward `max_latency`.
     #[inline(always)]
     fn done(&self, start: Option<Instant>) {
         if self.max_in_flight == 0 && start.is_none() {
             return;
         }
         self.record(start);
+    }
+
+    /// `done` for a call dropped while running.
+    #[cold]
+    #[inline(never)]
+    fn abandoned(&self, start: Option<Instant>) {
+        self.done(start);
     }
 
     fn record(&self, start: Option<Instant>) {
@@ -228,7 +249,7 @@ impl TooBusy {
         if let Some(start) = start {
             // One clock read for both the sample and its time.
             let at = Instant::now();
-            let sample = at.saturating_duration_since(start).as_nanos() as f64;
+            let sample = nanos(at.saturating_duration_since(start)) as f64;
             let mean = self.counters.latency_ns.load(Relaxed) as f64;
             let now = self.since_base(at).max(1);
             let last = self.counters.latency_at.load(Relaxed);
@@ -253,7 +274,7 @@ impl TooBusy {
     /// `at` in ns since the guard's first measurement.
     fn since_base(&self, at: Instant) -> u64 {
         let base = *self.base.get_or_init(|| at);
-        at.saturating_duration_since(base).as_nanos() as u64
+        nanos(at.saturating_duration_since(base))
     }
 
     #[cold]
@@ -304,32 +325,51 @@ fn random() -> f64 {
 #[derive(Copy, Clone, Debug)]
 enum Stage {
     New,
+    /// Admitted (at the instant given when latency is measured), its slot held.
     Running(Option<Instant>),
     Done,
+}
+
+/// A call's place in its guard: what it holds while its body runs.
+struct Admission {
+    guard: &'static TooBusy,
+    stage: Stage,
+}
+
+impl Admission {
+    /// The call completed.
+    #[inline(always)]
+    fn finish(&mut self) {
+        if let Stage::Running(start) = self.stage {
+            self.stage = Stage::Done;
+            self.guard.done(start);
+        }
+    }
+}
+
+impl Drop for Admission {
+    /// A call dropped while running (cancelled, or its body panicked) counts as over from here.
+    // Small and inlined into every call's drop glue, where it folds away for a call that
+    // completed or was never admitted.
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Stage::Running(start) = self.stage {
+            self.guard.abandoned(start);
+        }
+    }
 }
 
 pin_project! {
     /// The future of a call through a [`TooBusy`] guard.
     #[must_use = "futures do nothing unless polled"]
     pub struct BusyCall<F, O> {
-        guard: &'static TooBusy,
-        stage: Stage,
         // `O::refused`, taken where the call is made (and its bound checked, once).
         refuse: fn(Rejected) -> O,
         #[pin]
         body: F,
-    }
-
-    impl<F, O> PinnedDrop for BusyCall<F, O> {
-        fn drop(this: Pin<&mut Self>) {
-            // A call dropped before it finished still leaves the in-flight count.
-            let this = this.project();
-            if let Stage::Running(_) = this.stage {
-                if this.guard.max_in_flight > 0 {
-                    this.guard.counters.in_flight.fetch_sub(1, Relaxed);
-                }
-            }
-        }
+        // After `body`: fields are dropped in declaration order, so a call dropped while its body
+        // runs gives its slot back (and counts its time) only once the body is gone.
+        admission: Admission,
     }
 }
 
@@ -342,23 +382,19 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
         let this = self.project();
-        let start = match *this.stage {
-            Stage::Running(start) => start,
-            Stage::New => match this.guard.admit() {
-                Ok(start) => {
-                    *this.stage = Stage::Running(start);
-                    start
-                }
+        match this.admission.stage {
+            Stage::Running(_) => {}
+            Stage::New => match this.admission.guard.admit() {
+                Ok(start) => this.admission.stage = Stage::Running(start),
                 Err(rejected) => {
-                    *this.stage = Stage::Done;
+                    this.admission.stage = Stage::Done;
                     return Poll::Ready((this.refuse)(rejected));
                 }
             },
             Stage::Done => panic!("a `#[too_busy]` call was polled after it completed"),
-        };
+        }
         let output = std::task::ready!(this.body.poll(cx));
-        *this.stage = Stage::Done;
-        this.guard.done(start);
+        this.admission.finish();
         Poll::Ready(output)
     }
 }
@@ -366,8 +402,8 @@ where
 impl<F, O> fmt::Debug for BusyCall<F, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BusyCall")
-            .field("guard", &self.guard.name)
-            .field("stage", &self.stage)
+            .field("guard", &self.admission.guard.name)
+            .field("stage", &self.admission.stage)
             .finish_non_exhaustive()
     }
 }

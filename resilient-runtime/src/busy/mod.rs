@@ -2,8 +2,8 @@
 //! event loop, plus the signals its users asked for: a cap on calls in flight and the recent mean
 //! latency.
 //!
-//! * A monitor task on the caller's runtime (started by the first guarded call, gone with its
-//!   runtime; each worker thread that runs guarded calls adds a probe) sleeps [`interval`] (10 ms
+//! * A monitor task on the caller's runtime (one per runtime, whatever threads make the calls;
+//!   started by the first guarded call, gone with its runtime) sleeps [`interval`] (10 ms
 //!   by default), measures how late it woke, and smooths the samples with [`Smoothing`]:
 //!   toobusy-js's exponential smoothing (factor 1/3), by default with the fix of toobusy-js PR #17:
 //!   samples capped at `2 * max_lag` (the largest `max_lag` in use) and the inverse factor while
@@ -23,6 +23,55 @@
 //! * [`lag`] reads the current lag; [`on_lag`] registers a callback for lag above a threshold
 //!   (toobusy-js's `onLag`). Lag crossings and refusals are `tracing` events (target
 //!   `resilient::too_busy`).
+//!
+//! # Guarantees
+//!
+//! Whatever user code does, the guards and the monitors stay consistent. Each line names the test
+//! that proves it (in `tests/too_busy_guarantees.rs` unless another file is named).
+//!
+//! * **A body that panics.** Its `max_in_flight` slot comes back once the call has been dropped
+//!   (by the task or caller that caught the panic), and the time it ran counts toward
+//!   `max_latency` as any call's does:
+//!   `a_panicking_body_gives_its_slot_back_once_dropped_and_counts_toward_max_latency`.
+//! * **A call dropped while it runs** (a timeout, a `select!`, an aborted task, a client gone).
+//!   Its slot comes back only after its body has been dropped, so no more than `max_in_flight`
+//!   bodies exist at once even while one's destructor runs:
+//!   `a_cancelled_call_keeps_its_slot_until_its_body_is_dropped`. The time it ran counts toward
+//!   `max_latency`, so a dependency so slow that callers give up is shed:
+//!   `abandoned_calls_count_toward_max_latency`. A call dropped before its first poll took no
+//!   slot: `max_in_flight_is_released_when_a_call_is_cancelled` (`tests/too_busy.rs`).
+//! * **A runtime without a time driver** (built without `enable_time`). The lag signal is off on
+//!   that runtime, said once by a `tracing` warning (target `resilient::too_busy`), and
+//!   `max_in_flight` and `max_latency` work as anywhere:
+//!   `a_runtime_without_timers_stands_the_lag_signal_down_once_and_keeps_the_others`. tokio has
+//!   no way to ask whether a runtime has timers, and creating one on such a runtime panics
+//!   ("timers are disabled"): the runtime's monitor creates one once and catches that panic, so
+//!   the panic hook reports it once per runtime. Under `panic = "abort"` that panic cannot be
+//!   caught: the first guarded call on such a runtime starts the monitor, whose first poll ends
+//!   the process with tokio's message; build the runtimes that run guarded calls with
+//!   `enable_time()` (or `enable_all()`).
+//! * **An `on_lag` callback that panics.** The panic is caught and reported once per callback
+//!   (a `tracing` error); the monitor carries on with its smoothed lag, so shedding stays on:
+//!   `a_panicking_on_lag_callback_leaves_shedding_on`. A `tracing` subscriber that panics does not
+//!   end the monitor either, and a refusal whose event panics in the caller keeps no slot:
+//!   `a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot`. (Under
+//!   `panic = "abort"` these panics end the process, as any panic does.)
+//! * **A paused clock** (`tokio::time::pause`). `advance` and auto-advance are no lag: a timer
+//!   counts as late only as far as the wall clock also passed. A runtime that really stalls while
+//!   its clock is paused shows no lag either, since tokio's time stands still meanwhile:
+//!   `advancing_a_paused_clock_is_not_lag`.
+//! * **Threads that come and go** (short-lived threads in `Handle::block_on`, `spawn_blocking`
+//!   threads, workers that replace one in `block_in_place`). A runtime has one monitor task,
+//!   whatever threads make its guarded calls: `threads_that_come_and_go_leave_one_monitor_task`.
+//!   A runtime's monitor retires when it shuts down and is reused by the next, so there are never
+//!   more monitors than runtimes alive at once:
+//!   `runtimes_that_come_and_go_reuse_retired_monitors` (`busy::monitor`'s unit tests).
+//! * **Settings at their extremes.** A `max_lag` or `max_latency` beyond `u64::MAX` nanoseconds
+//!   (584 years) is as good as infinite (it does not wrap), and an [`interval`] of
+//!   `Duration::MAX` panics nowhere: `settings_at_their_extremes_neither_panic_nor_wrap`. A
+//!   `Retry-After` of centuries is `u64::MAX` seconds (the `axum` feature):
+//!   `a_retry_after_of_centuries_is_the_largest_header_not_an_overflow` (`busy::axum`'s unit
+//!   tests).
 
 #[cfg(feature = "axum")]
 mod axum;
