@@ -12,6 +12,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
+use super::in_flight;
 use super::monitor::{current_lag_ns, nanos, note_max_lag, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::rejected::{BusySignal, Reason, Rejected};
@@ -213,10 +214,8 @@ impl TooBusy {
                 }
             }
         }
-        if self.max_in_flight > 0
-            && self.counters.in_flight.fetch_add(1, Relaxed) >= self.max_in_flight
+        if self.max_in_flight > 0 && !in_flight::take(&self.counters.in_flight, self.max_in_flight)
         {
-            self.counters.in_flight.fetch_sub(1, Relaxed);
             return Err(self.refuse(BusySignal::InFlight {
                 limit: self.max_in_flight,
             }));
@@ -244,7 +243,7 @@ impl TooBusy {
 
     fn record(&self, start: Option<Instant>) {
         if self.max_in_flight > 0 {
-            self.counters.in_flight.fetch_sub(1, Relaxed);
+            in_flight::give_back(&self.counters.in_flight);
         }
         if let Some(start) = start {
             // One clock read for both the sample and its time.

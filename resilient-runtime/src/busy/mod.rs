@@ -76,6 +76,9 @@
 #[cfg(feature = "axum")]
 mod axum;
 mod guard;
+mod in_flight;
+#[cfg(all(test, resilient_loom))]
+mod loom;
 mod monitor;
 mod rules;
 
