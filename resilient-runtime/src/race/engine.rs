@@ -279,14 +279,24 @@ where
 {
     type Output = Result<T, E>;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let busy = self.as_mut().project().busy;
+        let this = self.as_mut().project();
         assert!(
-            *busy == IDLE,
+            *this.busy == IDLE,
             "a raced call was polled again after it panicked"
         );
-        *busy = ENGINE;
-        let poll = self.as_mut().race(cx);
+        let mut first_polled = false;
+        if !*this.begun {
+            // The common case, inline: attempt 1 answers at once.
+            match self.as_mut().begin(cx) {
+                Poll::Ready(Ok(value)) => return Poll::Ready(Ok(value)),
+                Poll::Ready(Err(error)) => *self.as_mut().project().early = Some(error),
+                Poll::Pending => first_polled = true,
+            }
+        }
+        *self.as_mut().project().busy = ENGINE;
+        let poll = self.as_mut().race(cx, first_polled);
         *self.project().busy = IDLE;
         poll
     }
@@ -299,54 +309,63 @@ where
     E: FromRejected,
     P: Retryable<E>,
 {
-    fn race(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
+    /// The first poll: attempt 1 runs at once. The clock is read only if attempts are reported or
+    /// recorded, or once attempt 1 has to wait: a call answered without waiting reads no clock and
+    /// allocates nothing. Returns attempt 1's poll; an error is left to `race`, which judges it.
+    #[inline(always)]
+    fn begin(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
         let mut this = self.project();
         let policy: &'static RaceRetry = this.policy;
-        let mut first_polled = false;
-        if !*this.begun {
-            // The first poll: attempt 1 runs at once. The clock is read only if attempts are
-            // reported or recorded, or once attempt 1 has to wait: a call answered without
-            // waiting reads no clock and allocates nothing.
-            *this.begun = true;
-            policy.register();
-            policy.budget.deposit();
-            *this.record = sampled(policy);
-            if *this.record || reporting() {
-                *this.start = Some(Instant::now());
-            }
-            *this.launched = 1;
-            *this.busy = 1;
-            this.first.set(Some((this.make)()));
-            *this.running = 1;
-            let poll = this
-                .first
-                .as_mut()
-                .as_pin_mut()
-                .expect("set above")
-                .poll(cx);
-            if poll.is_ready() {
-                *this.running = 0;
-                this.first.set(None);
-            }
-            *this.busy = ENGINE;
-            match poll {
-                Poll::Ready(Ok(value)) => {
-                    if let Some(start) = *this.start {
-                        let reports = Reports {
-                            policy,
-                            record: *this.record,
-                            start,
-                        };
-                        reports.ended(1, start, Instant::now(), Outcome::Won);
-                    }
-                    return Poll::Ready(Ok(value));
-                }
-                Poll::Ready(Err(error)) => *this.early = Some(error),
-                Poll::Pending => first_polled = true,
-            }
-            let start = *this.start.get_or_insert_with(Instant::now);
-            *this.next_at = (policy.retries() > 0).then(|| at(start, policy.after()));
+        *this.begun = true;
+        policy.register();
+        policy.budget.deposit();
+        *this.record = sampled(policy);
+        if *this.record || reporting() {
+            *this.start = Some(Instant::now());
         }
+        *this.launched = 1;
+        *this.busy = 1;
+        this.first.set(Some((this.make)()));
+        *this.running = 1;
+        let poll = this
+            .first
+            .as_mut()
+            .as_pin_mut()
+            .expect("set above")
+            .poll(cx);
+        if poll.is_ready() {
+            *this.running = 0;
+            this.first.set(None);
+        }
+        *this.busy = IDLE;
+        match &poll {
+            Poll::Ready(Ok(_)) => {
+                if let Some(start) = *this.start {
+                    let reports = Reports {
+                        policy,
+                        record: *this.record,
+                        start,
+                    };
+                    reports.ended(1, start, Instant::now(), Outcome::Won);
+                }
+                return poll;
+            }
+            Poll::Ready(Err(_)) | Poll::Pending => {}
+        }
+        let start = *this.start.get_or_insert_with(Instant::now);
+        *this.next_at = (policy.retries() > 0).then(|| at(start, policy.after()));
+        poll
+    }
+
+    /// Every poll after attempt 1's first (`first_polled`: attempt 1 was just polled by `begin`).
+    #[inline(never)]
+    fn race(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut first_polled: bool,
+    ) -> Poll<Result<T, E>> {
+        let mut this = self.project();
+        let policy: &'static RaceRetry = this.policy;
         let start = this.start.expect("set at the first poll");
         let reports = Reports {
             policy,
