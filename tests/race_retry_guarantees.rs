@@ -974,3 +974,22 @@ async fn a_raced_call_spawns_no_task() {
     assert_eq!(answer.unwrap(), 3);
     assert_eq!((during, metrics.num_alive_tasks()), (alive, alive));
 }
+
+#[race_retry(retries = 2, after = "20ms", total = "1s")]
+async fn panicky_on_workers(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+/// The same on a multi-thread runtime, in real time: the call's task panics with attempt 2's
+/// panic, attempt 1 is dropped with it, and the fn's next call (on another worker, maybe) runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_multi_thread_runtime_a_panicking_attempt_ends_the_call_and_drops_the_others() {
+    let script = Script::leaked(&[Hang, Panic(5)]);
+    let error = tokio::spawn(panicky_on_workers(script)).await.unwrap_err();
+    assert_eq!(message(error.into_panic()), "attempt 2 panics");
+    assert_eq!((script.made(), script.live()), (2, 0));
+    let script = Script::leaked(&[Fail(0), Answer(1)]);
+    let answer = tokio::spawn(panicky_on_workers(script)).await.unwrap();
+    assert_eq!(answer.unwrap(), 2);
+    assert_eq!(script.live(), 0);
+}
