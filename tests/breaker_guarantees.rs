@@ -233,40 +233,12 @@ async fn a_keyed_breaker_with_calls_in_flight_is_not_evicted(rt: &str) {
 // ---------------------------------------------------------------------------------------------
 // Scenarios that need a runtime of their own.
 
-/// A tracing subscriber that panics on the `open -> half-open` event, and counts events.
-struct PanicsOnHalfOpen(AtomicUsize);
-
-impl tracing::Subscriber for PanicsOnHalfOpen {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        struct Message(bool);
-        impl tracing::field::Visit for Message {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" && format!("{value:?}").contains("half-open") {
-                    self.0 = true;
-                }
-            }
-        }
-        let mut message = Message(false);
-        event.record(&mut message);
-        if message.0 && self.0.fetch_add(1, Ordering::SeqCst) == 0 {
-            panic!("tracing layer panics on open -> half-open");
-        }
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 #[test]
 fn a_tracing_layer_that_panics_on_half_open_takes_no_probe_slot() {
-    let layer = Arc::new(PanicsOnHalfOpen(AtomicUsize::new(0)));
+    // Panics on the first `open -> half-open` event.
+    let layer = Arc::new(support::PanickingSubscriber::new(|event, before| {
+        before == 0 && support::message(event).contains("half-open")
+    }));
     let _default = tracing::subscriber::set_default(layer.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -277,8 +249,9 @@ fn a_tracing_layer_that_panics_on_half_open_takes_no_probe_slot() {
         let b = fragile("guarantees.tracing_layer");
         open_then_wait(&b).await;
         assert_eq!(succeed(&b).await.unwrap(), 7, "the probe ran");
-        assert!(
-            layer.0.load(Ordering::SeqCst) >= 1,
+        assert_eq!(
+            layer.picked.load(Ordering::SeqCst),
+            1,
             "the layer saw the change"
         );
         assert_eq!(b.state(), State::Closed);

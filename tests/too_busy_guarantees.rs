@@ -397,27 +397,6 @@ fn a_panicking_on_lag_callback_leaves_shedding_on() {
     assert!(reports[0].contains("resilient::too_busy"), "{}", reports[0]);
 }
 
-/// A `tracing` subscriber with a bug: it panics on every event of `resilient::too_busy`.
-struct PanicsOnEvents;
-
-impl tracing::Subscriber for PanicsOnEvents {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        if event.metadata().target() == "resilient::too_busy" {
-            panic!("expected: a bug in a subscriber");
-        }
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 static CAPPED: TooBusy = TooBusy::new("capped").max_in_flight(1);
 
 /// A subscriber that panics on every event: the monitor, whose every sample is an event, keeps
@@ -429,7 +408,11 @@ fn a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot() {
     let _restore = DefaultInterval;
     timer_panics(); // keeps the expected panics off stderr
     busy::set_interval(ms(100));
-    tracing::subscriber::with_default(PanicsOnEvents, || {
+    // A subscriber that panics on every event of `resilient::too_busy`.
+    let panics = support::PanickingSubscriber::new(|event, _| {
+        event.metadata().target() == "resilient::too_busy"
+    });
+    tracing::subscriber::with_default(panics, || {
         current_thread().block_on(async {
             watched().await.unwrap(); // starts the monitor
             sleep(ms(250)).await; // samples, each an event that panics

@@ -56,3 +56,55 @@ impl std::io::Write for Captured {
         Ok(())
     }
 }
+
+/// A `tracing` subscriber with a bug: it panics on the events that `panics_on` picks (given the
+/// event and how many it picked before), and counts those it picked.
+pub struct PanickingSubscriber {
+    panics_on: fn(&tracing::Event<'_>, usize) -> bool,
+    pub picked: std::sync::atomic::AtomicUsize,
+}
+
+impl PanickingSubscriber {
+    pub fn new(panics_on: fn(&tracing::Event<'_>, usize) -> bool) -> Self {
+        PanickingSubscriber {
+            panics_on,
+            picked: Default::default(),
+        }
+    }
+}
+
+impl tracing::Subscriber for PanickingSubscriber {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let before = self.picked.load(std::sync::atomic::Ordering::SeqCst);
+        if (self.panics_on)(event, before) {
+            self.picked
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            panic!("expected: a bug in a tracing subscriber");
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// The event's message, as text.
+pub fn message(event: &tracing::Event<'_>) -> String {
+    struct Message(String);
+    impl tracing::field::Visit for Message {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+    let mut message = Message(String::new());
+    event.record(&mut message);
+    message.0
+}
