@@ -129,14 +129,25 @@ pub use resilient_macros::breaker;
 ///
 /// | argument | meaning | default |
 /// |---|---|---|
-/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it) | `resilient::busy::max_lag()`, 70 ms |
-/// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | none |
-/// | `max_latency = "200ms"` | refuse while this fn's recent mean latency is above it | none |
+/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it) | `resilient::busy::max_lag()`, 70 ms, when no signal is named |
+/// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | off |
+/// | `max_latency = "200ms"` | refuse while this fn's recent mean latency is above it | off |
 /// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
 ///
-/// Signals combine: a call is refused when any of them says so, at once (no queueing), with a
-/// [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts by
-/// itself on the caller's tokio runtime; configure it from code with `resilient::busy`.
+/// A signal is on when it is named:
+///
+/// | attribute | lag | in flight | latency |
+/// |---|---|---|---|
+/// | `#[too_busy]` | on, 70 ms | off | off |
+/// | `#[too_busy(max_lag = "20ms")]` | on, 20 ms | off | off |
+/// | `#[too_busy(max_in_flight = 100)]` | off | on | off |
+/// | `#[too_busy(max_latency = "200ms")]` | off | off | on |
+/// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | on | on | off |
+///
+/// Named signals combine: a call is refused when any of them says so, at once (no queueing),
+/// with a [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts
+/// by itself on the caller's tokio runtime (only for guards that check lag); configure it from
+/// code with `resilient::busy`.
 ///
 /// The fn returns `Result<T, E>` with `E: From<Rejected>`; with the `axum` feature it may also
 /// return `axum::response::Response` or `impl IntoResponse`, and a refusal is a

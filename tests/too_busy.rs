@@ -767,7 +767,7 @@ fn on_lag_fires_when_the_lag_passes_its_threshold() {
     });
 }
 
-#[too_busy(max_in_flight = 1)]
+#[too_busy(max_in_flight = 1, max_lag = "70ms")]
 async fn traced(release: Option<oneshot::Receiver<()>>) -> Result<(), Rejected> {
     if let Some(release) = release {
         let _ = release.await;
@@ -937,4 +937,81 @@ struct NoWake;
 
 impl Wake for NoWake {
     fn wake(self: Arc<Self>) {}
+}
+
+// ---------------------------------------------------------------------------------------------
+// A signal is on when it is named
+
+#[too_busy]
+async fn bare() -> Result<(), Rejected> {
+    Ok(())
+}
+
+#[too_busy(max_in_flight = 100)]
+async fn in_flight_alone() -> Result<(), Rejected> {
+    Ok(())
+}
+
+#[too_busy(max_latency = "1s")]
+async fn latency_alone() -> Result<(), Rejected> {
+    Ok(())
+}
+
+#[too_busy(max_in_flight = 100, max_lag = "20ms")]
+async fn in_flight_and_lag() -> Result<(), Rejected> {
+    Ok(())
+}
+
+/// On a runtime that keeps stalling, a bare guard (lag with its defaults) and one that names
+/// `max_lag` beside `max_in_flight` refuse for lag; guards that name only `max_in_flight` or only
+/// `max_latency` never look at the lag.
+#[test]
+fn a_signal_is_on_when_it_is_named() {
+    let _serial = serial();
+    current_thread().block_on(async {
+        for _ in 0..5 {
+            bare().await.unwrap();
+            in_flight_and_lag().await.unwrap();
+            sleep(ms(10)).await;
+        }
+        let (mut bare_refused, mut both_refused) = (0, 0);
+        for _ in 0..30 {
+            // The runtime stays behind: the monitor gets to sample between stalls, late every time.
+            stall(ms(100));
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            for _ in 0..5 {
+                if let Err(rejected) = bare().await {
+                    assert_lag_refusal(&rejected, "bare", "70ms");
+                    bare_refused += 1;
+                }
+                if let Err(rejected) = in_flight_and_lag().await {
+                    assert_lag_refusal(&rejected, "in_flight_and_lag", "20ms");
+                    both_refused += 1;
+                }
+                in_flight_alone()
+                    .await
+                    .expect("`max_in_flight` alone refused a call for lag");
+                latency_alone()
+                    .await
+                    .expect("`max_latency` alone refused a call for lag");
+            }
+        }
+        // The lag settles near 90 ms: a bare guard (max_lag 70 ms) refuses about 29% of calls,
+        // one with max_lag 20 ms all of them once the lag is past 40 ms.
+        assert!(
+            busy::lag() > ms(70),
+            "the runtime did not lag: {:?}",
+            busy::lag()
+        );
+        assert!(
+            bare_refused >= 10,
+            "bare #[too_busy] refused {bare_refused} of 150"
+        );
+        assert!(
+            both_refused >= 100,
+            "max_lag beside max_in_flight refused {both_refused} of 150"
+        );
+    });
 }

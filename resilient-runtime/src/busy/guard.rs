@@ -87,8 +87,10 @@ const LATENCY_HORIZON: Duration = Duration::from_secs(1);
 const LATENCY_WEIGHT: f64 = 0.2;
 
 impl TooBusy {
-    /// A guard called `name` (used in messages and events) that checks the runtime's lag against
-    /// the default `max_lag` ([`set_max_lag`](super::set_max_lag), 70 ms unless changed).
+    /// A guard called `name` (used in messages and events). A signal is on when it is named: with
+    /// none named, the guard checks the runtime's lag against the default `max_lag`
+    /// ([`set_max_lag`](super::set_max_lag), 70 ms unless changed); naming `max_in_flight` or
+    /// `max_latency` turns that default off, and naming `max_lag` turns lag on beside them.
     pub const fn new(name: &'static str) -> Self {
         TooBusy {
             name,
@@ -107,20 +109,22 @@ impl TooBusy {
     }
 
     /// Refuses calls when the runtime's smoothed lag passes `max_lag`: with probability
-    /// `(lag - max_lag) / max_lag`, so always at twice `max_lag`.
+    /// `(lag - max_lag) / max_lag`, so always at twice `max_lag`. On beside any other signal.
     pub const fn max_lag(mut self, max_lag: Duration) -> Self {
         self.max_lag = Some(max_lag);
         self.max_lag_ns = Some(nanos(max_lag));
         self
     }
 
-    /// Refuses a call when `limit` calls are already in flight (0: no limit).
+    /// Refuses a call when `limit` calls are already in flight (0: no limit). Without
+    /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
     pub const fn max_in_flight(mut self, limit: u32) -> Self {
         self.max_in_flight = limit;
         self
     }
 
-    /// Refuses calls while the mean latency of recent calls is above `max_latency`.
+    /// Refuses calls while the mean latency of recent calls is above `max_latency`. Without
+    /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
     pub const fn max_latency(mut self, max_latency: Duration) -> Self {
         self.max_latency = Some(max_latency);
         self.max_latency_ns = Some(nanos(max_latency));
@@ -162,10 +166,15 @@ impl TooBusy {
     }
 
     /// The entry check: `Ok(start)` admits the call (`start` is set when latency is measured).
-    /// The common case (lag at most `max_lag`, no other signal configured) is a few loads and
+    /// The common case (the lag signal alone, lag at most `max_lag`) is a few loads and
     /// compares, inlined; everything else is in `admit_slow`.
     #[inline(always)]
     fn admit(&self) -> Result<Option<Instant>, Rejected> {
+        let lag_alone = self.max_in_flight == 0 && self.max_latency_ns.is_none();
+        if !lag_alone && self.max_lag_ns.is_none() {
+            // Other signals named, lag not: the runtime's lag is not looked at.
+            return self.admit_slow(None, 0);
+        }
         let lag_ns = current_lag_ns();
         let max_lag_ns = match self.max_lag_ns {
             Some(max_lag_ns) => {
@@ -175,10 +184,7 @@ impl TooBusy {
             }
             None => MAX_LAG_NS.load(Relaxed),
         };
-        if lag_ns.is_none_or(|lag| lag <= max_lag_ns)
-            && self.max_in_flight == 0
-            && self.max_latency.is_none()
-        {
+        if lag_alone && lag_ns.is_none_or(|lag| lag <= max_lag_ns) {
             return Ok(None);
         }
         self.admit_slow(lag_ns, max_lag_ns)

@@ -19,7 +19,9 @@
 //! * A guarded call is refused with probability [`shed_probability`]`(lag, max_lag)`: 0 at
 //!   `max_lag` (70 ms by default), 1 at twice it; or when `max_in_flight` calls are running; or
 //!   while recent calls took longer than `max_latency` on average. Refusals are immediate (no
-//!   queueing) and say which signal refused.
+//!   queueing) and say which signal refused. A signal is on when it is named: a guard with none
+//!   checks the lag with the default `max_lag`; one with `max_in_flight` or `max_latency` checks
+//!   the lag only when `max_lag` is named too (and starts no monitor otherwise).
 //! * [`lag`] reads the current lag; [`on_lag`] registers a callback for lag above a threshold
 //!   (toobusy-js's `onLag`). Lag crossings and refusals are `tracing` events (target
 //!   `resilient::too_busy`).
