@@ -514,9 +514,11 @@ impl From<Rejected> for AppError {
 }
 
 /// A refusal is `503 Service Unavailable`, with a `Retry-After` header (the refusal's own hint when
-/// it has one, else 1 s) and the refusal's message as the body. With the `axum` feature, `Rejected`
-/// is itself an `IntoResponse` that does exactly this, and guarded handlers may also return
-/// `impl IntoResponse`; the tour runs without features, so it spells it out.
+/// it has one, else 1 s) and a body that tells the client only that and when to retry: the
+/// refusal's message names the function (and for a breaker its key or host), which is for the
+/// server's log. With the `axum` feature, `Rejected` is itself an `IntoResponse` that does exactly
+/// this (`resilient::http`), and guarded handlers may also return `impl IntoResponse`; the tour
+/// runs without features, so it spells it out.
 impl axum::response::IntoResponse for AppError {
     fn into_response(self) -> axum::response::Response {
         let AppError(rejected) = self;
@@ -524,13 +526,23 @@ impl axum::response::IntoResponse for AppError {
             .retry_after()
             .map_or(1, |hint| hint.as_secs_f64().ceil() as u64)
             .max(1);
+        SERVER_LOG.lock().unwrap().push(rejected.to_string());
+        let s = if seconds == 1 { "" } else { "s" };
         (
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             [(axum::http::header::RETRY_AFTER, seconds.to_string())],
-            rejected.to_string(),
+            format!("Service Unavailable. Retry after {seconds} second{s}.\n"),
         )
             .into_response()
     }
+}
+
+/// The servers' log: the full message of every refusal they answered.
+static SERVER_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// What the servers logged since the last look.
+fn server_log() -> Vec<String> {
+    std::mem::take(&mut *SERVER_LOG.lock().unwrap())
 }
 
 /// The thumbnail service: how many calls are inside the handler, and a switch the tour flips to let
@@ -585,7 +597,8 @@ async fn too_busy_handlers(tour: &Tour) -> anyhow::Result<()> {
         "The handlers here return Result<String, AppError>. AppError implements From<Rejected>,"
     );
     println!("so the guard can refuse through it, and IntoResponse: a refusal becomes");
-    println!("`503 Service Unavailable` with a `Retry-After` header and the reason as its body.");
+    println!("`503 Service Unavailable` with a `Retry-After` header and a body that names nothing");
+    println!("inside the server; the reason goes to the server's log.");
     in_flight_cap(tour).await?;
     runtime_lag(tour).await
 }
@@ -661,10 +674,17 @@ async fn in_flight_cap(tour: &Tour) -> anyhow::Result<()> {
     }
     bodies.dedup();
     ensure!(
-        bodies.len() == 1 && bodies[0].contains("in flight"),
-        "expected the in-flight cap to refuse all three, got {bodies:?}"
+        bodies == ["Service Unavailable. Retry after 1 second.\n"],
+        "expected one name-free body for all three refusals, got {bodies:?}"
     );
-    println!("    each with the body: {}", bodies[0]);
+    let mut logged = server_log();
+    logged.dedup();
+    ensure!(
+        logged.len() == 1 && logged[0].contains("in flight"),
+        "expected the in-flight cap to refuse all three, logged {logged:?}"
+    );
+    println!("    each with the body: {}", bodies[0].trim_end());
+    println!("    and in the server's log: {}", logged[0]);
     let inside = wait_for(Duration::from_secs(1), || {
         work.inside.load(Ordering::SeqCst) == 2
     })
@@ -772,7 +792,7 @@ async fn runtime_lag(tour: &Tour) -> anyhow::Result<()> {
     );
     println!("    call waits for the current stretch to end, then the guard looks at the lag.");
     println!("    (+time: when the answer came, from the job's start; lag: busy::lag() just then;");
-    println!("    a refusal quotes the lag the guard saw)");
+    println!("    for a refusal, the server's log quotes the lag the guard saw)");
     let started = Instant::now();
     let mut job = server.runtime.spawn(reindex(total, slice));
     let mut ended: Option<Instant> = None;
@@ -790,10 +810,11 @@ async fn runtime_lag(tour: &Tour) -> anyhow::Result<()> {
         let reply = fetch(&tour.client, &url).await?;
         let lag = busy::lag();
         let ok = reply.status == reqwest::StatusCode::OK;
+        let reason = server_log().pop().unwrap_or_default();
         ensure!(
             ok || (reply.status == reqwest::StatusCode::SERVICE_UNAVAILABLE
-                && reply.body.contains("runtime lags")),
-            "expected 200 or a refusal for lag, got {}: {}",
+                && reason.contains("runtime lags")),
+            "expected 200 or a refusal for lag, got {}: {} (logged: {reason})",
             reply.status,
             reply.body
         );
@@ -815,7 +836,7 @@ async fn runtime_lag(tour: &Tour) -> anyhow::Result<()> {
         let answer = if ok {
             format!("{:?}", reply.body)
         } else {
-            reply.body
+            format!("logged: {reason}")
         };
         let line = format!(
             "    +{:>4}ms  {}  lag {:>5}  {answer}",

@@ -36,14 +36,18 @@
 //! Everything the attributes use is also usable from code: [`Breaker::builder`], the
 //! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families, and the
 //! [`busy`] module's monitor settings and `TooBusy` guards, the [`race`] module's `RaceRetry`
-//! policies, `observe` and stats. A refused call
-//! returns `Err(E::from(Rejected))`; [`Rejected`] says what was refused and why.
+//! policies, `observe` and stats. With the `axum` feature, the `http` module turns refusals into
+//! 503 and 504 responses whose bodies name nothing inside the service. A refused call returns
+//! `Err(E::from(Rejected))`; [`Rejected`] says what was refused and why, and
+//! [`Rejected::find_in`] finds it inside any error that keeps it as a source.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
 mod attributes;
 
 pub use attributes::{breaker, race_retry, too_busy};
+#[cfg(feature = "axum")]
+pub use resilient_runtime::http;
 pub use resilient_runtime::{breaker, busy, race};
 pub use resilient_runtime::{Breaker, BreakerBuilder, KeyedBreaker, Rejected, RejectedKind};
 

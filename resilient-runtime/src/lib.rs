@@ -20,6 +20,8 @@
 
 pub mod breaker;
 pub mod busy;
+#[cfg(feature = "axum")]
+pub mod http;
 pub mod race;
 mod rejected;
 mod sync;

@@ -120,6 +120,63 @@ impl Rejected {
         }
     }
 
+    /// The `Rejected` inside `error`, if any: `error` itself, or the first error of its
+    /// [`source`](std::error::Error::source) chain that is one.
+    ///
+    /// Works for every error that keeps the `Rejected` as itself or as a source:
+    /// `Box<dyn Error + Send + Sync>` (`find_in(&*boxed)`), `anyhow::Error`, with or without
+    /// context (`find_in(&*error)` or `find_in(error.as_ref())`), and your own enums whose
+    /// `source()` returns it. An enum that holds a `Rejected` without returning it from
+    /// `source()` hides it: match on the variant instead.
+    ///
+    /// ```
+    /// use std::error::Error;
+    /// use std::fmt;
+    /// use resilient_runtime::{Breaker, Rejected};
+    ///
+    /// /// An application error that keeps the refusal as its source.
+    /// #[derive(Debug)]
+    /// struct Failed(Rejected);
+    ///
+    /// impl fmt::Display for Failed {
+    ///     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    ///         f.write_str("the payment failed")
+    ///     }
+    /// }
+    ///
+    /// impl Error for Failed {
+    ///     fn source(&self) -> Option<&(dyn Error + 'static)> {
+    ///         Some(&self.0)
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let breaker = Breaker::builder("payments").build().unwrap();
+    /// breaker.force_open();
+    /// let refused = breaker.call(async { Ok::<(), Rejected>(()) }).await.unwrap_err();
+    ///
+    /// let anyhow = anyhow::Error::new(refused.clone()).context("charging the card");
+    /// assert!(Rejected::find_in(&*anyhow).unwrap().is_circuit_open());
+    ///
+    /// let boxed: Box<dyn Error + Send + Sync> = Box::new(Failed(refused));
+    /// assert!(Rejected::find_in(&*boxed).unwrap().is_circuit_open());
+    ///
+    /// let other: Box<dyn Error + Send + Sync> = "a plain error".into();
+    /// assert!(Rejected::find_in(&*other).is_none());
+    /// # }
+    /// ```
+    pub fn find_in<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a Rejected> {
+        let mut next = Some(error);
+        while let Some(error) = next {
+            if let Some(rejected) = error.downcast_ref::<Rejected>() {
+                return Some(rejected);
+            }
+            next = error.source();
+        }
+        None
+    }
+
     /// Which policy refused the call, and how.
     pub fn kind(&self) -> RejectedKind {
         match *self.reason {
