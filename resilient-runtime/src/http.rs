@@ -75,6 +75,27 @@ pub fn response_for(error: &(dyn Error + 'static)) -> Option<Response> {
 impl Rejected {
     /// This refusal as a response: see the [`http`](crate::http) module.
     pub fn to_response(&self) -> Response {
+        let (status, retry_after, body) = self.response_parts();
+        tracing::debug!(
+            target: "resilient::http",
+            status = status.as_u16(),
+            retry_after,
+            reason = %self,
+            "request refused"
+        );
+        let mut response = (status, body).into_response();
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+impl Rejected {
+    /// The status, the `Retry-After` seconds (refusals only) and the body.
+    fn response_parts(&self) -> (StatusCode, Option<u64>, String) {
         let timed_out = self.is_timeout() || self.is_deadline();
         let (status, retry_after) = if timed_out {
             (StatusCode::GATEWAY_TIMEOUT, None)
@@ -88,13 +109,6 @@ impl Rejected {
                 .max(1);
             (StatusCode::SERVICE_UNAVAILABLE, Some(seconds))
         };
-        tracing::debug!(
-            target: "resilient::http",
-            status = status.as_u16(),
-            retry_after,
-            reason = %self,
-            "request refused"
-        );
         let mut body = match retry_after {
             Some(1) => "Service Unavailable. Retry after 1 second.".to_owned(),
             Some(seconds) => format!("Service Unavailable. Retry after {seconds} seconds."),
@@ -105,13 +119,7 @@ impl Rejected {
             body.push_str(&self.to_string());
         }
         body.push('\n');
-        let mut response = (status, body).into_response();
-        if let Some(seconds) = retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
-        response
+        (status, retry_after, body)
     }
 }
 
@@ -162,6 +170,86 @@ mod tests {
             let response = Rejected::new(timed_out).into_response();
             assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
             assert!(response.headers().get(header::RETRY_AFTER).is_none());
+        }
+    }
+
+    #[test]
+    fn every_kind_of_refusal_has_a_body_that_names_nothing() {
+        let circuit = || Circuit {
+            name: "payments".into(),
+            key: Some("10.0.0.7".into()),
+        };
+        let refused = "Service Unavailable. Retry after 1 second.\n";
+        let timed_out = "Gateway Timeout. No answer in time.\n";
+        let cases = [
+            (
+                open(Duration::from_millis(29_200)),
+                "Service Unavailable. Retry after 30 seconds.\n",
+            ),
+            (
+                Rejected::new(Reason::ForcedOpen { circuit: circuit() }),
+                refused,
+            ),
+            (
+                Rejected::new(Reason::ProbesBusy { circuit: circuit() }),
+                refused,
+            ),
+            (
+                Rejected::new(Reason::Timeout {
+                    circuit: circuit(),
+                    after: Duration::from_secs(2),
+                }),
+                timed_out,
+            ),
+            (
+                Rejected::new(Reason::TooBusy {
+                    name: "app::handler",
+                    signal: BusySignal::Lag {
+                        lag: Duration::from_millis(90),
+                        max_lag: Duration::from_millis(70),
+                    },
+                }),
+                refused,
+            ),
+            (
+                Rejected::new(Reason::TooBusy {
+                    name: "app::handler",
+                    signal: BusySignal::InFlight { limit: 100 },
+                }),
+                refused,
+            ),
+            (
+                Rejected::new(Reason::TooBusy {
+                    name: "app::handler",
+                    signal: BusySignal::Latency {
+                        mean: Duration::from_millis(300),
+                        max_latency: Duration::from_millis(200),
+                    },
+                }),
+                refused,
+            ),
+            (
+                Rejected::new(Reason::Deadline {
+                    name: "app::lookup",
+                    total: Duration::from_millis(450),
+                    attempts: 3,
+                }),
+                timed_out,
+            ),
+            (
+                Rejected::new(Reason::AttemptTimeout {
+                    name: "app::lookup",
+                    each: Duration::from_millis(150),
+                }),
+                timed_out,
+            ),
+        ];
+        for (rejected, expected) in cases {
+            let (_, _, text) = rejected.response_parts();
+            assert_eq!(text, expected, "for {rejected}");
+            for name in ["payments", "10.0.0.7", "app::", "handler", "lookup"] {
+                assert!(!text.contains(name), "{text:?} names {name}");
+            }
         }
     }
 
