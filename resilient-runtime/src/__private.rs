@@ -16,7 +16,7 @@ use crate::Rejected;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot carry a `resilient::Rejected`",
     label = "this error type needs `impl From<resilient::Rejected>`",
-    note = "add `impl From<resilient::Rejected> for {Self}`, or return an error type that already has it, such as `Box<dyn std::error::Error + Send + Sync>` or `anyhow::Error`"
+    note = "add `impl From<resilient::Rejected> for {Self}` if `{Self}` is defined in your crate; otherwise (`String`, `std::io::Error`, another crate's error) wrap it in an error type of your own with this impl, or return `Box<dyn std::error::Error + Send + Sync>` or `anyhow::Error`, which have it"
 )]
 pub trait FromRejected: From<Rejected> {}
 
