@@ -162,6 +162,21 @@ pub(crate) fn return_type(func: &ItemFn) -> Option<&Type> {
     }
 }
 
+/// Whether a return type is written as a `Result` (`Result<T, E>`, `io::Result<T>`,
+/// `anyhow::Result<T>`): a path whose last segment is `Result`.
+pub(crate) fn is_result(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|last| last.ident == "Result"),
+        Type::Group(group) => is_result(&group.elem),
+        Type::Paren(paren) => is_result(&paren.elem),
+        _ => false,
+    }
+}
+
 /// Where a problem with the return type is best shown: the `E` of a written-out `Result<T, E>`,
 /// else the whole type. A span is one token here (it goes on a generated method name), so a path
 /// is shown by its last segment: `Error` of `io::Error`, `Result` of `io::Result<T>`, rather than
