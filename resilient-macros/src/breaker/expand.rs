@@ -90,11 +90,22 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
             quote_spanned!(ret_span=> #method(#body, #counts))
         }
     };
+    // The call's `Future` impl needs the predicate to take `&E` too; should it not, the error is
+    // reported once if `.await` is spanned where rustc reports the `call_if` bound: on a closure's
+    // mismatch, at the return type; else at the predicate (a path's last segment).
+    let wait = match &attr.count_if {
+        Some(Expr::Closure(_)) => quote_spanned!(ret_span=> .await),
+        Some(counts) => {
+            let (_, last) = first_last(counts);
+            quote_spanned!(last=> .await)
+        }
+        None => quote!(.await),
+    };
     quote! {
         #(#attrs)*
         #vis #sig {
             #(#inner)*
-            { #site }.#call.await
+            { #site }.#call #wait
         }
     }
 }
