@@ -47,6 +47,11 @@
 /// | `max_keys = 100000` | keyed: the most keys held at once | 4,194,304 |
 /// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
 ///
+/// Durations, here and in the other attributes, are strings: a number and a unit (`ns`, `us` or
+/// `µs`, `ms`, `s`, `m`, `h`), such as `"450ms"`, `"1.5s"` or `"250us"`, or several such parts
+/// from the largest unit to the smallest, each once, such as `"1m30s"` or `"2m 30s"` (only the
+/// last part may have a fraction: `"1m30.5s"`).
+///
 /// Stacked attributes of this crate apply top to bottom: the first written is the outermost, so
 /// `#[too_busy]` above `#[breaker]` sheds load before the breaker counts anything.
 ///

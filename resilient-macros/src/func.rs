@@ -162,8 +162,25 @@ pub(crate) fn return_type(func: &ItemFn) -> Option<&Type> {
     }
 }
 
+/// Whether a return type is written as a `Result` (`Result<T, E>`, `io::Result<T>`,
+/// `anyhow::Result<T>`): a path whose last segment is `Result`.
+pub(crate) fn is_result(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|last| last.ident == "Result"),
+        Type::Group(group) => is_result(&group.elem),
+        Type::Paren(paren) => is_result(&paren.elem),
+        _ => false,
+    }
+}
+
 /// Where a problem with the return type is best shown: the `E` of a written-out `Result<T, E>`,
-/// else the whole type.
+/// else the whole type. A span is one token here (it goes on a generated method name), so a path
+/// is shown by its last segment: `Error` of `io::Error`, `Result` of `io::Result<T>`, rather than
+/// `io`.
 pub(crate) fn error_type_span(func: &ItemFn) -> proc_macro2::Span {
     let Some(ty) = return_type(func) else {
         return func.sig.ident.span();
@@ -172,12 +189,28 @@ pub(crate) fn error_type_span(func: &ItemFn) -> proc_macro2::Span {
         if let Some(last) = path.path.segments.last() {
             if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
                 if args.args.len() == 2 {
-                    return args.args[1].span();
+                    return match &args.args[1] {
+                        syn::GenericArgument::Type(error) => type_span(error),
+                        other => other.span(),
+                    };
                 }
             }
         }
     }
-    ty.span()
+    type_span(ty)
+}
+
+/// The one token that best stands for a type: a path's last segment, else its first token.
+fn type_span(ty: &Type) -> proc_macro2::Span {
+    match ty {
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .map_or_else(|| ty.span(), |last| last.ident.span()),
+        Type::Group(group) => type_span(&group.elem),
+        _ => ty.span(),
+    }
 }
 
 /// The attributes of this crate, by the last segment of their path.

@@ -10,13 +10,14 @@ use crate::breaker::{
     self, Breaker, BreakerBuilder, BreakerKey, Call, CountIf, EveryError, HeapTimer, InlineTimer,
     KeyedBreaker,
 };
+use crate::busy::{BusyCall, Refuse};
 use crate::Rejected;
 
 /// The error type of an annotated function must be able to carry a [`Rejected`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot carry a `resilient::Rejected`",
     label = "this error type needs `impl From<resilient::Rejected>`",
-    note = "add `impl From<resilient::Rejected> for {Self}`, or return an error type that already has it, such as `Box<dyn std::error::Error + Send + Sync>` or `anyhow::Error`"
+    note = "add `impl From<resilient::Rejected> for {Self}` if `{Self}` is defined in your crate; otherwise (`String`, `std::io::Error`, another crate's error) wrap it in an error type of your own with this impl, or return `Box<dyn std::error::Error + Send + Sync>` or `anyhow::Error`, which have it"
 )]
 pub trait FromRejected: From<Rejected> {}
 
@@ -208,6 +209,38 @@ impl fmt::Debug for KeyedSite {
 }
 
 pub use crate::busy::TooBusy;
+
+/// The guard of a `#[too_busy]` fn that returns a `Result`: like [`TooBusy::call`], with the error
+/// type's requirement spelled out for the compiler's message (through [`Refuse`], an error type
+/// without `From<Rejected>` would be reported as a bare `From` bound).
+///
+/// [`Refuse`]: crate::busy::Refuse
+#[derive(Debug)]
+pub struct BusySite(pub &'static TooBusy);
+
+impl BusySite {
+    /// The call: [`TooBusy::call`].
+    #[inline(always)]
+    pub fn call<T, E, F>(self, body: F) -> BusyCall<F, Result<T, E>>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        self.0.call(body)
+    }
+
+    /// The call of a fn that returns another type a call can be refused through (a response):
+    /// [`TooBusy::call`], its bound on the fn's return type rather than on the body's future, so
+    /// that the compiler reports it at the return type.
+    #[inline(always)]
+    pub fn respond<R, F>(self, body: F) -> BusyCall<F, R>
+    where
+        F: Future<Output = R>,
+        R: Refuse,
+    {
+        self.0.call(body)
+    }
+}
 
 pub use crate::race::{After, RaceRetry};
 

@@ -14,9 +14,9 @@
 //! }
 //! ```
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
-use syn::ItemFn;
+use syn::{Expr, ItemFn};
 
 use super::ast::Breaker;
 use crate::args::duration_tokens;
@@ -55,13 +55,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
             BREAKER.breaker()
         },
         Some(key) => {
-            // Spanned on the key, so that a key that is not `Display` is reported there.
-            let span = syn::spanned::Spanned::span(key);
-            let key = match key {
-                syn::Expr::Path(_) | syn::Expr::Field(_) => quote_spanned!(span=> &#key),
-                _ => quote_spanned!(span=> &(#key)),
-            };
-            let lookup = quote_spanned!(span=> BREAKER.breaker(#key));
+            let lookup = lookup(key, &krate);
             quote! {
                 #marker
                 static BREAKER: #krate::__private::KeyedSite =
@@ -96,13 +90,72 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
             quote_spanned!(ret_span=> #method(#body, #counts))
         }
     };
+    // The call's `Future` impl needs the predicate to take `&E` too; should it not, the error is
+    // reported once if `.await` is spanned where rustc reports the `call_if` bound: on a closure's
+    // mismatch, at the return type; else at the predicate (a path's last segment).
+    let wait = match &attr.count_if {
+        Some(Expr::Closure(_)) => quote_spanned!(ret_span=> .await),
+        Some(counts) => {
+            let (_, last) = first_last(counts);
+            quote_spanned!(last=> .await)
+        }
+        None => quote!(.await),
+    };
     quote! {
         #(#attrs)*
         #vis #sig {
             #(#inner)*
-            { #site }.#call.await
+            { #site }.#call #wait
         }
     }
+}
+
+/// `::resilient::__private::KeyedSite::breaker(&BREAKER, &key)`, spanned from the key's first
+/// token to its last, so that an error about the key (it is not a `BreakerKey`) covers all of it:
+/// `url.host_str()`, `shard % 8`, not only `url` or `shard`. A span is one token's, so the tokens
+/// that open the call (the path's first segment, the `&`) take the first token's span and those
+/// that close it (the method's name, the parentheses) the last's. The call is by path because
+/// rustc labels a method call (`BREAKER.breaker(..)`) by its name alone.
+fn lookup(key: &Expr, krate: &TokenStream) -> TokenStream {
+    let tokens = key.to_token_stream();
+    let (first, last) = first_last(key);
+    let closing = |tokens| {
+        let mut group = Group::new(Delimiter::Parenthesis, tokens);
+        group.set_span(last);
+        group
+    };
+    let key = match key {
+        Expr::Path(_) | Expr::Field(_) | Expr::MethodCall(_) | Expr::Call(_) | Expr::Macro(_) => {
+            quote_spanned!(first=> &#tokens)
+        }
+        _ => {
+            let key = closing(tokens);
+            quote_spanned!(first=> &#key)
+        }
+    };
+    // The crate path's first segment, with its leading `::` if any.
+    let mut head = true;
+    let krate: TokenStream = krate
+        .clone()
+        .into_iter()
+        .map(|mut token| {
+            if head {
+                head = matches!(token, proc_macro2::TokenTree::Punct(_));
+                token.set_span(first);
+            }
+            token
+        })
+        .collect();
+    let method = syn::Ident::new("breaker", last);
+    let args = closing(quote!(&BREAKER, #key));
+    quote!(#krate::__private::KeyedSite::#method #args)
+}
+
+/// The spans of an expression's first and last tokens.
+fn first_last(expr: &Expr) -> (Span, Span) {
+    let mut spans = expr.to_token_stream().into_iter().map(|token| token.span());
+    let first = spans.next().unwrap_or_else(Span::call_site);
+    (first, spans.last().unwrap_or(first))
 }
 
 /// The builder calls for every argument given, in the order of the attribute's documentation.

@@ -5,12 +5,15 @@
 //!     {
 //!         static TOO_BUSY: ::resilient::__private::TooBusy =
 //!             ::resilient::__private::TooBusy::new("my_app::handler").max_in_flight(256);
-//!         &TOO_BUSY
+//!         ::resilient::__private::BusySite(&TOO_BUSY)
 //!     }
 //!     .call(async move { /* the original body */ })
 //!     .await
 //! }
 //! ```
+//!
+//! A return type other than `Result<T, E>` (`impl IntoResponse`, `Response`) is refused through
+//! `resilient::busy::Refuse`: the call is `.respond(..)`.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
@@ -53,7 +56,13 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
         },
         _ => func::async_body(&func, &krate),
     };
-    let call = quote_spanned!(ret_span=> call(#body));
+    // A `Result` is called with `call`, whose bound names `E: From<Rejected>` itself, so that an
+    // error type without it gets the same message as under the other attributes; another type
+    // with `respond`, bound on `Refuse`.
+    let call = match func::return_type(&func) {
+        Some(ty) if func::is_result(ty) => quote_spanned!(ret_span=> call(#body)),
+        _ => quote_spanned!(ret_span=> respond(#body)),
+    };
     let name = quote!(::core::concat!(::core::module_path!(), "::", #ident));
     quote! {
         #(#attrs)*
@@ -62,7 +71,7 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
             {
                 static TOO_BUSY: #krate::__private::TooBusy =
                     #krate::__private::TooBusy::new(#name) #(#options)*;
-                &TOO_BUSY
+                #krate::__private::BusySite(&TOO_BUSY)
             }
             .#call
             .await

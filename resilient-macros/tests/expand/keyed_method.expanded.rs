@@ -15,7 +15,7 @@ impl Client {
                         .error_window(::core::time::Duration::from_secs(30))
                 },
             );
-            BREAKER.breaker(&host)
+            ::resilient::__private::KeyedSite::breaker(&BREAKER, &host)
         }
             .call(async move {
                 if false {

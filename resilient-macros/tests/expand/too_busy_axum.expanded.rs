@@ -6,9 +6,9 @@ async fn handler(State(app): State<App>, Json(order): Json<Order>) -> impl IntoR
             .max_lag(::core::time::Duration::from_millis(50))
             .max_in_flight(256)
             .max_latency(::core::time::Duration::from_millis(200));
-        &TOO_BUSY
+        ::resilient::__private::BusySite(&TOO_BUSY)
     }
-        .call(async move {
+        .respond(async move {
             ::resilient::__private::into_response(
                 async move {
                     if order.items.is_empty() {

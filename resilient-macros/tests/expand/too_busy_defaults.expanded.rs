@@ -4,7 +4,7 @@ pub async fn search(query: String) -> Result<Hits, AppError> {
         static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::new(
             ::core::concat!(::core::module_path!(), "::", "search"),
         );
-        &TOO_BUSY
+        ::resilient::__private::BusySite(&TOO_BUSY)
     }
         .call(async move {
             if false {

@@ -307,7 +307,7 @@ impl fmt::Debug for KeyedBreaker {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot key a breaker",
     label = "the key's text names its breaker",
-    note = "keys are strings, numbers, addresses, `char`, `bool` or `format_args!(..)`; use e.g. `key = x.to_string()`, or implement `resilient::breaker::BreakerKey`"
+    note = "keys are strings, numbers, addresses, `char`, `bool` or `format_args!(..)`; use e.g. `key = x.to_string()` (for an `Option`, a key for `None` too: `key = x.unwrap_or(\"none\")`), or implement `resilient::breaker::BreakerKey`"
 )]
 pub trait BreakerKey {
     /// Calls `f` with the key's text.

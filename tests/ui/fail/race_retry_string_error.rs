@@ -1,0 +1,11 @@
+// `String` is not the user's type: it cannot be given `From<resilient::Rejected>`.
+use resilient::race_retry;
+
+#[race_retry(total = "450ms")]
+async fn lookup() -> Result<(), String> {
+    Ok(())
+}
+
+fn main() {
+    let _ = lookup();
+}

@@ -1,0 +1,8 @@
+use resilient::too_busy;
+
+#[too_busy]
+async fn handler() -> Result<u32, String> {
+    Ok(1)
+}
+
+fn main() {}
