@@ -21,6 +21,7 @@
 pub mod breaker;
 pub mod busy;
 pub mod race;
+mod random;
 mod rejected;
 mod sync;
 
