@@ -24,8 +24,9 @@ async fn traced() -> Result<u32, Rejected> {
 }
 
 /// Every attempt's end is a DEBUG event with target `resilient::race_retry` and message
-/// "attempt ended", with the fn's name, the attempt's number, start and duration in ms, and its
-/// outcome: the winner (attempt 2: 150 ms, 20 ms) and the loser (attempt 1: 0 ms, 170 ms).
+/// "attempt ended", with the fn's name, the attempt's number, its start and duration in whole
+/// microseconds, and its outcome: the winner (attempt 2: 150 ms, 20 ms) and the loser (attempt 1:
+/// 0 ms, 170 ms).
 #[tokio::test(start_paused = true)]
 async fn attempts_are_tracing_events() {
     let captured = Captured::default();
@@ -53,7 +54,7 @@ async fn attempts_are_tracing_events() {
         );
     }
     let fields = |line: &str| {
-        ["attempt=", "started_ms=", "elapsed_ms=", "outcome="].map(|field| {
+        ["attempt=", "started_us=", "elapsed_us=", "outcome="].map(|field| {
             let at = line
                 .find(field)
                 .unwrap_or_else(|| panic!("no {field} in {line}"));
@@ -63,13 +64,13 @@ async fn attempts_are_tracing_events() {
     };
     assert_eq!(
         fields(ended[0]),
-        ["2", "150.0", "20.0", "Won"],
+        ["2", "150000", "20000", "Won"],
         "{}",
         ended[0]
     );
     assert_eq!(
         fields(ended[1]),
-        ["1", "0.0", "170.0", "Lost"],
+        ["1", "0", "170000", "Lost"],
         "{}",
         ended[1]
     );

@@ -221,6 +221,11 @@ fn deadline(policy: &RaceRetry, attempts: u32) -> Rejected {
     })
 }
 
+/// Whole microseconds, for `tracing` fields (saturated at `u64::MAX`).
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// Where a call reports the attempts that end: to an observer, to `tracing`, and to the latency
 /// histogram.
 #[derive(Copy, Clone)]
@@ -252,8 +257,8 @@ impl Reports {
                 target: TARGET,
                 name = policy.name(),
                 attempt = number,
-                started_ms = started.as_secs_f64() * 1e3,
-                elapsed_ms = elapsed.as_secs_f64() * 1e3,
+                started_us = micros(started),
+                elapsed_us = micros(elapsed),
                 ?outcome,
                 "attempt ended"
             );
