@@ -158,6 +158,11 @@ impl Budget {
         }
     }
 
+    /// The share deposited per call, or `None` without a budget.
+    pub(crate) fn share(&self) -> Option<f64> {
+        (self.deposit > 0).then(|| self.deposit as f64 / TOKEN as f64)
+    }
+
     /// Whole tokens banked now.
     pub(crate) fn balance(&self) -> f64 {
         let deposited = self.deposited.load(Relaxed);
