@@ -885,6 +885,48 @@ async fn a_burst_spends_the_floor_then_only_the_deposits() {
     assert_eq!(stats.budget_balance, 0.0, "{stats:?}");
 }
 
+#[race_retry(retries = 1, after = "100ms", total = "1s", backoff = "50ms")]
+async fn refused_early(probe: Arc<Probe>) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// A call the budget refuses ends when its attempt fails, not after a backoff for nothing: with
+/// no other attempt running, the replacement's token is taken at the failure. 30 calls at one
+/// instant whose attempt 1 fails at 10 ms: the floor's burst (10) and the calls' deposits (3)
+/// pay for 13 replacements, started after their backoff; the 17 refused calls return attempt 1's
+/// error at 10 ms.
+#[tokio::test(start_paused = true)]
+async fn a_call_the_budget_refuses_ends_at_its_failure_without_a_backoff() {
+    let calls: Vec<_> = (0..30)
+        .map(|_| {
+            let probe = Arc::new(Probe::new(&[Fail(10), Answer(5)]));
+            let call = tokio::spawn({
+                let probe = Arc::clone(&probe);
+                async move {
+                    let output = refused_early(Arc::clone(&probe)).await;
+                    (output, probe.elapsed())
+                }
+            });
+            (probe, call)
+        })
+        .collect();
+    let mut refused = 0;
+    for (probe, call) in calls {
+        match call.await.unwrap() {
+            (Ok(2), _) => assert_eq!(probe.starts().len(), 2),
+            (Err(Error::Attempt(1)), ended) => {
+                assert_eq!(ended, ms(10));
+                assert_eq!(probe.starts(), [ms(0)]);
+                refused += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let stats = stats("refused_early");
+    assert_eq!((stats.budget_refused, refused), (17, 17), "{stats:?}");
+    assert_eq!(stats.extra_attempts, 13, "{stats:?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The learned percentile
 

@@ -5,7 +5,10 @@
 //!
 //! The next attempt starts at one instant, `next_at`: `after` after the previous one started, or
 //! sooner, when a failure's backoff ends first. Failures not yet replaced are counted (`owed`);
-//! each waits its own backoff, drawn when it is the first in line (see `backoff.rs`).
+//! each waits its own backoff, drawn when it is the first in line (see `backoff.rs`). The budget's
+//! token for an attempt is taken when it starts, or sooner (`paid`) when a failure leaves no
+//! attempt running: the replacement is then sure to start unless the deadline comes first, and a
+//! refusal ends the call at once instead of after the backoff.
 //!
 //! User code runs inside a poll (an attempt's body, the closure that makes it, its destructor,
 //! `retry_if` on its error) and may panic. The race's state is updated before each such call, so
@@ -109,6 +112,8 @@ pin_project! {
         owed: u32,
         // Backoffs drawn so far (the exponent of the next one's bound).
         backoffs: u32,
+        // The next attempt's token was taken from the budget ahead of its start.
+        paid: bool,
         // No tokio runtime: attempts start only when one fails, and there is no deadline.
         no_timer: bool,
         // Whose code a poll runs: attempt n's (its body, the closure that makes it, its
@@ -182,6 +187,7 @@ impl<M, Fut, E, P> Race<M, Fut, E, P> {
             last_error: None,
             owed: 0,
             backoffs: 0,
+            paid: false,
             no_timer: false,
             busy: IDLE,
         }
@@ -509,6 +515,12 @@ where
                     }
                 }
             }
+            // With nothing else running, a failure's replacement starts unless the deadline comes
+            // first: its token is taken now, so that a call the budget refuses ends at once
+            // rather than after its backoff.
+            if *this.owed > 0 && *this.running == 0 && *this.launched < attempts {
+                this.pay(now);
+            }
             // The next attempt: at its start (staggered, or after a failure's backoff); without
             // timers, only to replace a failure, at once.
             let due = match *this.next_at {
@@ -685,26 +697,37 @@ impl<M, Fut, E, P> RaceProj<'_, M, Fut, E, P> {
         }
     }
 
+    /// Takes the next attempt's token from the budget, if not taken yet. When the budget refuses,
+    /// no attempt starts until another fails (and the budget allows it then).
+    fn pay(&mut self, now: Instant) -> bool {
+        let policy: &'static RaceRetry = self.policy;
+        if *self.paid || policy.budget.withdraw(policy.since_first(now)) {
+            *self.paid = true;
+            return true;
+        }
+        policy.budget_refused.fetch_add(1, Relaxed);
+        *self.next_at = None;
+        *self.owed = 0;
+        tracing::debug!(
+            target: TARGET,
+            name = policy.name(),
+            attempt = *self.launched + 1,
+            "retry budget spent: no extra attempt"
+        );
+        false
+    }
+
     /// Starts the next attempt at `now`, if the budget allows. It replaces the first failure in
     /// line, if any; the next in line starts its backoff.
     fn launch(&mut self, now: Instant) -> bool
     where
         M: FnMut() -> Fut,
     {
-        let policy: &'static RaceRetry = self.policy;
-        if !policy.budget.withdraw(policy.since_first(now)) {
-            policy.budget_refused.fetch_add(1, Relaxed);
-            // No attempt starts until another fails (and the budget allows it then).
-            *self.next_at = None;
-            *self.owed = 0;
-            tracing::debug!(
-                target: TARGET,
-                name = policy.name(),
-                attempt = *self.launched + 1,
-                "retry budget spent: no extra attempt"
-            );
+        if !self.pay(now) {
             return false;
         }
+        *self.paid = false;
+        let policy: &'static RaceRetry = self.policy;
         *self.launched += 1;
         policy.extra_attempts.fetch_add(1, Relaxed);
         let number = *self.launched;

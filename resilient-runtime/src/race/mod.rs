@@ -21,7 +21,9 @@
 //! * A budget shared by all calls of the function (Finagle's retry budget), on by default, bounds
 //!   the extra load: extra attempts may add at most its share of the calls, 10% unless set
 //!   otherwise, plus 10 per second so that a function called rarely can still race
-//!   ([`RaceRetry::budget`]; [`RaceRetry::no_budget`] turns it off).
+//!   ([`RaceRetry::budget`]; [`RaceRetry::no_budget`] turns it off). A refused call with no
+//!   attempt left running returns the last error at once: a failure's replacement takes its token
+//!   when the failure leaves nothing else running, not after its backoff.
 //! * Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
 //!   `resilient::race_retry`, level debug, durations in whole microseconds: `started_us`,
 //!   `elapsed_us`), as is each backoff (`backoff_us`, `starts_in_us`), and, for the caller, what
