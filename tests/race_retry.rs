@@ -927,6 +927,38 @@ async fn a_call_the_budget_refuses_ends_at_its_failure_without_a_backoff() {
     assert_eq!(stats.extra_attempts, 13, "{stats:?}");
 }
 
+#[race_retry(retries = 2, after = "100ms", total = "450ms")]
+async fn slow_upstream(probe: Arc<Probe>) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// With the defaults, 20 calls at once against an upstream that answers every attempt in 300 ms
+/// (`after = "100ms"`) make 33 attempts, not 60: at 100 ms the calls' deposits (20 x 0.1 = 2
+/// tokens) and the floor's burst (10) pay for 12 second attempts, the other 8 calls are refused;
+/// at 200 ms the floor has refilled one token (10 a second) for one third attempt, and 11 are
+/// refused.
+#[tokio::test(start_paused = true)]
+async fn with_the_defaults_a_slow_upstream_meets_the_budget_not_three_times_its_load() {
+    let probes: Vec<_> = (0..20)
+        .map(|_| Arc::new(Probe::new(&[Answer(300), Answer(300), Answer(300)])))
+        .collect();
+    let calls: Vec<_> = probes
+        .iter()
+        .map(|probe| tokio::spawn(slow_upstream(Arc::clone(probe))))
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap(), 1);
+    }
+    let attempts: usize = probes.iter().map(|p| p.starts().len()).sum();
+    assert_eq!(attempts, 33);
+    let stats = stats("slow_upstream");
+    assert_eq!(
+        (stats.extra_attempts, stats.budget_refused),
+        (13, 19),
+        "{stats:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The learned percentile
 
