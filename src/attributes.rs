@@ -222,13 +222,27 @@ pub use resilient_macros::too_busy;
 /// | `after = "150ms"` | start the next attempt this long after the previous one started, while none has succeeded; `"p95"` (any `"pNN"` or `"pNN.N"`) = that percentile of this fn's recent attempt latencies, learned as it runs (`total / (retries + 1)` until 32 attempts were seen) | `"p95"` |
 /// | `total = "450ms"` | one deadline over everything: then the call returns `Err(E::from(Rejected))` ([`Rejected::is_deadline`](crate::Rejected::is_deadline)) and every attempt is cancelled | required |
 /// | `each = "300ms"` | bound on one attempt: an attempt past it is cancelled and has failed | none |
-/// | `budget = 0.1` | extra attempts may add at most this share of the calls of this fn (plus 10 per second), shared by all its calls; a share below 0.001 counts as 0.001 | none |
+/// | `budget = 0.1` | extra attempts may add at most this share of the calls of this fn (plus 10 per second, so that a rarely called fn can still race; at most 100 banked), shared by all its calls; a share below 0.001 counts as 0.001; `"off"`: no budget | `0.1` |
+/// | `backoff = "10ms"` | an attempt that replaces a failed one (an error worth another, or past `each`) waits a random time below this, then below twice it, and so on (exponential backoff with full jitter), but starts no later than `after` would have started it, and not at all at or past `total`; `"off"`: at once | a quarter of `after` (of `total` if `after` is not below it) |
+/// | `backoff_factor = 2` | how much each wait's bound grows over the one before; at least 1 | `2` |
+/// | `backoff_max = "100ms"` | the most one wait may be | none (the next staggered start bounds it) |
 /// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
 /// | `crate = "..."` | the path of this crate, if renamed | `::resilient` |
 ///
 /// Semantics: attempt 1 starts at once; attempt k + 1 starts `after` after attempt k started, or
-/// at once when an attempt fails; the first `Ok` is returned and every other attempt is dropped
-/// (cancelled) before the call returns; when all attempts fail, the last error is returned.
+/// sooner when an attempt fails: after that failure's backoff; the first `Ok` is returned and
+/// every other attempt is dropped (cancelled) before the call returns; when all attempts fail, the
+/// last error is returned (at once when the next backoff would end past the deadline).
+///
+/// The defaults keep extra load bounded without asking: the budget (Finagle's retry budget, on by
+/// default there too) stops an outage from multiplying the load by `retries + 1`, and the backoff
+/// spreads the retries of failing calls instead of sending them at once. With the defaults and
+/// `after = "150ms"`, a call whose attempts fail fast waits up to 37.5 ms, then up to 75 ms; with
+/// `backoff = "off"` it would send all three within milliseconds. The backoff's scale follows the
+/// call's own `after` (the time an attempt is expected to take): with two retries its waits add at
+/// most three quarters of `after`, three eighths on average, so a retry after one transient error
+/// still comes well before the staggered start. `budget = "off"` and `backoff = "off"` restore
+/// every extra attempt, at once.
 ///
 /// Attempts run concurrently inside the caller's task (no `tokio::spawn`), so borrowed arguments
 /// and `&self` methods work. Every attempt gets its own copy of each argument: references and
@@ -237,7 +251,8 @@ pub use resilient_macros::too_busy;
 /// be shared by attempts running at once and are compile errors that name the argument.
 ///
 /// Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
-/// `resilient::race_retry`) and what [`race::observe`](crate::race::observe) returns to the
+/// `resilient::race_retry`; durations in whole microseconds: `started_us`, `elapsed_us`), as is
+/// each backoff (`backoff_us`), and what [`race::observe`](crate::race::observe) returns to the
 /// caller; [`race::stats`](crate::race::stats) counts extra attempts, wins by them, budget
 /// refusals and deadlines.
 ///
@@ -264,12 +279,15 @@ pub use resilient_macros::too_busy;
 ///   reported as abandoned; one dropped before its first poll made no attempt and counts nothing.
 ///   An attempt's destructor that takes long delays the call's return by as long, nothing more.
 /// * **Without a time driver**: outside a tokio runtime there are no timers (attempts start only
-///   when one fails, and there is no deadline). On a runtime built without `enable_time`, a call
-///   whose attempts answer or fail without waiting runs; one that has to wait panics with tokio's
-///   "timers are disabled" (as `tokio::time::timeout` does there), its attempts dropped and the
-///   extra ones it started counted.
+///   when one fails, at once, and there is no deadline). On a runtime built without
+///   `enable_time`, a call whose attempts answer without waiting (or fail without waiting, with
+///   `backoff = "off"`) runs; one that has to wait (for an attempt or a backoff) panics with
+///   tokio's "timers are disabled" (as `tokio::time::timeout` does there), its attempts dropped
+///   and the extra ones it started counted.
 /// * **Extreme settings** neither panic nor allocate by their value: `total`, `after` or `each`
 ///   too long for an `Instant` (up to `Duration::MAX` through `race::RaceRetry`) mean never,
-///   `retries` is at most 16, a `budget` share below 0.001 counts as 0.001, and a call spawns no
+///   `retries` is at most 16, a `budget` share below 0.001 counts as 0.001, a backoff's base or
+///   max up to `Duration::MAX` saturates (a wait past the deadline starts nothing) and a factor
+///   that is NaN, infinite or below 1 (through `race::RaceRetry`) is clamped, and a call spawns no
 ///   task.
 pub use resilient_macros::race_retry;

@@ -373,21 +373,34 @@ async fn total_alone_means_two_retries_and_total_over_three_before_learning() {
     assert_eq!(stats("defaults").after, ms(100));
 }
 
-#[race_retry(retries = 2, after = "150ms", total = "1s", each = "100ms")]
+#[race_retry(
+    retries = 2,
+    after = "150ms",
+    total = "1s",
+    each = "100ms",
+    backoff = "off"
+)]
 async fn bounded(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
-#[race_retry(retries = 2, after = "150ms", total = "1s", each = "100ms")]
+#[race_retry(
+    retries = 2,
+    after = "150ms",
+    total = "1s",
+    each = "100ms",
+    backoff = "off"
+)]
 async fn bounded_then_answered(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
 /// An attempt past `each` (100 ms) is cancelled, counts as failed, and the next starts at once
-/// (100 ms, not 150 ms). When the last one times out, the call ends with a `Rejected` that
+/// with `backoff = "off"` (100 ms, not 150 ms; by default after a backoff, as for any failure:
+/// see `a_timed_out_attempt_is_replaced_after_its_backoff`). When the last one times out, the call ends with a `Rejected` that
 /// `is_timeout` (not `is_deadline`), long before `total`.
 #[tokio::test(start_paused = true)]
-async fn an_attempt_past_each_fails_and_the_next_starts_at_once() {
+async fn an_attempt_past_each_fails_and_with_backoff_off_the_next_starts_at_once() {
     let probe = Probe::new(&[Hang, Hang, Hang]);
     let (result, attempts) = observe(bounded(&probe)).await;
     let error = result.unwrap_err();
@@ -417,15 +430,16 @@ async fn an_attempt_past_each_fails_and_the_next_starts_at_once() {
     assert_eq!(probe.cancelled(), [(1, ms(100))]);
 }
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms")]
+#[race_retry(retries = 2, after = "150ms", total = "450ms", backoff = "off")]
 async fn fast_failure(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
-/// An attempt that fails starts the next at once: attempt 1 fails at 10 ms, attempt 2 starts at
-/// 10 ms (not 150), and attempt 3 `after` that, at 160 ms; it answers at 165 ms.
+/// With `backoff = "off"`, an attempt that fails starts the next at once: attempt 1 fails at
+/// 10 ms, attempt 2 starts at 10 ms (not 150), and attempt 3 `after` that, at 160 ms; it answers
+/// at 165 ms.
 #[tokio::test(start_paused = true)]
-async fn a_failed_attempt_starts_the_next_at_once() {
+async fn with_backoff_off_a_failed_attempt_starts_the_next_at_once() {
     let probe = Probe::new(&[Fail(10), Hang, Answer(5)]);
     let (result, attempts) = observe(fast_failure(&probe)).await;
     assert_eq!(result.unwrap(), 3);
@@ -440,6 +454,237 @@ async fn a_failed_attempt_starts_the_next_at_once() {
             attempt("fast_failure", 2, 10, 155, Outcome::Lost),
         ]
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backoff after a failure
+
+/// Runs `calls` calls of `call` (each with a fresh probe playing `script`) and returns, per call,
+/// what `observe` saw of its attempts: (number, started, ended) in the order they started.
+async fn timelines<F, Fut>(
+    calls: usize,
+    script: &[Step],
+    call: F,
+) -> Vec<Vec<(u32, Duration, Duration)>>
+where
+    F: Fn(Probe) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut out = Vec::new();
+    for _ in 0..calls {
+        let ((), attempts) = observe(call(Probe::new(script))).await;
+        let mut seen: Vec<_> = attempts
+            .iter()
+            .map(|a| (a.number, a.started, a.started + a.elapsed))
+            .collect();
+        seen.sort();
+        out.push(seen);
+    }
+    out
+}
+
+/// The waits between each attempt's failure and its replacement's start, per call.
+fn waits(timelines: &[Vec<(u32, Duration, Duration)>]) -> Vec<Vec<Duration>> {
+    timelines
+        .iter()
+        .map(|attempts| {
+            attempts
+                .windows(2)
+                .map(|pair| pair[1].1 - pair[0].2)
+                .collect()
+        })
+        .collect()
+}
+
+/// The `n`-th wait (0 for the first) of every call.
+fn nth(waits: &[Vec<Duration>], n: usize) -> Vec<Duration> {
+    waits.iter().map(|w| w[n]).collect()
+}
+
+fn mean(waits: &[Duration]) -> Duration {
+    waits.iter().sum::<Duration>() / waits.len() as u32
+}
+
+#[race_retry(retries = 2, after = "150ms", total = "450ms", budget = "off")]
+async fn backs_off(probe: &Probe) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// By default an attempt that fails is replaced after a backoff with full jitter: a wait uniform
+/// in [0, base), then [0, 2 x base), with `base` a quarter of `after` (37.5 ms here), so that
+/// failures are not retried all at once. Attempt 1 fails at 10 ms; over 400 calls attempt 2
+/// starts between 10 and 47.5 ms (spread over that range: on average half of it), and when it
+/// fails too, attempt 3 waits up to 75 ms more. (The paused clock fires timers on whole
+/// milliseconds: a wait is seen rounded up, up to 1 ms longer.)
+#[tokio::test(start_paused = true)]
+async fn a_failed_attempt_starts_the_next_after_a_backoff_with_full_jitter() {
+    let base = Duration::from_micros(37_500);
+    let runs = timelines(400, &[Fail(10), Fail(10), Answer(5)], |probe| async move {
+        assert_eq!(backs_off(&probe).await.unwrap(), 3);
+    })
+    .await;
+    let waits = waits(&runs);
+    for (n, bound) in [(0, base), (1, 2 * base)] {
+        let nth = nth(&waits, n);
+        let (min, max) = (*nth.iter().min().unwrap(), *nth.iter().max().unwrap());
+        assert!(max <= bound + ms(1), "wait {n}: {max:?} above {bound:?}");
+        assert!(
+            min < bound / 10 && max > bound * 9 / 10,
+            "wait {n}: {min:?}..{max:?}"
+        );
+        let mean = mean(&nth);
+        assert!(
+            mean > bound * 4 / 10 && mean < bound * 6 / 10,
+            "wait {n}: mean {mean:?} of [0, {bound:?})"
+        );
+    }
+    assert!(runs.iter().all(|r| r[0] == (1, ms(0), ms(10))));
+}
+
+static DEFAULT_BACKOFF: race::RaceRetry = race::RaceRetry::new(
+    "race_retry::default_backoff",
+    2,
+    race::After::Fixed(Duration::from_millis(150)),
+    Duration::from_millis(450),
+);
+static SEQUENTIAL: race::RaceRetry = race::RaceRetry::new(
+    "race_retry::sequential",
+    2,
+    race::After::Fixed(Duration::MAX),
+    Duration::from_millis(400),
+);
+
+/// `RaceRetry::backoff_bound` says the default: a quarter of `after` (150 ms), doubling; with no
+/// staggered start before the deadline (`after` of `Duration::MAX`), a quarter of `total`.
+#[test]
+fn the_default_backoff_is_a_quarter_of_after_or_total_doubling() {
+    let bounds = [0, 1, 2].map(|n| DEFAULT_BACKOFF.backoff_bound(n));
+    let base = Duration::from_micros(37_500);
+    assert_eq!(bounds, [base, 2 * base, 4 * base]);
+    assert_eq!(SEQUENTIAL.backoff_bound(0), ms(100));
+    assert_eq!(DEFAULT_BACKOFF.budget_share(), Some(0.1));
+}
+
+#[race_retry(
+    retries = 3,
+    after = "1s",
+    total = "5s",
+    budget = "off",
+    backoff = "10ms",
+    backoff_factor = 3,
+    backoff_max = "60ms"
+)]
+async fn grows(probe: &Probe) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// `backoff`, `backoff_factor` and `backoff_max`: the n-th wait is uniform in
+/// [0, min(60 ms, 10 ms x 3^n)): at most 10, 30 and 60 ms (not 90; the paused clock rounds a wait
+/// up to a whole millisecond), each bound nearly reached.
+#[tokio::test(start_paused = true)]
+async fn backoff_factor_and_max_shape_the_waits() {
+    let runs = timelines(
+        300,
+        &[Fail(0), Fail(0), Fail(0), Fail(0)],
+        |probe| async move {
+            assert_eq!(grows(&probe).await.unwrap_err().failed_attempt(), 4);
+        },
+    )
+    .await;
+    let waits = waits(&runs);
+    for (n, bound) in [(0, ms(10)), (1, ms(30)), (2, ms(60))] {
+        let nth = nth(&waits, n);
+        let max = *nth.iter().max().unwrap();
+        assert!(
+            max <= bound && max > bound * 8 / 10,
+            "wait {n}: max {max:?}, bound {bound:?}"
+        );
+    }
+}
+
+#[race_retry(
+    retries = 2,
+    after = "100ms",
+    total = "450ms",
+    budget = "off",
+    backoff = "1s"
+)]
+async fn long_backoff(probe: &Probe) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// A backoff never delays the next attempt past its staggered start: with `backoff = "1s"` and
+/// `after = "100ms"`, attempt 1 fails at 10 ms and attempt 2 starts at 100 ms at the latest (at
+/// 100 ms exactly unless the wait drawn is under 90 ms: 9% of calls).
+#[tokio::test(start_paused = true)]
+async fn a_backoff_never_waits_past_the_next_staggered_start() {
+    let runs = timelines(100, &[Fail(10), Answer(5)], |probe| async move {
+        assert_eq!(long_backoff(&probe).await.unwrap(), 2);
+    })
+    .await;
+    let second: Vec<Duration> = runs.iter().map(|r| r[1].1).collect();
+    assert!(
+        second.iter().all(|s| *s >= ms(10) && *s <= ms(100)),
+        "{second:?}"
+    );
+    let at_stagger = second.iter().filter(|s| **s == ms(100)).count();
+    assert!(
+        at_stagger >= 70,
+        "{at_stagger} of 100 at the staggered start"
+    );
+}
+
+static NEVER_BEFORE_THE_DEADLINE: race::RaceRetry = race::RaceRetry::new(
+    "race_retry::never_before_the_deadline",
+    2,
+    race::After::Fixed(Duration::MAX),
+    Duration::from_millis(450),
+)
+.backoff(Duration::MAX);
+
+/// A backoff that ends at or past the deadline starts nothing: when no other attempt runs, the
+/// call returns the last error then and there, not the deadline's `Rejected` at 450 ms. (No
+/// staggered start here, `after` being `Duration::MAX`; the wait is drawn in [0, Duration::MAX).)
+#[tokio::test(start_paused = true)]
+async fn a_backoff_past_the_deadline_ends_the_call_with_the_last_error_at_once() {
+    let probe = Probe::new(&[Fail(10), Answer(0)]);
+    let error: Error = NEVER_BEFORE_THE_DEADLINE
+        .run(|| probe.attempt())
+        .await
+        .unwrap_err();
+    assert_eq!(error.failed_attempt(), 1);
+    assert_eq!(probe.elapsed(), ms(10));
+    assert_eq!(probe.starts(), [ms(0)]);
+}
+
+#[race_retry(
+    retries = 1,
+    after = "150ms",
+    total = "1s",
+    each = "100ms",
+    budget = "off",
+    backoff = "20ms"
+)]
+async fn bounded_backs_off(probe: &Probe) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// An attempt cut by `each` is a failure like any other: its replacement waits its backoff.
+/// Attempt 1 is cut at 100 ms; attempt 2 starts in [100, 120] ms (the paused clock rounds up to a
+/// whole millisecond).
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_attempt_is_replaced_after_its_backoff() {
+    let mut starts = Vec::new();
+    for _ in 0..100 {
+        let probe = Probe::new(&[Hang, Answer(5)]);
+        assert_eq!(bounded_backs_off(&probe).await.unwrap(), 2);
+        starts.push(probe.starts()[1]);
+    }
+    assert!(
+        starts.iter().all(|s| *s >= ms(100) && *s <= ms(120)),
+        "{starts:?}"
+    );
+    assert!(starts.iter().any(|s| *s != ms(100)), "{starts:?}");
 }
 
 #[race_retry(retries = 2, after = "150ms", total = "450ms")]
@@ -482,13 +727,13 @@ async fn losers_are_cancelled_when_the_call_returns() {
     );
 }
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms")]
+#[race_retry(retries = 2, after = "150ms", total = "450ms", backoff = "off")]
 async fn all_fail(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
 /// When every attempt fails, the call returns the last error to arrive, whichever attempt made
-/// it: attempt 1 fails last (at 300 ms, after 2 and 3 failed at 160 and 170 ms), so its error is
+/// it (`backoff = "off"`, for exact times): attempt 1 fails last (at 300 ms, after 2 and 3 failed at 160 and 170 ms), so its error is
 /// the call's; with errors in order, attempt 3's.
 #[tokio::test(start_paused = true)]
 async fn when_all_fail_the_last_error_is_returned() {
@@ -518,14 +763,14 @@ async fn picky(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms", retry_if = |e| !matches!(e, Error::Fatal(_)))]
+#[race_retry(retries = 2, after = "150ms", total = "450ms", backoff = "off", retry_if = |e| !matches!(e, Error::Fatal(_)))]
 async fn picky_closure(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
 /// An error `retry_if` rejects ends the call at once with that error: attempt 2's fatal error at
 /// 170 ms is returned then, attempt 1 is cancelled (`Abandoned`) and attempt 3 never starts. With
-/// a closure, an error it accepts still starts the next attempt at once.
+/// a closure (and `backoff = "off"`), an error it accepts still starts the next attempt at once.
 #[tokio::test(start_paused = true)]
 async fn a_non_retryable_error_ends_the_call_at_once() {
     let probe = Probe::new(&[Hang, Step::Fatal(20), Answer(0)]);
@@ -554,24 +799,44 @@ async fn a_non_retryable_error_ends_the_call_at_once() {
 // ---------------------------------------------------------------------------------------------
 // The retry budget
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms", budget = 0.1)]
+// These fns back off not (`backoff = "off"`), so that calls come at the pace the tests set.
+
+#[race_retry(retries = 2, after = "150ms", total = "450ms", backoff = "off")]
 async fn budgeted() -> Result<u32, Error> {
     Err(Error::Attempt(0))
 }
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms")]
+#[race_retry(
+    retries = 2,
+    after = "150ms",
+    total = "450ms",
+    budget = 0.1,
+    backoff = "off"
+)]
+async fn budgeted_explicitly() -> Result<u32, Error> {
+    Err(Error::Attempt(0))
+}
+
+#[race_retry(
+    retries = 2,
+    after = "150ms",
+    total = "450ms",
+    budget = "off",
+    backoff = "off"
+)]
 async fn unbudgeted() -> Result<u32, Error> {
     Err(Error::Attempt(0))
 }
 
-/// An outage (every attempt fails at once), 1000 calls 10 ms apart (10 s): with `budget = 0.1`
-/// extra attempts are bounded by 10% of the calls (100) plus the floor's first burst (10). The
-/// deposits (10 tokens a second) reach the floor's rate, so the floor adds nothing more; the same
-/// fn without a budget makes 2000.
+/// An outage (every attempt fails at once), 1000 calls 10 ms apart (10 s): by default (as with
+/// `budget = 0.1`) extra attempts are bounded by 10% of the calls (100) plus the floor's first
+/// burst (10). The deposits (10 tokens a second) reach the floor's rate, so the floor adds nothing
+/// more; the same fn with `budget = "off"` makes 2000.
 #[tokio::test(start_paused = true)]
 async fn the_budget_bounds_extra_attempts_to_its_share_plus_the_floor() {
     for _ in 0..1000 {
         assert!(budgeted().await.is_err());
+        assert!(budgeted_explicitly().await.is_err());
         assert!(unbudgeted().await.is_err());
         sleep(ms(10)).await;
     }
@@ -581,15 +846,27 @@ async fn the_budget_bounds_extra_attempts_to_its_share_plus_the_floor() {
     assert_eq!(without.budget_refused, 0);
     assert!(
         (100..=110).contains(&with.extra_attempts),
-        "{} extra attempts with budget = 0.1: {with:?}",
+        "{} extra attempts with the default budget: {with:?}",
         with.extra_attempts
     );
     // Each call that is refused is refused once: it then ends with attempt 1's error.
     assert!(with.budget_refused >= 800, "{with:?}");
     assert!(with.budget_balance < 1.0, "{with:?}");
+    let explicit = stats("budgeted_explicitly");
+    assert_eq!(
+        (explicit.extra_attempts, explicit.budget_refused),
+        (with.extra_attempts, with.budget_refused),
+        "the default is budget = 0.1"
+    );
 }
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms", budget = 0.1)]
+#[race_retry(
+    retries = 2,
+    after = "150ms",
+    total = "450ms",
+    budget = 0.1,
+    backoff = "off"
+)]
 async fn burst() -> Result<u32, Error> {
     Err(Error::Attempt(0))
 }
@@ -606,6 +883,80 @@ async fn a_burst_spends_the_floor_then_only_the_deposits() {
     assert_eq!(stats.extra_attempts, 20, "{stats:?}");
     assert_eq!(stats.budget_refused, 95, "{stats:?}");
     assert_eq!(stats.budget_balance, 0.0, "{stats:?}");
+}
+
+#[race_retry(retries = 1, after = "100ms", total = "1s", backoff = "50ms")]
+async fn refused_early(probe: Arc<Probe>) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// A call the budget refuses ends when its attempt fails, not after a backoff for nothing: with
+/// no other attempt running, the replacement's token is taken at the failure. 30 calls at one
+/// instant whose attempt 1 fails at 10 ms: the floor's burst (10) and the calls' deposits (3)
+/// pay for 13 replacements, started after their backoff; the 17 refused calls return attempt 1's
+/// error at 10 ms.
+#[tokio::test(start_paused = true)]
+async fn a_call_the_budget_refuses_ends_at_its_failure_without_a_backoff() {
+    let calls: Vec<_> = (0..30)
+        .map(|_| {
+            let probe = Arc::new(Probe::new(&[Fail(10), Answer(5)]));
+            let call = tokio::spawn({
+                let probe = Arc::clone(&probe);
+                async move {
+                    let output = refused_early(Arc::clone(&probe)).await;
+                    (output, probe.elapsed())
+                }
+            });
+            (probe, call)
+        })
+        .collect();
+    let mut refused = 0;
+    for (probe, call) in calls {
+        match call.await.unwrap() {
+            (Ok(2), _) => assert_eq!(probe.starts().len(), 2),
+            (Err(Error::Attempt(1)), ended) => {
+                assert_eq!(ended, ms(10));
+                assert_eq!(probe.starts(), [ms(0)]);
+                refused += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let stats = stats("refused_early");
+    assert_eq!((stats.budget_refused, refused), (17, 17), "{stats:?}");
+    assert_eq!(stats.extra_attempts, 13, "{stats:?}");
+}
+
+#[race_retry(retries = 2, after = "100ms", total = "450ms")]
+async fn slow_upstream(probe: Arc<Probe>) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// With the defaults, 20 calls at once against an upstream that answers every attempt in 300 ms
+/// (`after = "100ms"`) make 33 attempts, not 60: at 100 ms the calls' deposits (20 x 0.1 = 2
+/// tokens) and the floor's burst (10) pay for 12 second attempts, the other 8 calls are refused;
+/// at 200 ms the floor has refilled one token (10 a second) for one third attempt, and 11 are
+/// refused.
+#[tokio::test(start_paused = true)]
+async fn with_the_defaults_a_slow_upstream_meets_the_budget_not_three_times_its_load() {
+    let probes: Vec<_> = (0..20)
+        .map(|_| Arc::new(Probe::new(&[Answer(300), Answer(300), Answer(300)])))
+        .collect();
+    let calls: Vec<_> = probes
+        .iter()
+        .map(|probe| tokio::spawn(slow_upstream(Arc::clone(probe))))
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap(), 1);
+    }
+    let attempts: usize = probes.iter().map(|p| p.starts().len()).sum();
+    assert_eq!(attempts, 33);
+    let stats = stats("slow_upstream");
+    assert_eq!(
+        (stats.extra_attempts, stats.budget_refused),
+        (13, 19),
+        "{stats:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -830,7 +1181,7 @@ async fn by_str(key: &str, probe: &Probe) -> Result<String, Error> {
     Ok(format!("{key}#{n}"))
 }
 
-#[race_retry(retries = 1, after = "50ms", total = "450ms")]
+#[race_retry(retries = 1, after = "50ms", total = "450ms", backoff = "off")]
 async fn by_as_ref(key: impl AsRef<str> + Clone, probe: &Probe) -> Result<String, Error> {
     let n = probe.attempt().await?;
     Ok(format!("{}#{n}", key.as_ref()))
@@ -964,14 +1315,14 @@ async fn futures_are_send_when_the_body_is() {
 // ---------------------------------------------------------------------------------------------
 // Stacking with #[breaker]
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms")]
+#[race_retry(retries = 2, after = "150ms", total = "450ms", backoff = "off")]
 #[resilient::breaker(error_threshold = 2, error_timeout = "30s")]
 async fn per_attempt(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
 #[resilient::breaker(error_threshold = 2, error_timeout = "30s")]
-#[race_retry(retries = 2, after = "150ms", total = "450ms")]
+#[race_retry(retries = 2, after = "150ms", total = "450ms", backoff = "off")]
 async fn around_race(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
@@ -1024,14 +1375,14 @@ async fn breaker_above_race_counts_one_outcome_per_call() {
 // ---------------------------------------------------------------------------------------------
 // Observing attempts
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms")]
+#[race_retry(retries = 2, after = "150ms", total = "450ms", backoff = "off")]
 async fn observed(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
 /// `race::observe` reports every attempt in the order they ended, with when each started (after
 /// the call started) and how long it ran: attempt 2 failed (150 ms, ran 30 ms), attempt 3 started
-/// at once and won (180 ms, 20 ms), attempt 1 lost (0 ms, cancelled after 200 ms). Calls outside
+/// at once (`backoff = "off"`) and won (180 ms, 20 ms), attempt 1 lost (0 ms, cancelled after 200 ms). Calls outside
 /// an `observe` report nothing to it.
 #[tokio::test(start_paused = true)]
 async fn observe_reports_winners_and_losers() {
@@ -1086,7 +1437,8 @@ async fn without_tokio(fail_first: bool, calls: &AtomicU32) -> Result<u32, Error
 }
 
 /// Outside a tokio runtime there are no timers: attempt 1 runs alone and its `Ok` is returned
-/// (no hedge starts while it waits); a failed attempt still starts the next at once.
+/// (no hedge starts while it waits); a failed attempt still starts the next, at once (there is no
+/// timer to back off with).
 #[test]
 fn outside_tokio_attempts_run_without_timers() {
     assert!(tokio::runtime::Handle::try_current().is_err());

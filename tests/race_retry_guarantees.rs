@@ -314,7 +314,8 @@ static AFTER_MAX: RaceRetry = RaceRetry::new(
 );
 
 /// `after = Duration::MAX` starts no hedge: a hanging attempt 1 runs alone until the deadline; a
-/// failed one still starts the next at once.
+/// failed one still starts the next, after its backoff (at most a quarter of `total` here, there
+/// being no staggered start).
 #[tokio::test(start_paused = true)]
 async fn after_at_duration_max_starts_no_hedge() {
     let t0 = Instant::now();
@@ -326,11 +327,16 @@ async fn after_at_duration_max_starts_no_hedge() {
     assert!(rejected.is_deadline());
     assert_eq!((t0.elapsed(), script.made()), (ms(1000), 1));
 
+    assert_eq!(AFTER_MAX.backoff_bound(0), ms(250));
     let t0 = Instant::now();
     let script = Script::new(&[Fail(10), Answer(20)]);
     let answer: Result<u32, Error> = AFTER_MAX.run(|| script.attempt()).await;
     assert_eq!(answer.unwrap(), 2);
-    assert_eq!(t0.elapsed(), ms(30));
+    assert!(
+        t0.elapsed() >= ms(30) && t0.elapsed() <= ms(281),
+        "{:?}",
+        t0.elapsed()
+    );
 }
 
 static EACH_MAX: RaceRetry =
@@ -597,13 +603,13 @@ fn judge(error: &Error) -> bool {
     }
 }
 
-#[race_retry(retries = 2, after = "100ms", total = "1s", retry_if = judge)]
+#[race_retry(retries = 2, after = "100ms", total = "1s", backoff = "off", retry_if = judge)]
 async fn judged(script: &Script) -> Result<u32, Error> {
     script.attempt().await
 }
 
 /// A `retry_if` that panics on an attempt's error ends the call with that panic, as if the
-/// attempt had: that attempt is reported as `Panicked`, the others still running are dropped and
+/// attempt had (`backoff = "off"`, for exact times): that attempt is reported as `Panicked`, the others still running are dropped and
 /// reported as abandoned, and those that failed before are reported as failed.
 #[tokio::test(start_paused = true)]
 async fn a_retry_if_that_panics_ends_the_call_and_drops_the_other_attempts() {
@@ -781,15 +787,21 @@ async fn a_call_dropped_at_any_point_drops_its_attempts_and_keeps_the_counts() {
 // ---------------------------------------------------------------------------------------------
 // No time driver
 
-#[race_retry(retries = 2, after = "100ms", total = "1s")]
+#[race_retry(retries = 2, after = "100ms", total = "1s", backoff = "off")]
 async fn untimed(script: &Script) -> Result<u32, Error> {
     script.attempt().await
 }
 
+#[race_retry(retries = 2, after = "100ms", total = "1s")]
+async fn untimed_backoff(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
 /// On a runtime without a time driver, calls that need no timer run (an attempt that answers at
-/// once, a failure that starts the next at once); a call that has to wait panics with tokio's
-/// "timers are disabled", like `tokio::time::timeout` there. Its attempts are dropped, the extra
-/// attempt it started counts, and the thread is not left observed.
+/// once, a failure that starts the next at once with `backoff = "off"`); a call that has to wait
+/// (for an attempt, or for a failure's backoff) panics with tokio's "timers are disabled", like
+/// `tokio::time::timeout` there. Its attempts are dropped, the extra attempt it started counts,
+/// and the thread is not left observed.
 #[test]
 fn without_a_time_driver_a_call_that_waits_panics_and_leaves_the_policy_consistent() {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -815,6 +827,15 @@ fn without_a_time_driver_a_call_that_waits_panics_and_leaves_the_policy_consiste
 
         assert_eq!(counted(before, stats("untimed")), (1, 0, 0, 0));
         assert_eq!(untimed(&Script::new(&[Answer(0)])).await.unwrap(), 1);
+
+        let script = Script::leaked(&[Fail(0), Answer(0)]);
+        let error = tokio::spawn(untimed_backoff(script)).await.unwrap_err();
+        assert!(message(error.into_panic()).contains("timers are disabled"));
+        assert_eq!((script.made(), script.live()), (1, 0));
+        assert_eq!(
+            counted(RaceStats::default(), stats("untimed_backoff")),
+            (0, 0, 0, 0)
+        );
     });
     drop(runtime);
     let paused = tokio::runtime::Builder::new_current_thread()
@@ -831,7 +852,13 @@ fn without_a_time_driver_a_call_that_waits_panics_and_leaves_the_policy_consiste
 // ---------------------------------------------------------------------------------------------
 // Extreme settings
 
-#[race_retry(retries = 1, after = "100ms", total = "1s", budget = 0.0001)]
+#[race_retry(
+    retries = 1,
+    after = "100ms",
+    total = "1s",
+    budget = 0.0001,
+    backoff = "off"
+)]
 async fn tiny_budget(script: &Script) -> Result<u32, Error> {
     script.attempt().await
 }
@@ -856,7 +883,8 @@ static MANY: RaceRetry = RaceRetry::new(
     u32::MAX,
     After::Fixed(Duration::ZERO),
     ms(100),
-);
+)
+.no_budget();
 static EACH_ZERO: RaceRetry =
     RaceRetry::new("guarantees::each_zero", 2, After::Fixed(ms(100)), ms(1000))
         .each(Duration::ZERO);
@@ -895,6 +923,27 @@ static QUANTILES: [RaceRetry; 7] = [
         ms(1000),
     ),
 ];
+static BACKOFFS: [RaceRetry; 9] = [
+    backoff("guarantees::backoff_base_max").backoff(Duration::MAX),
+    backoff("guarantees::backoff_base_zero").backoff(Duration::ZERO),
+    backoff("guarantees::backoff_max_max").backoff_max(Duration::MAX),
+    backoff("guarantees::backoff_max_zero").backoff_max(Duration::ZERO),
+    backoff("guarantees::backoff_factor_nan").backoff_factor(f64::NAN),
+    backoff("guarantees::backoff_factor_inf").backoff_factor(f64::INFINITY),
+    backoff("guarantees::backoff_factor_neg_inf").backoff_factor(f64::NEG_INFINITY),
+    backoff("guarantees::backoff_factor_below_one").backoff_factor(0.5),
+    backoff("guarantees::backoff_all_max")
+        .backoff(Duration::MAX)
+        .backoff_factor(f64::MAX)
+        .backoff_max(Duration::MAX),
+];
+
+/// A policy whose every attempt may fail, for the backoff settings: 16 retries, `total` 1 s, no
+/// staggered start, no budget.
+const fn backoff(name: &'static str) -> RaceRetry {
+    RaceRetry::new(name, MAX_RETRIES, After::Fixed(Duration::MAX), ms(1000)).no_budget()
+}
+
 static SHARES: [RaceRetry; 5] = [
     RaceRetry::new("guarantees::b_nan", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::NAN),
     RaceRetry::new("guarantees::b_negative", 1, After::Fixed(ms(100)), ms(1000)).budget(-1.0),
@@ -905,8 +954,11 @@ static SHARES: [RaceRetry; 5] = [
 
 /// Settings out of range neither panic nor size anything by their value: `retries = u32::MAX` is
 /// 16 (17 attempts at most), `each` and `total` of zero end attempts and calls at their first
-/// wait, any quantile (NaN, negative, above 1, infinite) learns a percentile within `total`, and
-/// any budget share (NaN, negative, zero, tiny, infinite) runs.
+/// wait, any quantile (NaN, negative, above 1, infinite) learns a percentile within `total`, any
+/// budget share (NaN, negative, zero, tiny, infinite) runs, and any backoff (a base or max of zero
+/// or `Duration::MAX`, a factor that is NaN, infinite or below 1) waits within the deadline or
+/// ends the call: with the last attempt's error (when no attempt is left, or the next backoff would
+/// end past the deadline), or at the deadline.
 #[tokio::test(start_paused = true)]
 async fn extreme_settings_neither_panic_nor_allocate_by_their_value() {
     assert_eq!(MANY.retries(), MAX_RETRIES);
@@ -940,6 +992,26 @@ async fn extreme_settings_neither_panic_nor_allocate_by_their_value() {
         }
         assert!(policy.after() <= ms(1000), "{policy:?}");
         assert!(policy.latency_samples() >= 64, "{policy:?}");
+    }
+
+    for policy in &BACKOFFS {
+        assert!(
+            policy.backoff_bound(u32::MAX) <= Duration::MAX,
+            "{policy:?}"
+        );
+        let t0 = Instant::now();
+        let script = Script::new(&[Fail(0); 40]);
+        let error: Error = policy.run(|| script.attempt()).await.unwrap_err();
+        let made = script.made();
+        // (A wait that ends within the deadline's last millisecond fires with it, on the paused
+        // clock's whole milliseconds: the deadline's refusal then.)
+        assert!(
+            matches!(&error, Error::Attempt(n) if *n == made)
+                || matches!(&error, Error::Rejected(r) if r.is_deadline()),
+            "{policy:?}: {error:?} after {made} attempts"
+        );
+        assert!(t0.elapsed() <= ms(1000), "{policy:?}: {:?}", t0.elapsed());
+        assert_eq!(script.live(), 0);
     }
 
     for policy in &SHARES {

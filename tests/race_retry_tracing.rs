@@ -23,9 +23,36 @@ async fn traced() -> Result<u32, Rejected> {
     Ok(n)
 }
 
+static BACKED_OFF: AtomicU32 = AtomicU32::new(0);
+
+/// An attempt's error, or a refusal.
+#[derive(Debug)]
+#[allow(dead_code)]
+enum Error {
+    Failed,
+    Refused(Rejected),
+}
+
+impl From<Rejected> for Error {
+    fn from(rejected: Rejected) -> Self {
+        Error::Refused(rejected)
+    }
+}
+
+/// Attempt 1 fails at once; attempt 2 answers at once.
+#[race_retry(retries = 1, after = "150ms", total = "450ms", backoff = "20ms")]
+async fn traced_backoff() -> Result<u32, Error> {
+    match BACKED_OFF.fetch_add(1, SeqCst) + 1 {
+        1 => Err(Error::Failed),
+        n => Ok(n),
+    }
+}
+
 /// Every attempt's end is a DEBUG event with target `resilient::race_retry` and message
-/// "attempt ended", with the fn's name, the attempt's number, start and duration in ms, and its
-/// outcome: the winner (attempt 2: 150 ms, 20 ms) and the loser (attempt 1: 0 ms, 170 ms).
+/// "attempt ended", with the fn's name, the attempt's number, its start and duration in whole
+/// microseconds, and its outcome: the winner (attempt 2: 150 ms, 20 ms) and the loser (attempt 1:
+/// 0 ms, 170 ms). A failure's backoff is one too ("backing off after a failure"), with the wait
+/// drawn and when the next attempt starts, in whole microseconds.
 #[tokio::test(start_paused = true)]
 async fn attempts_are_tracing_events() {
     let captured = Captured::default();
@@ -36,12 +63,13 @@ async fn attempts_are_tracing_events() {
         .finish();
     let guard = tracing::subscriber::set_default(subscriber);
     assert_eq!(traced().await.unwrap(), 2);
+    assert_eq!(traced_backoff().await.unwrap(), 2);
     drop(guard);
 
     let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     let ended: Vec<&str> = output
         .lines()
-        .filter(|line| line.contains("attempt ended"))
+        .filter(|line| line.contains("attempt ended") && line.contains("::traced\""))
         .collect();
     assert_eq!(ended.len(), 2, "{output}");
     for line in &ended {
@@ -52,25 +80,51 @@ async fn attempts_are_tracing_events() {
             "{line}"
         );
     }
-    let fields = |line: &str| {
-        ["attempt=", "started_ms=", "elapsed_ms=", "outcome="].map(|field| {
-            let at = line
-                .find(field)
-                .unwrap_or_else(|| panic!("no {field} in {line}"));
-            let rest = &line[at + field.len()..];
-            rest.split(' ').next().unwrap().to_owned()
-        })
+    let field = |line: &str, field: &str| {
+        let at = line
+            .find(&format!(" {field}="))
+            .unwrap_or_else(|| panic!("no {field} in {line}"));
+        let rest = &line[at + field.len() + 2..];
+        rest.split(' ').next().unwrap().to_owned()
     };
+    let fields =
+        |line: &str| ["attempt", "started_us", "elapsed_us", "outcome"].map(|f| field(line, f));
     assert_eq!(
         fields(ended[0]),
-        ["2", "150.0", "20.0", "Won"],
+        ["2", "150000", "20000", "Won"],
         "{}",
         ended[0]
     );
     assert_eq!(
         fields(ended[1]),
-        ["1", "0.0", "170.0", "Lost"],
+        ["1", "0", "170000", "Lost"],
         "{}",
         ended[1]
     );
+
+    let backoffs: Vec<&str> = output
+        .lines()
+        .filter(|line| line.contains("backing off after a failure"))
+        .collect();
+    assert_eq!(backoffs.len(), 1, "{output}");
+    let line = backoffs[0];
+    assert!(
+        line.contains("name=\"race_retry_tracing::traced_backoff\""),
+        "{line}"
+    );
+    assert_eq!(field(line, "attempt"), "2", "{line}");
+    let wait: u64 = field(line, "backoff_us")
+        .parse()
+        .expect("whole microseconds");
+    assert!(wait < 20_000, "{line}");
+    assert_eq!(field(line, "starts_in_us"), wait.to_string(), "{line}");
+
+    // Every duration is whole microseconds.
+    for line in output.lines() {
+        for part in line.split(' ').filter(|p| p.contains("_us=")) {
+            let value = part.split('=').nth(1).unwrap();
+            assert!(value.parse::<u64>().is_ok(), "{part} in {line}");
+        }
+        assert!(!line.contains("_ms="), "{line}");
+    }
 }

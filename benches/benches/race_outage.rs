@@ -1,4 +1,5 @@
-//! The retry budget in an outage: `cargo bench -p resilient-benches --bench race_outage`.
+//! The retry budget and the backoff in an outage: `cargo bench -p resilient-benches --bench
+//! race_outage`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded).
 //!
@@ -6,18 +7,26 @@
 //!
 //! A simulated service, inside this process. While it is healthy an attempt sleeps 10 ms
 //! (`tokio::time::sleep`) and answers `Ok`; in the outage every attempt sleeps 50 ms and fails
-//! (`Err`): a slow failure, each of which makes a raced call start its next attempt at once.
+//! (`Err`): a slow failure, each of which makes a raced call start its next attempt (after a
+//! backoff, unless `backoff = "off"`).
 //!
 //! # The contenders
 //!
-//! The same call, `#[race_retry(retries = 2, after = "150ms", total = "450ms")]`, without a budget
-//! and with `budget = 0.1` (extra attempts may add 10% of the calls; at most 100 tokens banked; a
-//! floor of 10 per second, in bursts of at most 10, that makes up only for deposits slower than
-//! that). Each is its own fn, so each has its own budget.
+//! The same call, `#[race_retry(retries = 2, after = "150ms", total = "450ms")]`, three ways:
+//!
+//! * **the defaults**: a retry budget of 10% (extra attempts may add 10% of the calls; at most 100
+//!   tokens banked; a floor of 10 per second, in bursts of at most 10, that makes up only for
+//!   deposits slower than that), and a backoff after each failure (a wait uniform in
+//!   [0, 37.5 ms), then [0, 75 ms): a quarter of `after`, doubling).
+//! * **`budget = "off"`**: the backoff alone.
+//! * **`budget = "off", backoff = "off"`**: every extra attempt, each at once after the failure
+//!   before it.
+//!
+//! Each is its own fn, so each has its own budget.
 //!
 //! # The load
 //!
-//! Open loop, the same for both, both at the same time on one current-thread tokio runtime: call
+//! Open loop, the same for all, all at the same time on one current-thread tokio runtime: call
 //! `i` starts at `t0 + i / RATE` (500 calls per second) in its own task, whatever happened to
 //! earlier calls. First `HEALTHY_CALLS` (1,000, 2 s) while the service is healthy: enough deposits
 //! (1,000 x 0.1 = 100 tokens) to fill the budget's bank, the worst case for the outage that
@@ -29,9 +38,9 @@
 //! Attempts are counted twice: at the service (a counter per contender, bumped when an attempt
 //! starts) and by `resilient::race::observe` around each call (every attempt, with when it
 //! started), which also gives the per-window timeline; `resilient::race::stats` gives the budget's
-//! refusals. The **extra load** is extra attempts / calls. The goal: with the budget, the extra
-//! attempts of the outage stay within what the budget allows: `0.1 x calls` (the share), plus a
-//! full bank (100), plus the floor. The floor (`budget.rs`) grants 10 a second only while the
+//! refusals. The **extra load** is extra attempts / calls. The goal: with the defaults, the extra
+//! attempts of the outage stay within what the default budget allows: `0.1 x calls` (the share),
+//! plus a full bank (100), plus the floor. The floor (`budget.rs`) grants 10 a second only while the
 //! deposits come slower than that, in bursts of at most 10: here the deposits bring
 //! `0.1 x 500 = 50` tokens a second, so it adds its first burst only (10); were they slower, it
 //! would add `10 x (T + 1)` over an outage of `T` seconds (from its first call's start to its last
@@ -70,8 +79,13 @@ const WINDOW: Duration = Duration::from_millis(500);
 // ---------------------------------------------------------------------------------------------
 // The service and the contenders.
 
-/// Attempts that started in the outage, per contender (0: no budget, 1: budget).
-static OUTAGE_ATTEMPTS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+/// The contenders: the defaults, `budget = "off"`, and `budget = "off", backoff = "off"`.
+const CONTENDERS: usize = 3;
+/// The one with the default budget (whose goal is checked).
+const DEFAULTS: usize = 0;
+
+/// Attempts that started in the outage, per contender.
+static OUTAGE_ATTEMPTS: [AtomicU64; CONTENDERS] = [const { AtomicU64::new(0) }; CONTENDERS];
 
 async fn attempt(down: bool, contender: usize) -> Result<(), CallError> {
     if down {
@@ -85,20 +99,34 @@ async fn attempt(down: bool, contender: usize) -> Result<(), CallError> {
 }
 
 #[race_retry(retries = 2, after = "150ms", total = "450ms")]
-async fn no_budget(down: bool) -> Result<(), CallError> {
+async fn defaults(down: bool) -> Result<(), CallError> {
     attempt(down, 0).await
 }
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms", budget = 0.1)]
-async fn with_budget(down: bool) -> Result<(), CallError> {
+#[race_retry(retries = 2, after = "150ms", total = "450ms", budget = "off")]
+async fn budget_off(down: bool) -> Result<(), CallError> {
     attempt(down, 1).await
 }
 
-const NAMES: [&str; 2] = [
-    "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]` (no budget)",
-    "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\", budget = 0.1)]`",
+#[race_retry(
+    retries = 2,
+    after = "150ms",
+    total = "450ms",
+    budget = "off",
+    backoff = "off"
+)]
+async fn both_off(down: bool) -> Result<(), CallError> {
+    attempt(down, 2).await
+}
+
+const NAMES: [&str; CONTENDERS] = [
+    "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]` (the defaults: budget 10%, backoff)",
+    "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\", budget = \"off\")]`",
+    "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\", budget = \"off\", backoff = \"off\")]`",
 ];
-const SUFFIXES: [&str; 2] = ["::no_budget", "::with_budget"];
+/// Short names, for the timeline's columns.
+const SHORT: [&str; CONTENDERS] = ["the defaults", "budget off", "budget and backoff off"];
+const SUFFIXES: [&str; CONTENDERS] = ["::defaults", "::budget_off", "::both_off"];
 
 fn stats(contender: usize) -> RaceStats {
     resilient::race::names()
@@ -150,10 +178,10 @@ async fn run(contender: usize) -> Run {
         }
         tasks.spawn(async move {
             let start = Instant::now();
-            let (output, attempts) = if contender == 0 {
-                observe(no_budget(down)).await
-            } else {
-                observe(with_budget(down)).await
+            let (output, attempts) = match contender {
+                0 => observe(defaults(down)).await,
+                1 => observe(budget_off(down)).await,
+                _ => observe(both_off(down)).await,
             };
             let end = Instant::now();
             down.then(|| {
@@ -191,13 +219,13 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
     let started = std::time::Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("# resilient `#[race_retry]`: the retry budget in an outage\n");
+    println!("# resilient `#[race_retry]`: the retry budget and the backoff in an outage\n");
     println!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
     );
     println!(
-        "Open loop at {RATE} calls/s, both contenders at the same time: {} calls while the service \
+        "Open loop at {RATE} calls/s, all contenders at the same time: {} calls while the service \
          answers in {} ms (filling the bank), then {} calls while every attempt fails after {} ms. \
          Real time (tokio's paused clock needs its `test-util` feature, not enabled for this \
          package). Figures below are for the outage's calls only.\n",
@@ -212,18 +240,22 @@ fn main() {
         .build()
         .expect("a current-thread runtime builds");
     let runs: Vec<Run> = runtime.block_on(async {
-        let off = tokio::spawn(run(0));
-        let on = tokio::spawn(run(1));
-        vec![off.await.expect("no panic"), on.await.expect("no panic")]
+        let tasks: Vec<_> = (0..CONTENDERS).map(|c| tokio::spawn(run(c))).collect();
+        let mut runs = Vec::new();
+        for task in tasks {
+            runs.push(task.await.expect("no panic"));
+        }
+        runs
     });
 
     println!(
         "| contender | calls | attempts (service / observed) | attempts per call | extra attempts \
          | extra load | budget refused | bank at the outage's start | calls failed | latency p50 / \
-         max | outage lasted |"
+         p99 / max | outage lasted |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (c, r) in runs.iter().enumerate() {
+        let budgeted = c == DEFAULTS;
         let calls = r.calls.len() as u64;
         let observed: u64 = r.calls.iter().map(|c| c.attempts.len() as u64).sum();
         let service = OUTAGE_ATTEMPTS[c].load(Relaxed);
@@ -231,7 +263,7 @@ fn main() {
         let mut latencies: Vec<Duration> = r.calls.iter().map(|c| c.latency).collect();
         latencies.sort();
         println!(
-            "| {} | {} | {} / {} | {:.3} | {} | {:.1}% | {} | {} | {} | {} / {} | {:.2} s |",
+            "| {} | {} | {} / {} | {:.3} | {} | {:.1}% | {} | {} | {} | {} / {} / {} | {:.2} s |",
             NAMES[c],
             group(calls),
             group(service),
@@ -239,30 +271,78 @@ fn main() {
             service as f64 / calls as f64,
             group(extra),
             100.0 * extra as f64 / calls as f64,
-            if c == 0 {
-                "—".to_string()
-            } else {
+            if budgeted {
                 group(r.after.budget_refused - r.before.budget_refused)
-            },
-            if c == 0 {
-                "—".to_string()
             } else {
+                "—".to_string()
+            },
+            if budgeted {
                 format!("{:.1} tokens", r.before.budget_balance)
+            } else {
+                "—".to_string()
             },
             group(r.calls.iter().filter(|c| !c.ok).count() as u64),
             ms(latencies[latencies.len() / 2]),
+            ms(latencies[(latencies.len() * 99).div_ceil(100) - 1]),
             ms(*latencies.last().unwrap()),
             r.outage.as_secs_f64(),
         );
     }
     println!(
-        "\n`resilient::race::stats` over the outage: extra attempts {} (no budget) and {} (budget), \
-         as counted at the service. The generator started calls at most {} / {} late.",
-        group(runs[0].after.extra_attempts - runs[0].before.extra_attempts),
-        group(runs[1].after.extra_attempts - runs[1].before.extra_attempts),
-        ms(runs[0].late_max),
-        ms(runs[1].late_max),
+        "\n`resilient::race::stats` over the outage, extra attempts: {}; as counted at the \
+         service. The generator started calls at most {} late.",
+        (0..CONTENDERS)
+            .map(|c| format!(
+                "{} ({})",
+                group(runs[c].after.extra_attempts - runs[c].before.extra_attempts),
+                SHORT[c]
+            ))
+            .collect::<Vec<_>>()
+            .join(", "),
+        runs.iter()
+            .map(|r| ms(r.late_max))
+            .collect::<Vec<_>>()
+            .join(" / "),
     );
+
+    // When a call's attempts after the first started, after the failure before them.
+    println!(
+        "\n### When the extra attempts started\n\nFrom the end of the attempt before (its failure) \
+         to the start of the next, over the outage's calls (attempts observed by \
+         `resilient::race::observe`):\n"
+    );
+    println!("| contender | waits | 2nd attempt: median / max | 3rd attempt: median / max |");
+    println!("|---|---:|---:|---:|");
+    for (c, r) in runs.iter().enumerate() {
+        let mut waits = [Vec::new(), Vec::new()];
+        for call in &r.calls {
+            let mut attempts: Vec<&Attempt> = call.attempts.iter().collect();
+            attempts.sort_by_key(|a| a.number);
+            for pair in attempts.windows(2) {
+                let ended = pair[0].started + pair[0].elapsed;
+                let n = pair[1].number as usize - 2;
+                if n < 2 {
+                    waits[n].push(pair[1].started.saturating_sub(ended));
+                }
+            }
+        }
+        let show = |w: &mut Vec<Duration>| {
+            if w.is_empty() {
+                return "—".to_string();
+            }
+            w.sort();
+            format!("{} / {}", ms(w[w.len() / 2]), ms(*w.last().unwrap()))
+        };
+        let count = waits[0].len() + waits[1].len();
+        let [second, third] = &mut waits;
+        println!(
+            "| {} | {} | {} | {} |",
+            NAMES[c],
+            group(count as u64),
+            show(second),
+            show(third)
+        );
+    }
 
     // The timeline: extra attempts started per window, by when they started.
     let windows = runs
@@ -270,11 +350,11 @@ fn main() {
         .map(|r| r.outage.as_nanos().div_ceil(WINDOW.as_nanos()) as usize)
         .max()
         .unwrap_or(0);
-    let mut timeline = vec![[0u64; 2]; windows];
+    let mut timeline = vec![[0u64; CONTENDERS]; windows];
     let mut calls_per_window = vec![0u64; windows];
     for (c, r) in runs.iter().enumerate() {
         for call in &r.calls {
-            if c == 1 {
+            if c == DEFAULTS {
                 let w = (call.at.as_nanos() / WINDOW.as_nanos()) as usize;
                 calls_per_window[w.min(windows - 1)] += 1;
             }
@@ -288,22 +368,24 @@ fn main() {
         "\n### Extra attempts per {} ms of the outage (by when they started)\n",
         WINDOW.as_millis()
     );
-    println!("| window | calls started | extra, no budget | extra, budget 0.1 |");
-    println!("|---|---:|---:|---:|");
+    println!(
+        "| window | calls started | {} |",
+        SHORT.map(|s| format!("extra, {s}")).join(" | ")
+    );
+    println!("|---|---:|{}", "---:|".repeat(CONTENDERS));
     for (w, (extra, calls)) in timeline.iter().zip(&calls_per_window).enumerate() {
         println!(
-            "| {:.1}–{:.1} s | {calls} | {} | {} |",
+            "| {:.1}–{:.1} s | {calls} | {} |",
             w as f64 * WINDOW.as_secs_f64(),
             (w + 1) as f64 * WINDOW.as_secs_f64(),
-            extra[0],
-            extra[1]
+            extra.map(|e| e.to_string()).join(" | ")
         );
     }
 
     // The goal.
-    let on = &runs[1];
+    let on = &runs[DEFAULTS];
     let calls = on.calls.len() as f64;
-    let extra = (OUTAGE_ATTEMPTS[1].load(Relaxed) - on.calls.len() as u64) as f64;
+    let extra = (OUTAGE_ATTEMPTS[DEFAULTS].load(Relaxed) - on.calls.len() as u64) as f64;
     let t = on.outage.as_secs_f64();
     let deposits_per_sec = SHARE * calls / t;
     let (floor, floor_text) = if deposits_per_sec >= FLOOR_PER_SEC {
@@ -321,7 +403,9 @@ fn main() {
         )
     };
     let allowed = SHARE * calls + MAX_BANKED + floor;
-    println!("\n### Goal: with the budget, the outage's extra attempts stay within the budget\n");
+    println!(
+        "\n### Goal: with the defaults, the outage's extra attempts stay within the default budget\n"
+    );
     println!(
         "Allowed = {SHARE} x {} calls + {MAX_BANKED} banked + {floor_text} = {allowed:.1} extra \
          attempts ({:.1}% of the calls).\n",
@@ -333,28 +417,31 @@ fn main() {
         .zip(&calls_per_window)
         .skip(1)
         .fold((0u64, 0u64), |(e, c), (extra, calls)| {
-            (e + extra[1], c + *calls)
+            (e + extra[DEFAULTS], c + *calls)
         });
     println!("| measure | measured | goal | result |");
     println!("|---|---:|---:|---|");
     println!(
-        "| extra attempts with `budget = 0.1` | {extra} ({:.1}% of the calls) | <= {allowed:.1} | {} |",
+        "| the defaults: extra attempts | {extra} ({:.1}% of the calls) | <= {allowed:.1} | {} |",
         100.0 * extra / calls,
         pass(extra <= allowed)
     );
     println!(
-        "| steady state (after the first {} ms): extra attempts / calls started | {steady_extra} / \
+        "| the defaults, steady state (after the first {} ms): extra attempts / calls started | {steady_extra} / \
          {steady_calls} = {:.1}% | the budget's {:.0}% | {} |",
         WINDOW.as_millis(),
         100.0 * steady_extra as f64 / steady_calls.max(1) as f64,
         100.0 * SHARE,
         pass(steady_extra as f64 <= SHARE * steady_calls as f64 + FLOOR_PER_SEC)
     );
-    println!(
-        "| extra attempts without a budget (for comparison) | {} ({:.1}% of the calls) | — | — |",
-        OUTAGE_ATTEMPTS[0].load(Relaxed) - runs[0].calls.len() as u64,
-        100.0 * (OUTAGE_ATTEMPTS[0].load(Relaxed) as f64 / runs[0].calls.len() as f64 - 1.0)
-    );
+    for c in (0..CONTENDERS).filter(|c| *c != DEFAULTS) {
+        println!(
+            "| {} (for comparison): extra attempts | {} ({:.1}% of the calls) | — | — |",
+            SHORT[c],
+            OUTAGE_ATTEMPTS[c].load(Relaxed) - runs[c].calls.len() as u64,
+            100.0 * (OUTAGE_ATTEMPTS[c].load(Relaxed) as f64 / runs[c].calls.len() as f64 - 1.0)
+        );
+    }
     println!(
         "\nWhole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),

@@ -6,12 +6,13 @@
 //! race's first attempt is ready at its first poll), called plainly, plainly with one read of
 //! tokio's clock (`tokio::time::Instant::now()`: a reference, as a race reads the clock when it
 //! starts, to show how much of the added cost is the clock), and under three forms of
-//! `#[race_retry]`: a fixed `after` (`retries = 2, after = "150ms", total = "450ms"`), the default
-//! `after` (`"p95"`, a percentile learned from the attempts' latencies, so every call records its
-//! attempt's latency), and a fixed `after` with a retry budget (`budget = 0.1`, so every call
-//! makes a deposit). Each on 1 thread and on 2 OS threads calling the same fn (so sharing its
-//! one `static` policy: its budget and its latency histogram). "added" is the raced figure minus
-//! the plain one for the same thread count. Then the heap allocations per call, counted by this
+//! `#[race_retry]`: a fixed `after` (`retries = 2, after = "150ms", total = "450ms"`, with the
+//! default retry budget of 10%, so every call makes a deposit), the same with `budget = "off"`
+//! (no deposit: the difference is what the default budget costs a call), and the default `after`
+//! (`"p95"`, a percentile learned from the attempts' latencies, so calls record their attempt's
+//! latency; default budget too). Each on 1 thread and on 2 OS threads calling the same fn (so
+//! sharing its one `static` policy: its budget and its latency histogram). "added" is the raced
+//! figure minus the plain one for the same thread count. Then the heap allocations per call, counted by this
 //! binary's `#[global_allocator]` (a counter around `System`), and the size of each call's future.
 //! The goal: under 100 ns added per call and no allocation.
 //!
@@ -118,8 +119,8 @@ async fn raced_p95(x: u64) -> Result<u64, CallError> {
     work(x)
 }
 
-#[race_retry(retries = 2, after = "150ms", total = "450ms", budget = 0.1)]
-async fn raced_budget(x: u64) -> Result<u64, CallError> {
+#[race_retry(retries = 2, after = "150ms", total = "450ms", budget = "off")]
+async fn raced_budget_off(x: u64) -> Result<u64, CallError> {
     work(x)
 }
 
@@ -144,21 +145,26 @@ const CONTENDERS: [Contender; 5] = [
         |w, n| run(w, n, plain_clock),
     ),
     (
-        "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]`",
+        "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]` (default budget, 10%)",
         "::raced_fixed",
         |w, n| run(w, n, raced_fixed),
     ),
     (
-        "`#[race_retry(retries = 2, total = \"450ms\")]` (after = \"p95\", the default)",
+        "`#[race_retry(retries = 2, total = \"450ms\")]` (after = \"p95\" and budget, the defaults)",
         "::raced_p95",
         |w, n| run(w, n, raced_p95),
     ),
     (
-        "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\", budget = 0.1)]`",
-        "::raced_budget",
-        |w, n| run(w, n, raced_budget),
+        "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\", budget = \"off\")]`",
+        "::raced_budget_off",
+        |w, n| run(w, n, raced_budget_off),
     ),
 ];
+
+/// The contender with the default budget, and the same without: their difference is the
+/// default budget's deposit.
+const WITH_BUDGET: usize = 2;
+const WITHOUT_BUDGET: usize = 4;
 
 /// `n` calls of `call`, each polled to completion by [`block_on`].
 #[inline(always)]
@@ -259,6 +265,19 @@ fn measure() {
     print_table(&medians);
     println!("\nBest of the same samples:\n");
     print_table(&best);
+    println!(
+        "\nThe default budget's deposit (the fixed `after` with the default budget minus the same \
+         with `budget = \"off\"`), ns per call:\n"
+    );
+    println!("| | 1 thread | 2 threads |");
+    println!("|---|---:|---:|");
+    for (label, figures) in [("medians", &medians), ("best", &best)] {
+        println!(
+            "| {label} | {:+.1} | {:+.1} |",
+            figures[WITH_BUDGET][0] - figures[WITHOUT_BUDGET][0],
+            figures[WITH_BUDGET][1] - figures[WITHOUT_BUDGET][1]
+        );
+    }
 
     println!(
         "\n## Allocations and sizes\n\nHeap allocations per call over {} calls on 1 thread \
@@ -271,7 +290,7 @@ fn measure() {
         std::mem::size_of_val(&plain_clock(0)),
         std::mem::size_of_val(&raced_fixed(0)),
         std::mem::size_of_val(&raced_p95(0)),
-        std::mem::size_of_val(&raced_budget(0)),
+        std::mem::size_of_val(&raced_budget_off(0)),
     ];
     println!("| contender | allocations per call | future size |");
     println!("|---|---:|---:|");
@@ -333,10 +352,10 @@ fn measure() {
 }
 
 /// `BENCH_PROFILE=<contender number>` (0 = plain, 1 = plain with a clock read, 2 = fixed
-/// `after`, 3 = `after = "p95"`, 4 = fixed `after` with a budget) runs just that contender for `BENCH_CALLS` calls (default
-/// 10M, rounded up to whole chunks) on each of `BENCH_THREADS` threads (default 1), in the same
-/// setting as the measurement, and prints one line: a target for `perf` or
-/// `valgrind --tool=callgrind`.
+/// `after`, 3 = `after = "p95"`, 4 = fixed `after` with `budget = "off"`) runs just that contender
+/// for `BENCH_CALLS` calls (default 10M, rounded up to whole chunks) on each of `BENCH_THREADS`
+/// threads (default 1), in the same setting as the measurement, and prints one line: a target for
+/// `perf` or `valgrind --tool=callgrind`.
 fn profile(which: &str) {
     let (name, _, contender) = CONTENDERS[which
         .parse::<usize>()

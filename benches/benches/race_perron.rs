@@ -29,7 +29,10 @@
 //!   connection).
 //! * **`#[race_retry(retries = 2, after = "450ms", total = "1350ms")]`**: the same request in a
 //!   raced fn; attempt 2 starts 450 ms after attempt 1 without cutting it, attempt 3 at 900 ms,
-//!   the first `Ok` wins and the others are dropped; the call's deadline is 1350 ms.
+//!   the first `Ok` wins and the others are dropped; the call's deadline is 1350 ms. With the
+//!   defaults otherwise: a retry budget of 10% of the calls plus a floor of 10 extra attempts a
+//!   second (here every call makes one extra attempt, which the floor pays for: the budget's
+//!   refusals are printed), and a backoff after a failure (nothing fails here).
 //!
 //! # What is printed
 //!
@@ -331,8 +334,8 @@ fn main() {
     {
         println!(
             "\n`resilient::race::stats` of the raced fn: {} extra attempts, {} calls won by an \
-             extra attempt, {} deadlines.",
-            s.extra_attempts, s.won_by_extra, s.deadlines
+             extra attempt, {} refused by the budget, {} deadlines.",
+            s.extra_attempts, s.won_by_extra, s.budget_refused, s.deadlines
         );
     }
 

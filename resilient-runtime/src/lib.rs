@@ -23,6 +23,7 @@ pub mod busy;
 #[cfg(feature = "axum")]
 pub mod http;
 pub mod race;
+mod random;
 mod rejected;
 mod sync;
 

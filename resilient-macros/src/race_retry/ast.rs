@@ -1,5 +1,6 @@
 //! The arguments of `#[race_retry(...)]`, each kept with its span, and the checks that relate them
-//! (`after` and `each` below `total`).
+//! (`after` and `each` below `total`, `backoff_max` at least `backoff`, no `backoff_*` with
+//! `backoff = "off"`).
 
 use std::time::Duration;
 
@@ -9,8 +10,20 @@ use syn::{Expr, Lit, LitStr};
 use crate::args::{self, Errors, Spanned};
 
 pub(crate) const ARGUMENTS: &[&str] = &[
-    "retries", "after", "total", "each", "budget", "retry_if", "crate",
+    "retries",
+    "after",
+    "total",
+    "each",
+    "budget",
+    "backoff",
+    "backoff_factor",
+    "backoff_max",
+    "retry_if",
+    "crate",
 ];
+
+/// The one word `budget` and `backoff` take besides their values.
+pub(crate) const OFF: &str = "off";
 
 /// The most extra attempts (the runtime's `MAX_RETRIES`).
 const MAX_RETRIES: u32 = 16;
@@ -23,12 +36,29 @@ pub(crate) enum After {
     Percentile(f64),
 }
 
+/// The retry budget: a share in (0, 1], or none.
+#[derive(Copy, Clone)]
+pub(crate) enum Budget {
+    Share(f64),
+    Off,
+}
+
+/// The wait after a failure: exponential backoff from this bound, or none (at once).
+#[derive(Copy, Clone)]
+pub(crate) enum Backoff {
+    Base(Duration),
+    Off,
+}
+
 pub(crate) struct RaceRetry {
     pub(crate) retries: Option<Spanned<u32>>,
     pub(crate) after: Option<Spanned<After>>,
     pub(crate) total: Option<Spanned<Duration>>,
     pub(crate) each: Option<Spanned<Duration>>,
-    pub(crate) budget: Option<Spanned<f64>>,
+    pub(crate) budget: Option<Spanned<Budget>>,
+    pub(crate) backoff: Option<Spanned<Backoff>>,
+    pub(crate) backoff_factor: Option<Spanned<f64>>,
+    pub(crate) backoff_max: Option<Spanned<Duration>>,
     pub(crate) retry_if: Option<Expr>,
     pub(crate) krate: Option<Spanned<LitStr>>,
 }
@@ -63,6 +93,9 @@ impl RaceRetry {
             total: None,
             each: None,
             budget: None,
+            backoff: None,
+            backoff_factor: None,
+            backoff_max: None,
             retry_if: None,
             krate: None,
         };
@@ -75,20 +108,11 @@ impl RaceRetry {
                 "after" => parse_after(&arg).map(|v| out.after = Some(v)),
                 "total" => arg.duration().map(|v| out.total = Some(v)),
                 "each" => arg.duration().map(|v| out.each = Some(v)),
-                "budget" => arg.number("0.1").and_then(|v| {
-                    if v.value > 0.0 && v.value <= 1.0 {
-                        out.budget = Some(v);
-                        Ok(())
-                    } else {
-                        Err(syn::Error::new(
-                            v.span,
-                            "`budget` is the share of load extra attempts may add: above 0 and at most 1, such as `budget = 0.1` (10%)",
-                        ))
-                    }
-                }),
-                "retry_if" => arg
-                    .expr("is_transient")
-                    .map(|v| out.retry_if = Some(v)),
+                "budget" => parse_budget(&arg).map(|v| out.budget = Some(v)),
+                "backoff" => parse_backoff(&arg).map(|v| out.backoff = Some(v)),
+                "backoff_factor" => parse_factor(&arg).map(|v| out.backoff_factor = Some(v)),
+                "backoff_max" => arg.duration().map(|v| out.backoff_max = Some(v)),
+                "retry_if" => arg.expr("is_transient").map(|v| out.retry_if = Some(v)),
                 "crate" => arg.krate().map(|v| out.krate = Some(v)),
                 _ => unreachable!("args::parse keeps known names only"),
             };
@@ -127,6 +151,7 @@ impl RaceRetry {
                 );
             }
         }
+        self.validate_backoff(errors);
         if let Some(each) = &self.each {
             if each.value >= total.value {
                 errors.push(
@@ -138,6 +163,150 @@ impl RaceRetry {
                 );
             }
         }
+    }
+}
+
+impl RaceRetry {
+    /// `backoff_factor` and `backoff_max` need a backoff; `backoff_max` bounds no wait below
+    /// `backoff`.
+    fn validate_backoff(&self, errors: &mut Errors) {
+        let base = match self.backoff.as_ref().map(|b| b.value) {
+            Some(Backoff::Off) => {
+                let given = [
+                    (
+                        "backoff_factor",
+                        self.backoff_factor.as_ref().map(|f| f.name),
+                    ),
+                    ("backoff_max", self.backoff_max.as_ref().map(|m| m.name)),
+                ];
+                for (name, span) in given {
+                    if let Some(span) = span {
+                        errors.push(
+                            span,
+                            format_args!(
+                                "`{name}` does nothing with `backoff = \"off\"` (the next attempt starts at once after a failure); remove one of them"
+                            ),
+                        );
+                    }
+                }
+                return;
+            }
+            Some(Backoff::Base(base)) => base,
+            None => return,
+        };
+        if let Some(max) = &self.backoff_max {
+            if max.value < base {
+                errors.push(
+                    max.span,
+                    format_args!(
+                        "`backoff_max` ({:?}) is below `backoff` ({base:?}), the bound of the first wait: raise `backoff_max`, or lower `backoff`",
+                        max.value
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The literal an argument's value is, if it is one.
+fn literal(arg: &args::Arg) -> Option<&Lit> {
+    match arg.value.as_ref()? {
+        Expr::Lit(syn::ExprLit { lit, .. }) => Some(lit),
+        Expr::Group(group) => match &*group.expr {
+            Expr::Lit(syn::ExprLit { lit, .. }) => Some(lit),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn spanned<T>(arg: &args::Arg, value: T, span: Span) -> Spanned<T> {
+    Spanned {
+        value,
+        span,
+        name: arg.name_span,
+    }
+}
+
+const BUDGET: &str = "`budget` is the share of load extra attempts may add: above 0 and at most 1, such as `budget = 0.1` (10%, the default), or `budget = \"off\"` for no budget";
+
+/// `budget = 0.1` (a share in (0, 1]) or `budget = "off"`.
+fn parse_budget(arg: &args::Arg) -> syn::Result<Spanned<Budget>> {
+    match (literal(arg), &arg.value) {
+        (Some(Lit::Str(text)), _) if text.value() == OFF => {
+            Ok(spanned(arg, Budget::Off, text.span()))
+        }
+        (Some(Lit::Str(text)), _) => Err(syn::Error::new(
+            text.span(),
+            format_args!("`budget = {:?}` is not a budget; {BUDGET}", text.value()),
+        )),
+        // Without a value, `number` says what to write.
+        (Some(Lit::Int(_) | Lit::Float(_)), _) | (_, None) => {
+            let share = arg.number("0.1")?;
+            if share.value > 0.0 && share.value <= 1.0 {
+                Ok(spanned(arg, Budget::Share(share.value), share.span))
+            } else {
+                Err(syn::Error::new(share.span, BUDGET))
+            }
+        }
+        (_, Some(value)) => Err(syn::Error::new_spanned(value, BUDGET)),
+    }
+}
+
+const BACKOFF: &str = "write a duration such as \"10ms\" (the bound of the first wait after a failure; each next one grows by `backoff_factor`), or `backoff = \"off\"` to start the next attempt at once";
+
+/// `backoff = "10ms"` (the first wait's bound, above zero) or `backoff = "off"`.
+fn parse_backoff(arg: &args::Arg) -> syn::Result<Spanned<Backoff>> {
+    let text = match (literal(arg), &arg.value) {
+        (Some(Lit::Str(text)), _) => text.clone(),
+        (Some(Lit::Int(_) | Lit::Float(_)), Some(value)) => {
+            return Err(syn::Error::new_spanned(
+                value,
+                format_args!(
+                    "`backoff` takes a duration string, not a number: {BACKOFF}; the growth is `backoff_factor = 2`"
+                ),
+            ))
+        }
+        (_, Some(value)) => {
+            return Err(syn::Error::new_spanned(
+                value,
+                format_args!("`backoff`: {BACKOFF}"),
+            ))
+        }
+        // Without a value, `string` says what to write.
+        (_, None) => arg.string("10ms")?.value,
+    };
+    let value = text.value();
+    if value == OFF {
+        return Ok(spanned(arg, Backoff::Off, text.span()));
+    }
+    match args::parse_duration(&value) {
+        Ok(base) if !base.is_zero() => Ok(spanned(arg, Backoff::Base(base), text.span())),
+        Ok(_) => Err(syn::Error::new(
+            text.span(),
+            "`backoff` must be above zero; to start the next attempt at once after a failure, write `backoff = \"off\"`",
+        )),
+        Err(_) if !value.contains(|c: char| c.is_ascii_digit()) => Err(syn::Error::new(
+            text.span(),
+            format_args!("`backoff = {value:?}` is not a backoff; {BACKOFF}"),
+        )),
+        Err(why) => Err(syn::Error::new(
+            text.span(),
+            format_args!("`backoff`: {why}; {BACKOFF}"),
+        )),
+    }
+}
+
+/// `backoff_factor = 2`: finite and at least 1.
+fn parse_factor(arg: &args::Arg) -> syn::Result<Spanned<f64>> {
+    let factor = arg.number("2")?;
+    if factor.value >= 1.0 && factor.value.is_finite() {
+        Ok(factor)
+    } else {
+        Err(syn::Error::new(
+            factor.span,
+            "`backoff_factor` is how much each wait's bound grows over the one before: a number of at least 1, such as `backoff_factor = 2` (the default; 1 keeps every bound at `backoff`)",
+        ))
     }
 }
 

@@ -36,7 +36,7 @@ use syn::spanned::Spanned as _;
 use syn::{Expr, ItemFn, Pat};
 
 use super::args::{drop_mut, rename_self, Binding};
-use super::ast::{After, RaceRetry};
+use super::ast::{After, Backoff, Budget, RaceRetry};
 use crate::args::duration_tokens;
 use crate::func;
 
@@ -78,9 +78,26 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
         let d = duration_tokens(each.value);
         options.push(quote!(.each(#d)));
     }
-    if let Some(budget) = &attr.budget {
-        let b = budget.value;
-        options.push(quote!(.budget(#b)));
+    match attr.budget.as_ref().map(|b| b.value) {
+        Some(Budget::Share(share)) => options.push(quote!(.budget(#share))),
+        Some(Budget::Off) => options.push(quote!(.no_budget())),
+        None => {}
+    }
+    match attr.backoff.as_ref().map(|b| b.value) {
+        Some(Backoff::Base(base)) => {
+            let d = duration_tokens(base);
+            options.push(quote!(.backoff(#d)));
+        }
+        Some(Backoff::Off) => options.push(quote!(.no_backoff())),
+        None => {}
+    }
+    if let Some(factor) = &attr.backoff_factor {
+        let f = factor.value;
+        options.push(quote!(.backoff_factor(#f)));
+    }
+    if let Some(max) = &attr.backoff_max {
+        let d = duration_tokens(max.value);
+        options.push(quote!(.backoff_max(#d)));
     }
     let copies = bindings.iter().map(
         |Binding {

@@ -1,6 +1,5 @@
 //! A `#[too_busy]` guard: the signals it checks at a call's entry, and the call future.
 
-use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -15,6 +14,7 @@ use tokio::time::Instant;
 use super::in_flight;
 use super::monitor::{current_lag_ns, nanos, note_max_lag, MAX_LAG_NS};
 use super::rules::shed_probability;
+use crate::random::random;
 use crate::rejected::{BusySignal, Reason, Rejected};
 
 /// A return type through which a call can be refused: `Result<T, E>` with `E: From<Rejected>`,
@@ -301,30 +301,6 @@ impl fmt::Debug for TooBusy {
             .field("max_latency", &self.max_latency)
             .finish_non_exhaustive()
     }
-}
-
-/// A uniform number in [0, 1) from a thread-local xorshift: refusals need no lock and no
-/// cryptographic quality.
-fn random() -> f64 {
-    thread_local! {
-        static STATE: Cell<u64> = const { Cell::new(0) };
-    }
-    static SEEDS: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
-    STATE.with(|state| {
-        let mut x = state.get();
-        if x == 0 {
-            // A distinct odd seed per thread.
-            x = SEEDS
-                .fetch_add(0x9E37_79B9_7F4A_7C15, Relaxed)
-                .wrapping_mul(0xBF58_476D_1CE4_E5B9)
-                | 1;
-        }
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        state.set(x);
-        (x >> 11) as f64 / (1u64 << 53) as f64
-    })
 }
 
 #[derive(Copy, Clone, Debug)]

@@ -1,7 +1,14 @@
 //! The race: the future a raced call returns. It holds the first attempt inline and later ones
 //! boxed (a call whose first attempt answers at once allocates nothing), and one timer for the
-//! next event (the next staggered start, an attempt's `each` limit, the deadline), made only when
-//! the first attempt has to wait.
+//! next event (the next attempt's start, an attempt's `each` limit, the deadline), made only when
+//! the call has to wait.
+//!
+//! The next attempt starts at one instant, `next_at`: `after` after the previous one started, or
+//! sooner, when a failure's backoff ends first. Failures not yet replaced are counted (`owed`);
+//! each waits its own backoff, drawn when it is the first in line (see `backoff.rs`). The budget's
+//! token for an attempt is taken when it starts, or sooner (`paid`) when a failure leaves no
+//! attempt running: the replacement is then sure to start unless the deadline comes first, and a
+//! refusal ends the call at once instead of after the backoff.
 //!
 //! User code runs inside a poll (an attempt's body, the closure that makes it, its destructor,
 //! `retry_if` on its error) and may panic. The race's state is updated before each such call, so
@@ -17,6 +24,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 
+use super::backoff::Backoff;
 use super::observe::{self, Attempt, Outcome};
 use super::policy::RaceRetry;
 use crate::__private::FromRejected;
@@ -95,11 +103,17 @@ pin_project! {
         launched: u32,
         // Attempts whose future is held.
         running: u32,
-        // When the next attempt starts if none succeeds or fails first.
+        // When the next attempt starts (its staggered start, or the end of a failure's backoff),
+        // if none succeeds first.
         next_at: Option<Instant>,
         last_error: Option<E>,
-        // Failures seen whose replacement attempt has not been started yet.
-        pending_launches: u32,
+        // Failures (errors worth another attempt, attempts past `each`) whose replacement has not
+        // started yet: the first in line has its backoff in `next_at`.
+        owed: u32,
+        // Backoffs drawn so far (the exponent of the next one's bound).
+        backoffs: u32,
+        // The next attempt's token was taken from the budget ahead of its start.
+        paid: bool,
         // No tokio runtime: attempts start only when one fails, and there is no deadline.
         no_timer: bool,
         // Whose code a poll runs: attempt n's (its body, the closure that makes it, its
@@ -171,7 +185,9 @@ impl<M, Fut, E, P> Race<M, Fut, E, P> {
             running: 0,
             next_at: None,
             last_error: None,
-            pending_launches: 0,
+            owed: 0,
+            backoffs: 0,
+            paid: false,
             no_timer: false,
             busy: IDLE,
         }
@@ -221,6 +237,11 @@ fn deadline(policy: &RaceRetry, attempts: u32) -> Rejected {
     })
 }
 
+/// Whole microseconds, for `tracing` fields (saturated at `u64::MAX`).
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// Where a call reports the attempts that end: to an observer, to `tracing`, and to the latency
 /// histogram.
 #[derive(Copy, Clone)]
@@ -252,8 +273,8 @@ impl Reports {
                 target: TARGET,
                 name = policy.name(),
                 attempt = number,
-                started_ms = started.as_secs_f64() * 1e3,
-                elapsed_ms = elapsed.as_secs_f64() * 1e3,
+                started_us = micros(started),
+                elapsed_us = micros(elapsed),
                 ?outcome,
                 "attempt ended"
             );
@@ -450,17 +471,8 @@ where
             }
 
             let mut launched_now = false;
-            // Each failure starts the next attempt at once (while time and attempts remain).
-            while *this.pending_launches > 0 {
-                *this.pending_launches -= 1;
-                let now = clock();
-                if *this.launched < attempts && now < deadline_at {
-                    launched_now |= this.launch(now);
-                }
-            }
-
+            let now = clock();
             if !*this.no_timer {
-                let now = clock();
                 if now >= deadline_at {
                     policy.deadlines.fetch_add(1, Relaxed);
                     this.cancel(reports, reports.timed(), now, Outcome::Abandoned);
@@ -498,22 +510,38 @@ where
                             each,
                         })));
                         for _ in 0..timed_out {
-                            if *this.launched < attempts && now < deadline_at {
-                                launched_now |= this.launch(now);
-                            }
+                            this.owe(now);
                         }
                     }
                 }
-                if this.next_at.is_some_and(|next| now >= next) && *this.launched < attempts {
-                    launched_now |= this.launch(now);
-                }
+            }
+            // With nothing else running, a failure's replacement starts unless the deadline comes
+            // first: its token is taken now, so that a call the budget refuses ends at once
+            // rather than after its backoff.
+            if *this.owed > 0 && *this.running == 0 && *this.launched < attempts {
+                this.pay(now);
+            }
+            // The next attempt: at its start (staggered, or after a failure's backoff); without
+            // timers, only to replace a failure, at once.
+            let due = match *this.next_at {
+                Some(_) if *this.no_timer => *this.owed > 0,
+                Some(next) => now >= next,
+                None => false,
+            };
+            if due && *this.launched < attempts {
+                launched_now |= this.launch(now);
             }
 
             if launched_now {
                 continue; // poll the new attempt at once
             }
-            if *this.running == 0 {
-                // Every attempt failed and no other may start (none left, or the budget is spent).
+            let starting = *this.launched < attempts
+                && this
+                    .next_at
+                    .is_some_and(|next| *this.no_timer || next < deadline_at);
+            if *this.running == 0 && !starting {
+                // Every attempt failed and no other may start before the deadline (none left, the
+                // budget is spent, or the backoff ends too late).
                 let error = this
                     .last_error
                     .take()
@@ -604,7 +632,7 @@ impl<M, Fut, E, P> RaceProj<'_, M, Fut, E, P> {
     }
 
     /// Attempt `number` failed with `error` at `now`: reported, and kept as the call's last error
-    /// (the next attempt starts at once), or returned when `retry_if` says it is not worth another.
+    /// (its replacement is owed), or returned when `retry_if` says it is not worth another.
     fn failed(
         &mut self,
         reports: Reports,
@@ -622,7 +650,7 @@ impl<M, Fut, E, P> RaceProj<'_, M, Fut, E, P> {
         if retryable {
             reports.ended(number, started, now, Outcome::Failed);
             *self.last_error = Some(error);
-            *self.pending_launches += 1;
+            self.owe(now);
             None
         } else {
             reports.ended(number, started, now, Outcome::NotRetryable);
@@ -630,23 +658,76 @@ impl<M, Fut, E, P> RaceProj<'_, M, Fut, E, P> {
         }
     }
 
-    /// Starts the next attempt at `now`, if the budget allows.
-    fn launch(&mut self, now: Instant) -> bool
-    where
-        M: FnMut() -> Fut,
-    {
+    /// A failure at `now` is owed a replacement: if it is the first in line, its backoff starts
+    /// now (and the next attempt starts at its end, unless the staggered start comes first).
+    fn owe(&mut self, now: Instant) {
+        *self.owed += 1;
+        if *self.owed == 1 && *self.launched <= self.policy.retries() {
+            self.back_off(now);
+        }
+    }
+
+    /// Draws the backoff of the first failure in line, from `now`. Without a tokio runtime there
+    /// is no timer to wait with: the replacement starts at once.
+    fn back_off(&mut self, now: Instant) {
         let policy: &'static RaceRetry = self.policy;
-        if !policy.budget.withdraw(policy.since_first(now)) {
-            policy.budget_refused.fetch_add(1, Relaxed);
-            *self.next_at = None;
+        let mut wait = Duration::ZERO;
+        if policy.backs_off() {
+            if !*self.no_timer && tokio::runtime::Handle::try_current().is_err() {
+                *self.no_timer = true;
+            }
+            let bound = policy.backoff_bound(*self.backoffs);
+            *self.backoffs += 1;
+            if !*self.no_timer && !bound.is_zero() {
+                wait = Backoff::draw(bound);
+            }
+        }
+        let end = at(now, wait);
+        let next = self.next_at.map_or(end, |next| next.min(end));
+        *self.next_at = Some(next);
+        if policy.backs_off() && !std::thread::panicking() {
             tracing::debug!(
                 target: TARGET,
                 name = policy.name(),
                 attempt = *self.launched + 1,
-                "retry budget spent: no extra attempt"
+                backoff_us = micros(wait),
+                starts_in_us = micros(next.saturating_duration_since(now)),
+                "backing off after a failure"
             );
+        }
+    }
+
+    /// Takes the next attempt's token from the budget, if not taken yet. When the budget refuses,
+    /// no attempt starts until another fails (and the budget allows it then).
+    fn pay(&mut self, now: Instant) -> bool {
+        let policy: &'static RaceRetry = self.policy;
+        if *self.paid || policy.budget.withdraw(policy.since_first(now)) {
+            *self.paid = true;
+            return true;
+        }
+        policy.budget_refused.fetch_add(1, Relaxed);
+        *self.next_at = None;
+        *self.owed = 0;
+        tracing::debug!(
+            target: TARGET,
+            name = policy.name(),
+            attempt = *self.launched + 1,
+            "retry budget spent: no extra attempt"
+        );
+        false
+    }
+
+    /// Starts the next attempt at `now`, if the budget allows. It replaces the first failure in
+    /// line, if any; the next in line starts its backoff.
+    fn launch(&mut self, now: Instant) -> bool
+    where
+        M: FnMut() -> Fut,
+    {
+        if !self.pay(now) {
             return false;
         }
+        *self.paid = false;
+        let policy: &'static RaceRetry = self.policy;
         *self.launched += 1;
         policy.extra_attempts.fetch_add(1, Relaxed);
         let number = *self.launched;
@@ -665,6 +746,12 @@ impl<M, Fut, E, P> RaceProj<'_, M, Fut, E, P> {
             extra.future = Some(future);
         }
         *self.next_at = (number <= policy.retries()).then(|| at(now, policy.after()));
+        if *self.owed > 0 {
+            *self.owed -= 1;
+            if *self.owed > 0 && number <= policy.retries() {
+                self.back_off(now);
+            }
+        }
         true
     }
 }

@@ -2,7 +2,12 @@
 //! abort the attempt in flight but races it; the first success wins and the others are cancelled.
 //!
 //! * Attempt 1 starts at once; attempt k + 1 starts [`After`] after attempt k started while none
-//!   has succeeded, or at once when an attempt fails with an error worth another (`retry_if`).
+//!   has succeeded, or sooner when an attempt fails with an error worth another (`retry_if`) or
+//!   runs past `each`: after a backoff, exponential with full jitter (the call's n-th wait is
+//!   uniform in `[0, min(max, base * factor^n))`; by default `base` is a quarter of
+//!   `min(after, total)` and `factor` 2), but never later than the staggered start would have
+//!   started it, and never at or past the deadline ([`RaceRetry::backoff`];
+//!   [`RaceRetry::no_backoff`] starts it at once).
 //! * The first `Ok` is returned, and every other attempt is dropped (cancelled) before the call
 //!   returns. An error that is not worth another attempt ends the call with that error.
 //! * One deadline (`total`) bounds everything: then the call returns `Err(E::from(Rejected))`
@@ -13,10 +18,16 @@
 //!   nothing and reads no clock: the call's clock (for `after`, `each` and `total`) starts when
 //!   attempt 1 first has to wait, so the synchronous part of its first poll is not counted
 //!   (when attempts are reported or their latencies recorded, it starts before that poll).
-//! * A budget shared by all calls of the function (Finagle's retry budget) bounds the extra
-//!   load: extra attempts may add at most its share of the calls (plus 10 per second).
+//! * A budget shared by all calls of the function (Finagle's retry budget), on by default, bounds
+//!   the extra load: extra attempts may add at most its share of the calls, 10% unless set
+//!   otherwise, plus 10 per second so that a function called rarely can still race
+//!   ([`RaceRetry::budget`]; [`RaceRetry::no_budget`] turns it off). A refused call with no
+//!   attempt left running returns the last error at once: a failure's replacement takes its token
+//!   when the failure leaves nothing else running, not after its backoff.
 //! * Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
-//!   `resilient::race_retry`, level debug) and, for the caller, what [`observe`] returns.
+//!   `resilient::race_retry`, level debug, durations in whole microseconds: `started_us`,
+//!   `elapsed_us`), as is each backoff (`backoff_us`, `starts_in_us`), and, for the caller, what
+//!   [`observe`] returns.
 //!   [`stats`] and [`RaceRetry::stats`] count extra attempts, wins by them, budget refusals and
 //!   deadlines.
 //!
@@ -38,17 +49,22 @@
 //!   attempts then, reported as abandoned; one never polled makes no attempt and counts nothing.
 //!   An attempt's destructor that takes long delays the call's return by as long, nothing more.
 //! * **No time driver**: outside a tokio runtime there are no timers: attempts start only when one
-//!   fails, and there is no deadline. On a runtime without a time driver (no `enable_time`), a call
-//!   whose attempts answer or fail without waiting runs; one that has to wait panics with tokio's
-//!   "timers are disabled" (as `tokio::time::timeout` does there), its attempts dropped and the
-//!   extra ones it started counted.
+//!   fails, at once (there is no timer to back off with), and there is no deadline. On a runtime
+//!   without a time driver (no `enable_time`), a call whose attempts answer without waiting (or
+//!   fail without waiting, with no backoff) runs; one that has to wait (for an attempt or a
+//!   backoff) panics with tokio's "timers are disabled" (as `tokio::time::timeout` does there),
+//!   its attempts dropped and the extra ones it started counted.
 //! * **An [`observe`] whose future panics**, or that is dropped before it completes, leaves the
 //!   thread as it was: later calls are not reported, and an enclosing `observe` keeps its log.
 //! * **Extreme settings** neither panic nor allocate by their value: a `total`, [`After`] or `each`
 //!   too long for an `Instant` (up to `Duration::MAX`) means never, `retries` is at most
 //!   [`MAX_RETRIES`], a budget share outside [0.001, 1] is clamped, any [`After::Percentile`]
-//!   (NaN and infinities included) learns a delay within `total`, and nothing is spawned.
+//!   (NaN and infinities included) learns a delay within `total`, a backoff's base or max of up to
+//!   `Duration::MAX` saturates (a wait that ends past the deadline starts nothing), a factor that
+//!   is NaN or below 1 counts as 1 and an infinite one reaches the max at once, and nothing is
+//!   spawned.
 
+mod backoff;
 mod budget;
 mod engine;
 mod latency;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::backoff::Backoff;
 use super::budget::Budget;
 use super::engine::{Always, Race};
 use super::latency::Latencies;
@@ -17,7 +18,11 @@ use crate::__private::FromRejected;
 /// The most extra attempts a call may make.
 pub const MAX_RETRIES: u32 = 16;
 
-/// When the next attempt starts while none has succeeded (it also starts at once when one fails).
+/// The budget's share by default: extra attempts may add at most 10% of the calls' load.
+const DEFAULT_BUDGET: f64 = 0.1;
+
+/// When the next attempt starts while none has succeeded (it also starts, after a backoff, when one
+/// fails).
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum After {
     /// This long after the previous attempt started.
@@ -46,13 +51,30 @@ enum Name {
 ///     After::Fixed(Duration::from_millis(150)),
 ///     Duration::from_millis(450),          // total
 /// )
-/// .budget(0.1);
+/// .budget(0.2)                             // extra attempts add at most 20% (default 10%)
+/// .backoff(Duration::from_millis(20));     // after a failure, wait up to 20 ms, 40 ms, ...
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let answer: Result<u32, Rejected> = FETCH.run(|| async { Ok(7) }).await;
 /// assert_eq!(answer.unwrap(), 7);
 /// # }
+/// ```
+///
+/// By default extra attempts may add at most 10% of the calls' load (plus 10 per second: see
+/// [`budget`](Self::budget)), and an attempt that replaces a failed one waits an exponential
+/// backoff with full jitter (see [`backoff`](Self::backoff)); [`no_budget`](Self::no_budget) and
+/// [`no_backoff`](Self::no_backoff) turn them off:
+///
+/// ```
+/// # use std::time::Duration;
+/// # use resilient_runtime::race::{After, RaceRetry};
+/// static UNBOUNDED: RaceRetry =
+///     RaceRetry::new("unbounded", 2, After::Fixed(Duration::from_millis(150)), Duration::from_millis(450))
+///         .no_budget()
+///         .no_backoff();
+/// assert_eq!(UNBOUNDED.budget_share(), None);
+/// assert_eq!(UNBOUNDED.backoff_bound(0), Duration::ZERO);
 /// ```
 pub struct RaceRetry {
     name: Name,
@@ -61,6 +83,7 @@ pub struct RaceRetry {
     after: After,
     total: Duration,
     each: Option<Duration>,
+    backoff: Backoff,
     pub(crate) budget: Budget,
     pub(crate) latencies: Latencies,
     /// Set once `latencies` holds enough samples that calls are only sampled: every call reads
@@ -81,6 +104,8 @@ impl fmt::Debug for RaceRetry {
             .field("after", &self.after)
             .field("total", &self.total)
             .field("each", &self.each)
+            .field("budget", &self.budget_share())
+            .field("backoff", &self.backoff)
             .field("stats", &self.stats())
             .finish()
     }
@@ -108,8 +133,8 @@ static REGISTRY: Mutex<Vec<&'static RaceRetry>> = Mutex::new(Vec::new());
 
 impl RaceRetry {
     /// A raced function named `name`: at most `retries` extra attempts (clamped to
-    /// [`MAX_RETRIES`]), started `after` apart while none has succeeded (or at once when one
-    /// fails), all within `total`.
+    /// [`MAX_RETRIES`]), started `after` apart while none has succeeded (or after a backoff when
+    /// one fails), all within `total`; with the default budget (10%) and backoff.
     pub const fn new(name: &'static str, retries: u32, after: After, total: Duration) -> Self {
         Self::with_name(Name::Static(name), retries, after, total)
     }
@@ -138,7 +163,8 @@ impl RaceRetry {
             after,
             total,
             each: None,
-            budget: Budget::new(None),
+            backoff: Backoff::DEFAULT,
+            budget: Budget::new(Some(DEFAULT_BUDGET)),
             latencies: Latencies::new(),
             warmed: AtomicBool::new(false),
             base: OnceLock::new(),
@@ -156,8 +182,11 @@ impl RaceRetry {
     }
 
     /// Extra attempts may add at most `share` of the calls' load (plus a floor of 10 per
-    /// second), counted over all calls of this function. A `share` outside [0.001, 1] is clamped
-    /// (NaN counts as 0.001).
+    /// second), counted over all calls of this function: each call deposits `share` of a token,
+    /// each extra attempt takes a whole one, at most 100 tokens are banked, and while deposits
+    /// come slower than 10 tokens a second the floor makes up the difference (so that a function
+    /// called rarely can still race). A `share` outside [0.001, 1] is clamped (NaN counts as
+    /// 0.001). The default is 0.1 (10%).
     pub const fn budget(mut self, share: f64) -> Self {
         // NaN fails `share > MIN_SHARE`. Below 0.001, a call's deposit would round to nothing.
         const MIN_SHARE: f64 = 0.001;
@@ -169,6 +198,56 @@ impl RaceRetry {
             MIN_SHARE
         };
         self.budget = Budget::new(Some(share));
+        self
+    }
+
+    /// No budget: every extra attempt that `retries`, `after` and failures call for starts, however
+    /// many calls fail (an outage then meets `retries + 1` times its load).
+    pub const fn no_budget(mut self) -> Self {
+        self.budget = Budget::new(None);
+        self
+    }
+
+    /// An attempt that replaces a failed one (an error worth another attempt, or past `each`)
+    /// waits a backoff: the call's n-th such wait (n from 0) is uniform in
+    /// `[0, min(max, base * factor^n))` (exponential backoff with full jitter). It starts then, or
+    /// at the next staggered start (`after`) if that comes first, and not at all at or past the
+    /// deadline (`total`): a call with no attempt left running then returns the last error at once.
+    ///
+    /// `base` defaults to a quarter of `min(after, total)` (of the `after` learned so far with
+    /// [`After::Percentile`]), `factor` ([`backoff_factor`](Self::backoff_factor)) to 2, and
+    /// there is no `max` ([`backoff_max`](Self::backoff_max)) but the next staggered start. Any
+    /// `Duration` works, `Duration::MAX` too (waits that long never end before the deadline).
+    ///
+    /// Why these defaults: the wait scales with the call, as a fixed one cannot (perron's retries,
+    /// node-retry's defaults, wait 1 s and then 2 s: longer than a 450 ms deadline). `after` is
+    /// how long an attempt is expected to take; a quarter of it, doubling, means that with the
+    /// default two retries a call whose attempts all fail fast waits at most three quarters of
+    /// `after` in all (three eighths on average): a transient error is retried well before the
+    /// staggered start would have, while the retries of many failing calls are spread over that
+    /// window instead of arriving together. With no staggered start before the deadline
+    /// (`after` at or above `total`), `total` sets the scale instead.
+    pub const fn backoff(mut self, base: Duration) -> Self {
+        self.backoff = self.backoff.base(base);
+        self
+    }
+
+    /// How much each backoff's bound grows over the previous one (default 2). Below 1 (or NaN)
+    /// counts as 1; an infinite factor reaches the [`backoff_max`](Self::backoff_max) at once.
+    pub const fn backoff_factor(mut self, factor: f64) -> Self {
+        self.backoff = self.backoff.factor(factor);
+        self
+    }
+
+    /// The most one backoff may wait (default: no bound but the next staggered start).
+    pub const fn backoff_max(mut self, max: Duration) -> Self {
+        self.backoff = self.backoff.max(max);
+        self
+    }
+
+    /// No backoff: an attempt that replaces a failed one starts at once.
+    pub const fn no_backoff(mut self) -> Self {
+        self.backoff = Backoff::OFF;
         self
     }
 
@@ -193,6 +272,21 @@ impl RaceRetry {
     /// The bound on one attempt, if any.
     pub fn each_limit(&self) -> Option<Duration> {
         self.each
+    }
+
+    /// The budget's share (extra attempts per call, at most), or `None` without a budget.
+    pub fn budget_share(&self) -> Option<f64> {
+        self.budget.share()
+    }
+
+    /// The longest a call's backoff number `n` (0 for its first) may wait, now: zero without a
+    /// backoff. (The attempt may start sooner, at the next staggered start.)
+    pub fn backoff_bound(&self, n: u32) -> Duration {
+        self.backoff.bound(n, self.after(), self.total)
+    }
+
+    pub(crate) fn backs_off(&self) -> bool {
+        self.backoff.is_on()
     }
 
     /// How long after an attempt started the next one starts, now (for `After::Percentile`, the
@@ -256,7 +350,7 @@ impl RaceRetry {
 
     /// Races attempts made by `make` (called once per attempt; each call's future is one
     /// attempt) under this function's settings: attempt 1 at once, attempt k + 1 `after` after
-    /// attempt k started or at once when one fails; the first `Ok` wins and every other attempt is
+    /// attempt k started or after a backoff when one fails; the first `Ok` wins and every other attempt is
     /// cancelled before this returns; after `total`, `Err(E::from(Rejected))`; when every attempt
     /// failed, the last error. The attempts run inside the caller's task (nothing is spawned).
     pub fn run<M, Fut, T, E>(&'static self, make: M) -> Race<M, Fut, E, Always>

@@ -27,6 +27,9 @@ static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
     total = "450ms",
     each = "300ms",
     budget = 0.1,
+    backoff = "20ms",
+    backoff_factor = 3,
+    backoff_max = "100ms",
     retry_if = is_transient,
     crate = "::resilient",
 )]
