@@ -156,7 +156,9 @@ pub use resilient_macros::breaker;
 ///
 /// The fn returns `Result<T, E>` with `E: From<Rejected>`; with the `axum` feature it may also
 /// return `axum::response::Response` or `impl IntoResponse`, and a refusal is a
-/// `503 Service Unavailable` with a `Retry-After` header.
+/// `503 Service Unavailable` with a `Retry-After` header and a body that names nothing inside the
+/// service (the full message goes to `tracing`; see `resilient::http`, which also turns a
+/// `Rejected` kept inside an `anyhow::Error` or any error's `source()` chain into that response).
 ///
 /// # Guarantees
 ///
