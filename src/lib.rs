@@ -42,6 +42,7 @@
 //! [`Rejected::find_in`] finds it inside any error that keeps it as a source.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod attributes;
 

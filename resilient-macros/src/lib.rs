@@ -14,19 +14,22 @@ mod func;
 mod race_retry;
 mod too_busy;
 
-/// A circuit breaker around an `async fn`. See `resilient::breaker` for the arguments.
+// The attributes' documentation is on their re-exports in `resilient` (`src/attributes.rs`):
+// rustdoc would append a doc comment written here to the facade's page.
+
+#[allow(missing_docs)]
 #[proc_macro_attribute]
 pub fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     breaker::breaker(args.into(), item.into()).into()
 }
 
-/// Load shedding at an `async fn`'s entry when the runtime lags. See `resilient::too_busy`.
+#[allow(missing_docs)]
 #[proc_macro_attribute]
 pub fn too_busy(args: TokenStream, item: TokenStream) -> TokenStream {
     too_busy::too_busy(args.into(), item.into()).into()
 }
 
-/// Raced retries under one deadline. See `resilient::race_retry` for the arguments.
+#[allow(missing_docs)]
 #[proc_macro_attribute]
 pub fn race_retry(args: TokenStream, item: TokenStream) -> TokenStream {
     race_retry::race_retry(args.into(), item.into()).into()

@@ -1,8 +1,11 @@
-//! The engines behind the `resilient` attributes: circuit breakers, and the [`Rejected`] error that
-//! every policy refuses a call with.
+//! The engines behind the `resilient` attributes, usable without them: circuit breakers
+//! ([`breaker`]: Semian's rules, `capacity`, a rate rule, keyed families and a registry by name),
+//! load shedding ([`busy`]: the runtime's lag as toobusy-js measures it, a cap on calls in
+//! flight, recent latency), raced retries under one deadline ([`race`]: staggered attempts that
+//! race instead of aborting, a shared retry budget, backoff), and the [`Rejected`] error every
+//! policy refuses a call with. With the `axum` feature, `http` turns refusals into responses.
 //!
-//! Depend on the `resilient` crate, which re-exports everything here next to the attributes. The
-//! runtime is usable on its own, without the macros:
+//! Depend on the `resilient` crate, which re-exports everything here next to the attributes.
 //!
 //! ```
 //! use std::time::Duration;
@@ -17,6 +20,7 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod breaker;
 pub mod busy;
