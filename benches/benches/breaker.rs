@@ -1,6 +1,7 @@
 //! The breaker benchmark: `cargo bench -p resilient-benches --bench breaker`.
 //!
-//! Prints markdown tables of figures measured during the run (nothing here is hard-coded):
+//! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
+//! written to this benchmark's section of `benches/README.md` (`common::publish`):
 //!
 //! 1. **Closed-state success path.** One trivial `async fn` returning `Result<u64, E>` called
 //!    plainly, under `#[breaker]` (count rule, default options), under
@@ -60,6 +61,7 @@ use std::time::{Duration, Instant};
 use resilient::breaker;
 
 mod common;
+use common::outln;
 use common::{
     block_on, group, load_average, median, pin_to_cpu, plain, sample_threads, thread_waker, work,
     CallError,
@@ -251,8 +253,8 @@ fn sample(contender: &Contender, threads: usize, round: usize) -> (f64, u64) {
 
 fn print_table(all: &[Contender], ns: &[[f64; 2]]) {
     let base = ns[0];
-    println!("| contender | 1 thread ns/call | added | 2 threads ns/call | added |");
-    println!("|---|---:|---:|---:|---:|");
+    outln!("| contender | 1 thread ns/call | added | 2 threads ns/call | added |");
+    outln!("|---|---:|---:|---:|---:|");
     for (c, contender) in all.iter().enumerate() {
         let added = |t: usize| {
             if c == 0 {
@@ -261,7 +263,7 @@ fn print_table(all: &[Contender], ns: &[[f64; 2]]) {
                 format!("{:+.1}", ns[c][t] - base[t])
             }
         };
-        println!(
+        outln!(
             "| {} | {:.1} | {} | {:.1} | {} |",
             contender.name,
             ns[c][0],
@@ -302,8 +304,8 @@ fn closed_path(lock: &str) {
         .map(|[one, two]| [median(one), median(two)])
         .collect();
 
-    println!("## Closed-state success path\n");
-    println!(
+    outln!("## Closed-state success path\n");
+    outln!(
         "ns per call, median of {SAMPLES} samples of {} ms each (every sample made at least {} calls); \
          \"added\" = contender minus the plain call. 2 threads = 2 OS threads sharing one breaker, \
          time per call as each thread sees it.\n",
@@ -311,19 +313,19 @@ fn closed_path(lock: &str) {
         group(fewest_calls),
     );
     print_table(&all, &medians);
-    println!(
+    outln!(
         "\nBest of the same samples (on 1 thread the undisturbed cost; on 2 threads a best sample \
          may be one in which the workers were not both running):\n"
     );
     print_table(&all, &best);
-    println!(
+    outln!(
         "\nAll contenders: futures polled to completion by one tiny `block_on` on plain OS threads \
          (no tokio runtime), each worker thread pinned to its own CPU, every breaker built on the \
          unpinned main thread before sampling; default options for every peer. tower-resilience \
          fits as a tower `Service` layer (`ready` + `call`: one boxed future and two \
          `tokio::sync::Mutex` locks per call), not as a function wrapper.\n"
     );
-    println!(
+    outln!(
         "Size of the call's future before its first poll: plain {} B, count rule {} B, rate rule {} B.\n",
         std::mem::size_of_val(&plain(0)),
         std::mem::size_of_val(&count_rule(0)),
@@ -332,9 +334,9 @@ fn closed_path(lock: &str) {
     let ns = medians;
     let base = ns[0];
 
-    println!("### Goal: our added cost <= 1/5 of the fastest peer's added cost (medians)\n");
-    println!("| rule | threads | ours added | fastest peer | its added | limit (1/5) | result |");
-    println!("|---|---:|---:|---|---:|---:|---|");
+    outln!("### Goal: our added cost <= 1/5 of the fastest peer's added cost (medians)\n");
+    outln!("| rule | threads | ours added | fastest peer | its added | limit (1/5) | result |");
+    outln!("|---|---:|---:|---|---:|---:|---|");
     for (c, rule) in [(1, "count"), (2, "rate")] {
         for (t, &threads) in THREADS.iter().enumerate() {
             let (peer, peer_added) = all
@@ -346,14 +348,14 @@ fn closed_path(lock: &str) {
                 .expect("there are peers");
             let ours = ns[c][t] - base[t];
             let limit = peer_added / 5.0;
-            println!(
+            outln!(
                 "| {rule} | {threads} | {ours:+.1} | {} | {peer_added:+.1} | {limit:.1} | {} |",
                 peer.split(' ').next().unwrap_or(peer),
                 if ours <= limit { "PASS" } else { "MISS" }
             );
         }
     }
-    println!();
+    outln!();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -476,21 +478,21 @@ fn keyed_registry() {
     let bytes_per_key = (live_after_insert - live_before) as f64 / KEYS as f64;
     let bytes_after_lookups = (live_after_lookups - live_before) as f64 / KEYS as f64;
 
-    println!("## Keyed registry: {} live keys\n", group(KEYS as u64));
-    println!(
+    outln!("## Keyed registry: {} live keys\n", group(KEYS as u64));
+    outln!(
         "`Breaker::builder(\"bench.hosts\").build_keyed()`, keys like `{}`, inserted in random order \
          through `keyed.breaker(&key)`; lookups of random existing keys with `keyed.breaker(&key)` \
          (the returned `Arc<Breaker>` dropped), median of 5 rounds of {} lookups.\n",
         keys[0],
         group(LOOKUPS as u64)
     );
-    println!("| measure | value | goal | result |");
-    println!("|---|---:|---:|---|");
-    println!(
+    outln!("| measure | value | goal | result |");
+    outln!("|---|---:|---:|---|");
+    outln!(
         "| ns per lookup (random existing key) | {lookup_ns:.1} | < 100 | {} |",
         if lookup_ns < 100.0 { "PASS" } else { "MISS" }
     );
-    println!(
+    outln!(
         "| bytes per key (live bytes after inserting / keys) | {bytes_per_key:.1} | < 256 | {} |",
         if bytes_per_key < 256.0 {
             "PASS"
@@ -498,27 +500,27 @@ fn keyed_registry() {
             "MISS"
         }
     );
-    println!("\nFor reference:\n");
-    println!("| measure | value |");
-    println!("|---|---:|");
-    println!("| ns per lookup, of which fetching the key from the benchmark's own Vec (same loop, no lookup) | {fetch_ns:.1} |");
-    println!("| ns per lookup of 1,000 hot keys (cache-resident) | {hot_ns:.1} |");
-    println!(
+    outln!("\nFor reference:\n");
+    outln!("| measure | value |");
+    outln!("|---|---:|");
+    outln!("| ns per lookup, of which fetching the key from the benchmark's own Vec (same loop, no lookup) | {fetch_ns:.1} |");
+    outln!("| ns per lookup of 1,000 hot keys (cache-resident) | {hot_ns:.1} |");
+    outln!(
         "| this machine's latency of one dependent random load over 256 MiB | {latency_ns:.1} |"
     );
-    println!("| ns per insert (first `breaker(&key)` of a key) | {insert_ns:.1} |");
-    println!("| bytes per key, live, after the lookups too | {bytes_after_lookups:.1} |");
+    outln!("| ns per insert (first `breaker(&key)` of a key) | {insert_ns:.1} |");
+    outln!("| bytes per key, live, after the lookups too | {bytes_after_lookups:.1} |");
     if let (Some(before), Some(after)) = (rss_before, rss_after) {
-        println!(
+        outln!(
             "| resident-set growth per key while inserting (includes malloc overhead) | {:.1} |",
             (after.saturating_sub(before)) as f64 / KEYS as f64
         );
     }
-    println!(
+    outln!(
         "| allocations during {} lookups | {lookup_allocations} |",
         group(10 * LOOKUPS as u64)
     );
-    println!();
+    outln!();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -595,8 +597,8 @@ fn main() {
         return profile(&lock, &which);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("# resilient breaker benchmark\n");
-    println!(
+    outln!("# resilient breaker benchmark\n");
+    outln!(
         "{cores} cores available, `RESILIENT_DISABLED` {}.\n",
         if resilient::breaker::disabled() {
             "is set: breakers pass calls through"
@@ -605,12 +607,13 @@ fn main() {
         }
     );
     let started = Instant::now();
-    println!("Load average at start: {}.\n", load_average());
+    outln!("Load average at start: {}.\n", load_average());
     closed_path(&lock);
     keyed_registry();
-    println!(
+    outln!(
         "Whole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),
         load_average()
     );
+    common::publish("breaker");
 }

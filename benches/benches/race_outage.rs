@@ -1,7 +1,8 @@
 //! The retry budget and the backoff in an outage: `cargo bench -p resilient-benches --bench
 //! race_outage`.
 //!
-//! Prints markdown tables of figures measured during the run (nothing here is hard-coded).
+//! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
+//! written to this benchmark's section of `benches/README.md` (`common::publish`).
 //!
 //! # The service
 //!
@@ -59,6 +60,7 @@ use resilient::race_retry;
 use tokio::time::Instant;
 
 mod common;
+use common::outln;
 use common::{group, load_average, ms, pass, CallError};
 
 /// Calls per second, open loop.
@@ -219,12 +221,12 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
     let started = std::time::Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("# resilient `#[race_retry]`: the retry budget and the backoff in an outage\n");
-    println!(
+    outln!("# resilient `#[race_retry]`: the retry budget and the backoff in an outage\n");
+    outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
     );
-    println!(
+    outln!(
         "Open loop at {RATE} calls/s, all contenders at the same time: {} calls while the service \
          answers in {} ms (filling the bank), then {} calls while every attempt fails after {} ms. \
          Real time (tokio's paused clock needs its `test-util` feature, not enabled for this \
@@ -248,12 +250,12 @@ fn main() {
         runs
     });
 
-    println!(
+    outln!(
         "| contender | calls | attempts (service / observed) | attempts per call | extra attempts \
          | extra load | budget refused | bank at the outage's start | calls failed | latency p50 / \
          p99 / max | outage lasted |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    outln!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (c, r) in runs.iter().enumerate() {
         let budgeted = c == DEFAULTS;
         let calls = r.calls.len() as u64;
@@ -262,7 +264,7 @@ fn main() {
         let extra = service - calls;
         let mut latencies: Vec<Duration> = r.calls.iter().map(|c| c.latency).collect();
         latencies.sort();
-        println!(
+        outln!(
             "| {} | {} | {} / {} | {:.3} | {} | {:.1}% | {} | {} | {} | {} / {} / {} | {:.2} s |",
             NAMES[c],
             group(calls),
@@ -288,7 +290,7 @@ fn main() {
             r.outage.as_secs_f64(),
         );
     }
-    println!(
+    outln!(
         "\n`resilient::race::stats` over the outage, extra attempts: {}; as counted at the \
          service. The generator started calls at most {} late.",
         (0..CONTENDERS)
@@ -306,13 +308,13 @@ fn main() {
     );
 
     // When a call's attempts after the first started, after the failure before them.
-    println!(
+    outln!(
         "\n### When the extra attempts started\n\nFrom the end of the attempt before (its failure) \
          to the start of the next, over the outage's calls (attempts observed by \
          `resilient::race::observe`):\n"
     );
-    println!("| contender | waits | 2nd attempt: median / max | 3rd attempt: median / max |");
-    println!("|---|---:|---:|---:|");
+    outln!("| contender | waits | 2nd attempt: median / max | 3rd attempt: median / max |");
+    outln!("|---|---:|---:|---:|");
     for (c, r) in runs.iter().enumerate() {
         let mut waits = [Vec::new(), Vec::new()];
         for call in &r.calls {
@@ -335,7 +337,7 @@ fn main() {
         };
         let count = waits[0].len() + waits[1].len();
         let [second, third] = &mut waits;
-        println!(
+        outln!(
             "| {} | {} | {} | {} |",
             NAMES[c],
             group(count as u64),
@@ -364,17 +366,17 @@ fn main() {
             }
         }
     }
-    println!(
+    outln!(
         "\n### Extra attempts per {} ms of the outage (by when they started)\n",
         WINDOW.as_millis()
     );
-    println!(
+    outln!(
         "| window | calls started | {} |",
         SHORT.map(|s| format!("extra, {s}")).join(" | ")
     );
-    println!("|---|---:|{}", "---:|".repeat(CONTENDERS));
+    outln!("|---|---:|{}", "---:|".repeat(CONTENDERS));
     for (w, (extra, calls)) in timeline.iter().zip(&calls_per_window).enumerate() {
-        println!(
+        outln!(
             "| {:.1}–{:.1} s | {calls} | {} |",
             w as f64 * WINDOW.as_secs_f64(),
             (w + 1) as f64 * WINDOW.as_secs_f64(),
@@ -403,10 +405,10 @@ fn main() {
         )
     };
     let allowed = SHARE * calls + MAX_BANKED + floor;
-    println!(
+    outln!(
         "\n### Goal: with the defaults, the outage's extra attempts stay within the default budget\n"
     );
-    println!(
+    outln!(
         "Allowed = {SHARE} x {} calls + {MAX_BANKED} banked + {floor_text} = {allowed:.1} extra \
          attempts ({:.1}% of the calls).\n",
         calls,
@@ -419,14 +421,14 @@ fn main() {
         .fold((0u64, 0u64), |(e, c), (extra, calls)| {
             (e + extra[DEFAULTS], c + *calls)
         });
-    println!("| measure | measured | goal | result |");
-    println!("|---|---:|---:|---|");
-    println!(
+    outln!("| measure | measured | goal | result |");
+    outln!("|---|---:|---:|---|");
+    outln!(
         "| the defaults: extra attempts | {extra} ({:.1}% of the calls) | <= {allowed:.1} | {} |",
         100.0 * extra / calls,
         pass(extra <= allowed)
     );
-    println!(
+    outln!(
         "| the defaults, steady state (after the first {} ms): extra attempts / calls started | {steady_extra} / \
          {steady_calls} = {:.1}% | the budget's {:.0}% | {} |",
         WINDOW.as_millis(),
@@ -435,16 +437,17 @@ fn main() {
         pass(steady_extra as f64 <= SHARE * steady_calls as f64 + FLOOR_PER_SEC)
     );
     for c in (0..CONTENDERS).filter(|c| *c != DEFAULTS) {
-        println!(
+        outln!(
             "| {} (for comparison): extra attempts | {} ({:.1}% of the calls) | — | — |",
             SHORT[c],
             OUTAGE_ATTEMPTS[c].load(Relaxed) - runs[c].calls.len() as u64,
             100.0 * (OUTAGE_ATTEMPTS[c].load(Relaxed) as f64 / runs[c].calls.len() as f64 - 1.0)
         );
     }
-    println!(
+    outln!(
         "\nWhole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),
         load_average()
     );
+    common::publish("race_outage");
 }

@@ -1,7 +1,8 @@
 //! The cost of `#[race_retry]` when the first attempt answers at once:
 //! `cargo bench -p resilient-benches --bench race_overhead`.
 //!
-//! Prints markdown tables of figures measured during the run (nothing here is hard-coded): the ns
+//! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
+//! written to this benchmark's section of `benches/README.md` (`common::publish`): the ns
 //! per call of one trivial `async fn` returning `Result<u64, E>` whose body never waits (so the
 //! race's first attempt is ready at its first poll), called plainly, plainly with one read of
 //! tokio's clock (`tokio::time::Instant::now()`: a reference, as a race reads the clock when it
@@ -55,6 +56,7 @@ use std::time::{Duration, Instant};
 use resilient::race_retry;
 
 mod common;
+use common::outln;
 use common::{
     block_on, current_thread_runtime, group, load_average, median, plain, profile_calls,
     sample_threads, thread_waker, work, CallError,
@@ -202,8 +204,8 @@ fn allocations(contender: fn(&Waker, u64)) -> f64 {
 }
 
 fn print_table(ns: &[[f64; 2]]) {
-    println!("| contender | 1 thread ns/call | added | 2 threads ns/call | added |");
-    println!("|---|---:|---:|---:|---:|");
+    outln!("| contender | 1 thread ns/call | added | 2 threads ns/call | added |");
+    outln!("|---|---:|---:|---:|---:|");
     for (c, &(name, _, _)) in CONTENDERS.iter().enumerate() {
         let added = |t: usize| {
             if c == 0 {
@@ -212,7 +214,7 @@ fn print_table(ns: &[[f64; 2]]) {
                 format!("{:+.1}", ns[c][t] - ns[0][t])
             }
         };
-        println!(
+        outln!(
             "| {name} | {:.1} | {} | {:.1} | {} |",
             ns[c][0],
             added(0),
@@ -253,8 +255,8 @@ fn measure() {
         .collect();
     let allocs: Vec<f64> = CONTENDERS.iter().map(|c| allocations(c.2)).collect();
 
-    println!("## Added cost of a race whose first attempt answers at once\n");
-    println!(
+    outln!("## Added cost of a race whose first attempt answers at once\n");
+    outln!(
         "ns per call, median of {SAMPLES} samples of {} ms each (every sample made at least {} \
          calls); \"added\" = contender minus the plain call. Calls run inside a current-thread \
          tokio runtime per thread; 2 threads = 2 OS threads calling the same fn (one shared \
@@ -263,23 +265,23 @@ fn measure() {
         group(fewest_calls),
     );
     print_table(&medians);
-    println!("\nBest of the same samples:\n");
+    outln!("\nBest of the same samples:\n");
     print_table(&best);
-    println!(
+    outln!(
         "\nThe default budget's deposit (the fixed `after` with the default budget minus the same \
          with `budget = \"off\"`), ns per call:\n"
     );
-    println!("| | 1 thread | 2 threads |");
-    println!("|---|---:|---:|");
+    outln!("| | 1 thread | 2 threads |");
+    outln!("|---|---:|---:|");
     for (label, figures) in [("medians", &medians), ("best", &best)] {
-        println!(
+        outln!(
             "| {label} | {:+.1} | {:+.1} |",
             figures[WITH_BUDGET][0] - figures[WITHOUT_BUDGET][0],
             figures[WITH_BUDGET][1] - figures[WITHOUT_BUDGET][1]
         );
     }
 
-    println!(
+    outln!(
         "\n## Allocations and sizes\n\nHeap allocations per call over {} calls on 1 thread \
          (after {} warm-up calls), and the size of the call's future before its first poll.\n",
         group(ALLOC_CALLS),
@@ -292,25 +294,25 @@ fn measure() {
         std::mem::size_of_val(&raced_p95(0)),
         std::mem::size_of_val(&raced_budget_off(0)),
     ];
-    println!("| contender | allocations per call | future size |");
-    println!("|---|---:|---:|");
+    outln!("| contender | allocations per call | future size |");
+    outln!("|---|---:|---:|");
     for (c, &(name, _, _)) in CONTENDERS.iter().enumerate() {
-        println!("| {name} | {} | {} B |", allocs[c], sizes[c]);
+        outln!("| {name} | {} | {} B |", allocs[c], sizes[c]);
     }
-    println!(
+    outln!(
         "\nOutput `Result<u64, CallError>`: {} B.",
         std::mem::size_of::<Result<u64, CallError>>()
     );
 
-    println!(
+    outln!(
         "\nCheck, from `resilient::race::stats` after every call above (warm-ups, samples, \
          allocation counts):\n"
     );
-    println!("| raced fn | extra attempts | won by extra | deadlines | `after` now | latency samples recorded |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    outln!("| raced fn | extra attempts | won by extra | deadlines | `after` now | latency samples recorded |");
+    outln!("|---|---:|---:|---:|---:|---:|");
     for &(name, suffix, _) in CONTENDERS.iter().filter(|c| !c.1.is_empty()) {
         match stats_of(suffix) {
-            Some(s) => println!(
+            Some(s) => outln!(
                 "| {name} | {} | {} | {} | {:?} | {} |",
                 s.extra_attempts,
                 s.won_by_extra,
@@ -322,17 +324,17 @@ fn measure() {
                     "no (fixed `after`)"
                 }
             ),
-            None => println!("| {name} | not registered | | | | |"),
+            None => outln!("| {name} | not registered | | | | |"),
         }
     }
-    println!();
+    outln!();
 
-    println!(
+    outln!(
         "### Goal: a race whose first attempt answers at once adds under {GOAL_NS} ns per call \
          (medians) and allocates nothing\n"
     );
-    println!("| contender | threads | added | allocations per call | goal | result |");
-    println!("|---|---:|---:|---:|---|---|");
+    outln!("| contender | threads | added | allocations per call | goal | result |");
+    outln!("|---|---:|---:|---:|---|---|");
     for (c, &(name, _, _)) in CONTENDERS
         .iter()
         .enumerate()
@@ -341,14 +343,14 @@ fn measure() {
         for (t, &threads) in THREADS.iter().enumerate() {
             let added = medians[c][t] - medians[0][t];
             let ok = added < GOAL_NS && allocs[c] == 0.0;
-            println!(
+            outln!(
                 "| {name} | {threads} | {added:+.1} ns | {} | < {GOAL_NS} ns, 0 | {} |",
                 allocs[c],
                 if ok { "PASS" } else { "MISS" }
             );
         }
     }
-    println!();
+    outln!();
 }
 
 /// `BENCH_PROFILE=<contender number>` (0 = plain, 1 = plain with a clock read, 2 = fixed
@@ -374,16 +376,17 @@ fn main() {
         return profile(&which);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("# resilient `#[race_retry]` overhead benchmark\n");
-    println!(
+    outln!("# resilient `#[race_retry]` overhead benchmark\n");
+    outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
     );
     let started = Instant::now();
     measure();
-    println!(
+    outln!(
         "Whole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),
         load_average()
     );
+    common::publish("race_overhead");
 }

@@ -1,6 +1,7 @@
 //! Perron's case, over real HTTP: `cargo bench -p resilient-benches --bench race_perron`.
 //!
-//! Prints markdown tables of figures measured during the run (nothing here is hard-coded).
+//! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
+//! written to this benchmark's section of `benches/README.md` (`common::publish`).
 //!
 //! # The case
 //!
@@ -52,6 +53,7 @@ use resilient::Rejected;
 use tokio::time::Instant;
 
 mod common;
+use common::outln;
 use common::{load_average, ms, pass, Server};
 
 /// The server's time per request.
@@ -272,12 +274,12 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
     let started = std::time::Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("# resilient `#[race_retry]`: perron's case over HTTP\n");
-    println!(
+    outln!("# resilient `#[race_retry]`: perron's case over HTTP\n");
+    outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
     );
-    println!(
+    outln!(
         "Server: axum on 127.0.0.1, every request answered after {} ms. Each contender makes {CALLS} \
          calls, {IN_FLIGHT} at a time, with its own reqwest client.\n",
         SERVICE.as_millis()
@@ -300,16 +302,16 @@ fn main() {
     std::thread::sleep(SERVICE + Duration::from_millis(100));
     drop(server);
 
-    println!(
+    outln!(
         "| contender | succeeded | failed (why) | latency p50 | latency max | requests at the server \
          per call: min / mean / max | handlers that ran to the end per call: min / mean / max | \
          run |"
     );
-    println!("|---|---:|---|---:|---:|---:|---:|---:|");
+    outln!("|---|---:|---|---:|---:|---:|---:|---:|");
     let mut summaries = Vec::new();
     for (contender, calls, took) in &runs {
         let s = summarize(calls);
-        println!(
+        outln!(
             "| {} | {} / {} | {} | {} | {} | {} / {:.2} / {} | {} / {:.2} / {} | {:.1} s |",
             contender.name(),
             s.ok,
@@ -332,10 +334,13 @@ fn main() {
         .find(|name| name.ends_with("::raced"))
         .and_then(resilient::race::stats)
     {
-        println!(
+        outln!(
             "\n`resilient::race::stats` of the raced fn: {} extra attempts, {} calls won by an \
              extra attempt, {} refused by the budget, {} deadlines.",
-            s.extra_attempts, s.won_by_extra, s.budget_refused, s.deadlines
+            s.extra_attempts,
+            s.won_by_extra,
+            s.budget_refused,
+            s.deadlines
         );
     }
 
@@ -343,15 +348,15 @@ fn main() {
     let (sequential, raced) = (get(Contender::Sequential), get(Contender::Raced));
     let perron_total = ATTEMPT_TIMEOUT * ATTEMPTS as u32;
     let limit = SERVICE.mul_f64(1.0 + GOAL_OVER);
-    println!("\n### Goal\n");
-    println!("| measure | measured | goal | result |");
-    println!("|---|---:|---:|---|");
-    println!(
+    outln!("\n### Goal\n");
+    outln!("| measure | measured | goal | result |");
+    outln!("|---|---:|---:|---|");
+    outln!(
         "| raced: calls that succeed | {} / {CALLS} | all | {} |",
         raced.ok,
         pass(raced.ok == CALLS)
     );
-    println!(
+    outln!(
         "| raced: latency p50 | {} | < {} (the server's {} ms + {:.0}%) | {} |",
         ms(raced.p50),
         ms(limit),
@@ -359,13 +364,13 @@ fn main() {
         100.0 * GOAL_OVER,
         pass(raced.p50 < limit)
     );
-    println!(
+    outln!(
         "| perron's sequential retries: calls that fail (the issue's claim) | {} / {CALLS} | all | \
          {} |",
         CALLS - sequential.ok,
         pass(sequential.ok == 0)
     );
-    println!(
+    outln!(
         "| perron's sequential retries: latency p50 (the issue's claim) | {} | >= {} (3 x {} ms) | \
          {} |",
         ms(sequential.p50),
@@ -373,9 +378,10 @@ fn main() {
         ATTEMPT_TIMEOUT.as_millis(),
         pass(sequential.p50 >= perron_total)
     );
-    println!(
+    outln!(
         "\nWhole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),
         load_average()
     );
+    common::publish("race_perron");
 }

@@ -1,6 +1,7 @@
 //! Tail latency with hedged attempts: `cargo bench -p resilient-benches --bench race_tail`.
 //!
-//! Prints markdown tables of figures measured during the run (nothing here is hard-coded).
+//! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
+//! written to this benchmark's section of `benches/README.md` (`common::publish`).
 //!
 //! # The service
 //!
@@ -82,6 +83,7 @@ use tokio::time::Instant;
 use tower::Service;
 
 mod common;
+use common::outln;
 use common::{group, load_average, ms, pass, CallError};
 
 /// Calls in flight at all times.
@@ -452,12 +454,12 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
     let started = std::time::Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("# resilient `#[race_retry]`: tail latency against hedging\n");
-    println!(
+    outln!("# resilient `#[race_retry]`: tail latency against hedging\n");
+    outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
     );
-    println!(
+    outln!(
         "Service: each attempt independently takes {} with probability {}%, else uniformly {}–{} \
          ms (tokio sleep). The four contenders run at the same time on one current-thread \
          runtime, each with {IN_FLIGHT} calls in flight (closed loop): {} s of warm-up, then \
@@ -490,13 +492,13 @@ fn main() {
     });
     let (wall, cpu) = (wall.elapsed(), cpu_time() - cpu_before);
 
-    println!(
+    outln!(
         "| contender | calls | p50 | p99 | p99.9 | max | extra load | answered by the 2nd attempt | \
          2nd attempt sent after: median / p99 / max | failed |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    outln!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (contender, s) in &results {
-        println!(
+        outln!(
             "| {} | {} | {} | {} | {} | {} | {:.2}% | {:.2}% | {} | {} |",
             contender.name(),
             group(s.calls),
@@ -518,7 +520,7 @@ fn main() {
     let (mut late, mut after) = (late, after);
     late.sort();
     after.sort();
-    println!(
+    outln!(
         "\nRun: {:.1} s of wall time, {:.1} s of CPU used by this process. How late the runtime \
          woke a 1 ms sleep during the measured window ({} samples): median {}, p99 {}, max {} \
          (every contender's calls ran on this same thread at the same time).",
@@ -538,7 +540,7 @@ fn main() {
             .find(|name| name.ends_with(suffix))
             .and_then(resilient::race::stats);
         if let Some(s) = stats {
-            println!(
+            outln!(
                 "\n{} (warm-up included): `resilient::race::stats` counts {} extra attempts, {} \
                  won by them, {} refused by the budget, {} deadlines.",
                 contender.name(),
@@ -550,7 +552,7 @@ fn main() {
         }
     }
     if !after.is_empty() {
-        println!(
+        outln!(
             "\nOurs (p95): the `after` it used during the measured window (read at each probe \
              wake): min {}, median {}, p99 {}, max {}; above 20 ms {:.1}% of the time.",
             ms(after[0]),
@@ -580,25 +582,25 @@ fn main() {
     let se = |s: &Summary| s.extra * (1.0 - s.extra).max(0.0) / s.calls as f64;
     let extra_noise = 1.96 * (se(ours) + se(tower)).sqrt();
     let yes_no = |b: bool| if b { "yes" } else { "no" };
-    println!("\n### Goal\n");
-    println!("| measure | measured | goal | result | within sampling noise |");
-    println!("|---|---:|---:|---|---|");
+    outln!("\n### Goal\n");
+    outln!("| measure | measured | goal | result | within sampling noise |");
+    outln!("|---|---:|---:|---|---|");
     for (label, s) in [("ours (p95)", ours), ("ours (50 ms)", fixed)] {
-        println!(
+        outln!(
             "| {label}: p99.9 cut vs no hedging | {} / {} = {:.1}x | >= {GOAL_CUT}x | {} | |",
             ms(none.p999),
             ms(s.p999),
             cut(s),
             pass(cut(s) >= GOAL_CUT)
         );
-        println!(
+        outln!(
             "| {label}: extra load | {:.3}% | <= {:.0}% | {} | |",
             100.0 * s.extra,
             100.0 * GOAL_EXTRA,
             pass(s.extra <= GOAL_EXTRA)
         );
     }
-    println!(
+    outln!(
         "| ours (p95) vs tower (p95): p99.9 | {} vs {} | lower | {} | {} (95% intervals {}–{} vs \
          {}–{}) |",
         ms(ours.p999),
@@ -610,7 +612,7 @@ fn main() {
         ms(tower.p999_ci.0),
         ms(tower.p999_ci.1),
     );
-    println!(
+    outln!(
         "| ours (p95) vs tower (p95): extra load | {:.3}% ({} / {}) vs {:.3}% ({} / {}) | equal \
          or lower | {} | {} (difference {:+.3} points, noise ±{:.3}) |",
         100.0 * ours.extra,
@@ -624,16 +626,17 @@ fn main() {
         100.0 * (ours.extra - tower.extra),
         100.0 * extra_noise,
     );
-    println!(
+    outln!(
         "\np99.9 is the call ranked {} in {} for no hedging, {} in {} for ours (p95).",
         group((0.999 * none.calls as f64).ceil() as u64),
         group(none.calls),
         group((0.999 * ours.calls as f64).ceil() as u64),
         group(ours.calls),
     );
-    println!(
+    outln!(
         "\nWhole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),
         load_average()
     );
+    common::publish("race_tail");
 }

@@ -1,6 +1,7 @@
 //! The cost of the `#[too_busy]` check: `cargo bench -p resilient-benches --bench too_busy_cost`.
 //!
-//! Prints markdown tables of figures measured during the run (nothing here is hard-coded): the ns
+//! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
+//! written to this benchmark's section of `benches/README.md` (`common::publish`): the ns
 //! per call of one trivial `async fn` returning `Result<u64, E>` called plainly and under
 //! `#[too_busy]` (defaults: the runtime's lag, `max_lag` 70 ms), `#[too_busy(max_in_flight = 1024)]`
 //! and `#[too_busy(max_latency = "200ms")]`, on 1 thread and on 2 OS threads calling the same fn
@@ -50,6 +51,7 @@ use std::time::{Duration, Instant};
 use resilient::too_busy;
 
 mod common;
+use common::outln;
 use common::{
     block_on, current_thread_runtime, group, load_average, median, plain, profile_calls,
     sample_threads, thread_waker, work, CallError,
@@ -165,8 +167,8 @@ fn sample(contender: fn(u64), threads: usize, round: usize) -> (f64, u64) {
 }
 
 fn print_table(ns: &[[f64; 2]]) {
-    println!("| contender | 1 thread ns/call | added | 2 threads ns/call | added |");
-    println!("|---|---:|---:|---:|---:|");
+    outln!("| contender | 1 thread ns/call | added | 2 threads ns/call | added |");
+    outln!("|---|---:|---:|---:|---:|");
     for (c, &(name, _, base)) in CONTENDERS.iter().enumerate() {
         let added = |t: usize| {
             if c == base {
@@ -175,7 +177,7 @@ fn print_table(ns: &[[f64; 2]]) {
                 format!("{:+.1}", ns[c][t] - ns[base][t])
             }
         };
-        println!(
+        outln!(
             "| {name} | {:.1} | {} | {:.1} | {} |",
             ns[c][0],
             added(0),
@@ -213,8 +215,8 @@ fn measure() {
         .map(|[one, two]| [median(one), median(two)])
         .collect();
 
-    println!("## Added cost of the check\n");
-    println!(
+    outln!("## Added cost of the check\n");
+    outln!(
         "ns per call, median of {SAMPLES} samples of {} ms each (every sample made at least {} \
          calls); \"added\" = contender minus the plain call. Calls run inside a current-thread \
          tokio runtime per thread (its lag monitor live); 2 threads = 2 OS threads calling the \
@@ -223,18 +225,18 @@ fn measure() {
         group(fewest_calls),
     );
     print_table(&medians);
-    println!("\nBest of the same samples:\n");
+    outln!("\nBest of the same samples:\n");
     print_table(&best);
     let expected = guarded_runtimes as u128 * SAMPLE.as_millis()
         / resilient::busy::interval().as_millis().max(1);
-    println!(
+    outln!(
         "\nLag monitors took {lag_samples} samples during the guarded measurements (about \
          {expected} if on time: {guarded_runtimes} guarded runtimes, each living about {} ms, a \
          monitor sampling every {} ms), so the lag signal was live.\n",
         SAMPLE.as_millis(),
         resilient::busy::interval().as_millis()
     );
-    println!(
+    outln!(
         "Size of the call's future before its first poll: plain {} B, `#[too_busy]` {} B, \
          with max_in_flight {} B, with max_latency {} B. Size of the output: `Result<u64, \
          CallError>` {} B, `Result<u64, Box<dyn Error>>` {} B.\n",
@@ -246,17 +248,17 @@ fn measure() {
         std::mem::size_of::<Result<u64, BoxError>>(),
     );
 
-    println!("### Goal: `#[too_busy]` (defaults) adds under {GOAL_NS} ns per call (medians)\n");
-    println!("| threads | added | goal | result |");
-    println!("|---:|---:|---:|---|");
+    outln!("### Goal: `#[too_busy]` (defaults) adds under {GOAL_NS} ns per call (medians)\n");
+    outln!("| threads | added | goal | result |");
+    outln!("|---:|---:|---:|---|");
     for (t, &threads) in THREADS.iter().enumerate() {
         let added = medians[1][t] - medians[0][t];
-        println!(
+        outln!(
             "| {threads} | {added:+.1} | < {GOAL_NS} | {} |",
             if added < GOAL_NS { "PASS" } else { "MISS" }
         );
     }
-    println!();
+    outln!();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -289,16 +291,17 @@ fn main() {
         LAG_SAMPLES.fetch_add(1, Relaxed);
     });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("# resilient `#[too_busy]` cost benchmark\n");
-    println!(
+    outln!("# resilient `#[too_busy]` cost benchmark\n");
+    outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
     );
     let started = Instant::now();
     measure();
-    println!(
+    outln!(
         "Whole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),
         load_average()
     );
+    common::publish("too_busy_cost");
 }

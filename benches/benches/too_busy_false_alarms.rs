@@ -6,7 +6,8 @@
 //! late sample after a late one counts per interval it covers ([`Smoothing::sampled`]), and a
 //! guard that finds the monitor's timer overdue acts on it at once ([`Smoothing::overdue`])) at our
 //! default 10 ms interval, and at 100 ms and 500 ms. `max_lag` is 70 ms (toobusy-js's default)
-//! throughout. Everything is computed, nothing
+//! throughout. The tables are printed and written to this benchmark's section of
+//! `benches/README.md` (`common::publish`). Everything is computed, nothing
 //! is measured on a clock and nothing is random: the figures are exact expectations.
 //!
 //! # The model
@@ -68,6 +69,9 @@
 //!   share refused of the requests arriving in the next 100 ms.
 
 use std::time::Duration;
+
+mod common;
+use common::{out, outln};
 
 use resilient_runtime::busy::{shed_probability, Smoothing};
 
@@ -343,29 +347,29 @@ fn table(
     windows: impl Fn(&Trace) -> Vec<(u64, u64)>,
 ) -> Vec<Vec<f64>> {
     let configs = configs();
-    println!("### {title}\n");
-    print!("| trace |");
+    outln!("### {title}\n");
+    out!("| trace |");
     for c in &configs {
-        print!(" {} |", c.label);
+        out!(" {} |", c.label);
     }
-    println!("\n|---|{}", "---:|".repeat(configs.len()));
+    outln!("\n|---|{}", "---:|".repeat(configs.len()));
     let mut rows = Vec::new();
     for trace in traces {
         let w = windows(trace);
         let row = configs.map(|c| share(trace, c, &w));
-        print!("| {} |", trace.label);
+        out!("| {} |", trace.label);
         for s in row {
-            print!(
+            out!(
                 " {} [{:.1}-{:.1}] |",
                 pct(s.mean),
                 100.0 * s.min,
                 100.0 * s.max
             );
         }
-        println!();
+        outln!();
         rows.push(row.iter().map(|s| s.mean).collect());
     }
-    println!();
+    outln!();
     rows
 }
 
@@ -374,35 +378,35 @@ fn timeline(trace: &Trace) {
     let configs = configs();
     let (stall, _) = trace.stalls[0];
     let runs = configs.map(|c| Run::new(trace, c, stall % (c.interval + QUIET_LAG)));
-    println!("### Timeline of trace (a): a timer due as the stall starts\n");
-    println!(
+    outln!("### Timeline of trace (a): a timer due as the stall starts\n");
+    outln!(
         "Each rule's smoothed lag at `t`, and the share refused of the requests arriving in \
          `[t, t + 100 ms)`. The stall is `[5.0 s, 5.3 s)`: the requests arriving in it are \
          decided at its end (toobusy-js: after the sample the stall causes; ours: before it, with the \
          overdue timer counted), hence the refusals in its rows.\n"
     );
-    print!("| t | lag(t) |");
+    out!("| t | lag(t) |");
     for c in &configs {
-        print!(" {} lag | refused |", c.label);
+        out!(" {} lag | refused |", c.label);
     }
-    println!("\n|---:|---:|{}", "---:|---:|".repeat(configs.len()));
+    outln!("\n|---:|---:|{}", "---:|---:|".repeat(configs.len()));
     for step in 47..=75 {
         let t = step * 100 * MS;
-        print!("| {:.1} s | {} ms |", t as f64 / 1e6, trace.lag(t) / MS);
+        out!("| {:.1} s | {} ms |", t as f64 / 1e6, trace.lag(t) / MS);
         for run in &runs {
             let refused: f64 = arrivals(t, t + 100 * MS)
                 .map(|a| run.refusal(trace, a))
                 .sum::<f64>()
                 / (100 * MS / ARRIVAL_EVERY) as f64;
-            print!(
+            out!(
                 " {:.1} ms | {} |",
                 run.lag_at(t).as_secs_f64() * 1e3,
                 pct(refused)
             );
         }
-        println!();
+        outln!();
     }
-    println!();
+    outln!();
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -419,8 +423,8 @@ fn main() {
     let b2 = bursts("(b') 300 ms stall every ~2 s", 300 * MS);
     let c = sustained();
 
-    println!("## #[too_busy] false alarms: toobusy-js's rule vs ours on the same lag traces\n");
-    println!(
+    outln!("## #[too_busy] false alarms: toobusy-js's rule vs ours on the same lag traces\n");
+    outln!(
         "max_lag = 70 ms; requests every 1 ms; expected shares: the mean over {PHASES} \
          monitor phases, with [lowest-highest] over those phases, in %. See the file's header \
          for the model.\n"
@@ -446,9 +450,9 @@ fn main() {
         },
     );
 
-    println!("### Goal check\n");
-    println!("| configuration | trace | goal | ours | original | result |");
-    println!("|---|---|---|---:|---:|---|");
+    outln!("### Goal check\n");
+    outln!("| configuration | trace | goal | ours | original | result |");
+    outln!("|---|---|---|---:|---:|---|");
     for (col, config) in configs().iter().enumerate().skip(1) {
         let mut all = true;
         for (trace, row) in [&a, &b, &b2].iter().zip(&after) {
@@ -460,7 +464,7 @@ fn main() {
             } else {
                 ""
             };
-            println!(
+            outln!(
                 "| {} | {} | after a stall: ours <= original / 5 | {} | {} | {}{} |",
                 config.label,
                 trace.label,
@@ -482,7 +486,7 @@ fn main() {
         } else {
             "more than 10% below"
         };
-        println!(
+        outln!(
             "| {} | {} | during overload: at least 90% of original | {} ({:+.1}% rel.; {symmetric}) | {} | {} |",
             config.label,
             c.label,
@@ -491,13 +495,14 @@ fn main() {
             pct(original),
             verdict(ok)
         );
-        println!(
+        outln!(
             "| **{}** | all | | | | **{}** |",
             config.label,
             verdict(all)
         );
     }
-    println!();
+    outln!();
 
     timeline(&a);
+    common::publish("too_busy_false_alarms");
 }

@@ -1,7 +1,8 @@
 //! A real server melting, with and without `#[too_busy]`:
 //! `cargo bench -p resilient-benches --bench too_busy_server`.
 //!
-//! Prints markdown tables of figures measured during the run (nothing here is hard-coded) and
+//! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
+//! written to this benchmark's section of `benches/README.md` (`common::publish`) and
 //! writes a plot, `benches/out/too_busy_server.svg`.
 //!
 //! # The server
@@ -71,6 +72,7 @@ use axum::Router;
 use resilient::Rejected;
 
 mod common;
+use common::outln;
 use common::{load_average, pass, pin_to_cpu, Server};
 
 /// CPU burnt by one request.
@@ -669,8 +671,8 @@ fn main() {
         MONITOR_SAMPLES.fetch_add(1, Relaxed);
     });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("# resilient `#[too_busy]`: a real server melting\n");
-    println!(
+    outln!("# resilient `#[too_busy]`: a real server melting\n");
+    outln!(
         "{cores} cores available; open-files limit {open_files}; load average at start: {}.\n",
         load_average()
     );
@@ -678,7 +680,7 @@ fn main() {
     // The handler's cost alone, on this thread.
     let spins = burn();
     let capacity = measure_capacity();
-    println!(
+    outln!(
         "Handler: {} ms of CPU in a busy loop ({spins} clock checks). Server: axum, one \
          current-thread runtime on CPU 0; load generator on CPU 1. Capacity, measured with \
          {CAPACITY_CLIENTS} closed-loop clients for {} s: **{capacity:.1} req/s** (ideal 1 / {} ms \
@@ -700,15 +702,15 @@ fn main() {
         }
     }
 
-    println!(
+    outln!(
         "| load | variant | offered req/s | sent | accepted p50 | accepted p99 | goodput (200/s) | \
          refused (503) | errors / timeouts | monitor samples | generator late p99 / max | drained in |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    outln!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (load, variant, r) in &runs {
         let s = stats(&r.outcomes);
         let goodput = s.accepted_in_run as f64 / RUN.as_secs_f64();
-        println!(
+        outln!(
             "| {load}x | {} | {:.0} | {} | {} | {} | {goodput:.1} ({:.0}% of capacity) | {:.1}% | {} / {} | {} | {:.1} / {:.1} ms | {:.1} s |",
             variant.name(),
             r.rate,
@@ -725,13 +727,13 @@ fn main() {
             r.wall.as_secs_f64(),
         );
     }
-    println!(
+    outln!(
         "\n\"monitor samples\": lag samples the server's lag monitor took during the {} s of load \
          ({} if its timer ran on time).",
         RUN.as_secs(),
         RUN.as_millis() / resilient::busy::interval().as_millis().max(1)
     );
-    println!(
+    outln!(
         "\"generator late\": how long after its scheduled time the generator started a request \
          (the latencies count it; a few ms means the generator kept up). \"drained in\": from the \
          first scheduled request until the last one finished or timed out.\n"
@@ -751,28 +753,28 @@ fn main() {
         (Some(p), Some(g)) => p.as_secs_f64() / g.as_secs_f64(),
         _ => f64::NAN,
     };
-    println!("### Goal at 5x\n");
-    println!("| measure | measured | goal | result |");
-    println!("|---|---:|---:|---|");
-    println!(
+    outln!("### Goal at 5x\n");
+    outln!("| measure | measured | goal | result |");
+    outln!("|---|---:|---:|---|");
+    outln!(
         "| guarded accepted p99 | {} | < {} ms | {} |",
         ms(sg.p99),
         GOAL_P99.as_millis(),
         pass(sg.p99.is_some_and(|p| p < GOAL_P99))
     );
-    println!(
+    outln!(
         "| guarded goodput | {goodput:.1} req/s = {:.0}% of capacity | >= {:.0}% | {} |",
         100.0 * goodput / capacity,
         100.0 * GOAL_GOODPUT,
         pass(goodput >= GOAL_GOODPUT * capacity)
     );
-    println!(
+    outln!(
         "| unguarded p99 / guarded p99 | {} / {} = {ratio:.1}x | >= {GOAL_RATIO}x | {} |",
         ms(sp.p99),
         ms(sg.p99),
         pass(ratio >= GOAL_RATIO)
     );
-    println!(
+    outln!(
         "\n(The unguarded p99 counts only requests answered within the {} s client timeout, so it \
          cannot exceed {} s: {} of its {} requests timed out and {} failed otherwise.)\n",
         TIMEOUT.as_secs(),
@@ -783,14 +785,14 @@ fn main() {
     );
 
     // The timeline of the 5x runs: the plot's data.
-    println!("### Timeline at 5x, per 500 ms window (the plot's data)\n");
-    println!(
+    outln!("### Timeline at 5x, per 500 ms window (the plot's data)\n");
+    outln!(
         "| window | lag plain | lag guarded | refused guarded | accepted p99 plain | accepted p99 guarded |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    outln!("|---|---:|---:|---:|---:|---:|");
     let (wp, wg) = (windows(plain5), windows(guarded5));
     for (w, (p, g)) in wp.iter().zip(&wg).enumerate() {
-        println!(
+        outln!(
             "| {:.1}–{:.1} s | {:.0} ms | {:.0} ms | {:.0}% | {} | {} |",
             w as f64 * WINDOW.as_secs_f64(),
             (w + 1) as f64 * WINDOW.as_secs_f64(),
@@ -810,12 +812,13 @@ fn main() {
     match std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/out"))
         .and_then(|()| std::fs::write(path, svg))
     {
-        Ok(()) => println!("\nPlot: `benches/out/too_busy_server.svg`."),
-        Err(e) => println!("\nPlot not written ({path}): {e}"),
+        Ok(()) => outln!("\nPlot: `benches/out/too_busy_server.svg`."),
+        Err(e) => outln!("\nPlot not written ({path}): {e}"),
     }
-    println!(
+    outln!(
         "\nWhole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),
         load_average()
     );
+    common::publish("too_busy_server");
 }

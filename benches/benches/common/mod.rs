@@ -1,6 +1,14 @@
 //! Helpers every benchmark of this package uses: driving futures on plain threads, pinning
-//! threads, shifting stacks, and formatting. Included with `mod common;`; not every benchmark uses
-//! every helper.
+//! threads, shifting stacks, formatting, and publishing the results. Included with `mod common;`;
+//! not every benchmark uses every helper.
+//!
+//! # Publishing
+//!
+//! A benchmark writes its markdown with [`outln!`] and [`out!`] (as `println!` and `print!`): the
+//! text goes to stdout and is kept. At its end, [`publish`] puts the kept text, under a line with
+//! the date, the machine and the git commit, between `<!-- bench:NAME:start -->` and
+//! `<!-- bench:NAME:end -->` in `benches/README.md`, replacing what was there (or adding the
+//! section at the end of the file when the markers are missing).
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -338,4 +346,147 @@ pub fn sample_threads(
         .sum::<f64>()
         / threads as f64;
     (ns, results.iter().map(|r| r.1).sum())
+}
+
+/// The markdown written so far with [`outln!`] / [`out!`].
+static REPORT: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+/// Writes `text` to stdout and keeps it for [`publish`]. Use [`outln!`] and [`out!`].
+pub fn emit(text: std::fmt::Arguments<'_>) {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    let mut report = REPORT.lock().unwrap_or_else(|e| e.into_inner());
+    let from = report.len();
+    let _ = report.write_fmt(text);
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(report[from..].as_bytes());
+    let _ = stdout.flush();
+}
+
+/// As `println!`, and kept for [`publish`].
+macro_rules! outln {
+    () => {
+        $crate::common::emit(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::common::emit(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// As `print!`, and kept for [`publish`].
+#[allow(unused_macros)]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::common::emit(format_args!($($arg)*))
+    };
+}
+
+#[allow(unused_imports)]
+pub(crate) use {out, outln};
+
+/// Puts what this benchmark wrote with [`outln!`] / [`out!`] into its section of
+/// `benches/README.md` (see the module docs), headed by the date, the machine and the commit; headings move down two levels to sit under the README's own. An error is
+/// reported on stderr and does not fail the run.
+pub fn publish(name: &str) {
+    let text = REPORT.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut body = format!(
+        "_Written by `cargo bench -p resilient-benches --bench {name}` on {}, {}, commit {}._\n\n",
+        utc_date(),
+        machine(),
+        git_commit(),
+    );
+    for line in text.trim_end().lines() {
+        if line.starts_with('#') && line.trim_start_matches('#').starts_with(' ') {
+            body.push_str("##");
+        }
+        body.push_str(line);
+        body.push('\n');
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    match replace_section(&path, name, &body) {
+        Ok(()) => eprintln!("{name}: tables written to {}", path.display()),
+        Err(e) => eprintln!("{name}: could not write {}: {e}", path.display()),
+    }
+}
+
+/// Replaces the text between `<!-- bench:NAME:start -->` and `<!-- bench:NAME:end -->` in the
+/// file at `path` with `body`, or appends the section with its markers.
+fn replace_section(path: &std::path::Path, name: &str, body: &str) -> std::io::Result<()> {
+    let start = format!("<!-- bench:{name}:start -->");
+    let end = format!("<!-- bench:{name}:end -->");
+    let old = match std::fs::read_to_string(path) {
+        Ok(old) => old,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let section = format!("{start}\n{body}{end}");
+    let new = match (old.find(&start), old.find(&end)) {
+        (Some(s), Some(e)) if s < e => {
+            format!("{}{section}{}", &old[..s], &old[e + end.len()..])
+        }
+        _ => {
+            let sep = if old.is_empty() || old.ends_with("\n\n") {
+                ""
+            } else if old.ends_with('\n') {
+                "\n"
+            } else {
+                "\n\n"
+            };
+            format!("{old}{sep}{section}\n")
+        }
+    };
+    let tmp = path.with_extension("md.tmp");
+    std::fs::write(&tmp, new)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Today's date (UTC), `YYYY-MM-DD`.
+fn utc_date() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's `civil_from_days`).
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// The machine: CPUs available to this process, architecture, and CPU model when
+/// `/proc/cpuinfo` names it.
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.split_whitespace().collect::<Vec<_>>().join(" "))
+        });
+    let mut out = format!("{cpus} CPUs, {}", std::env::consts::ARCH);
+    if let Some(model) = model {
+        out.push_str(&format!(" ({model})"));
+    }
+    out
+}
+
+/// `git rev-parse --short HEAD` of this checkout, or "unknown".
+fn git_commit() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| "unknown".into(), |s| format!("`{s}`"))
 }
