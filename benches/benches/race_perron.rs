@@ -365,13 +365,13 @@ fn main() {
         pass(raced.p50 < limit)
     );
     outln!(
-        "| perron's sequential retries: calls that fail (the issue's claim) | {} / {CALLS} | all | \
+        "| perron's sequential retries: calls that fail (perron #93) | {} / {CALLS} | all | \
          {} |",
         CALLS - sequential.ok,
         pass(sequential.ok == 0)
     );
     outln!(
-        "| perron's sequential retries: latency p50 (the issue's claim) | {} | >= {} (3 x {} ms) | \
+        "| perron's sequential retries: latency p50 (perron #93) | {} | >= {} (3 x {} ms) | \
          {} |",
         ms(sequential.p50),
         ms(perron_total),
