@@ -233,31 +233,6 @@ async fn a_keyed_breaker_with_calls_in_flight_is_not_evicted(rt: &str) {
 // ---------------------------------------------------------------------------------------------
 // Scenarios that need a runtime of their own.
 
-#[test]
-fn a_tracing_layer_that_panics_on_half_open_takes_no_probe_slot() {
-    // Panics on the first `open -> half-open` event.
-    let layer = Arc::new(support::PanickingSubscriber::new(|event, before| {
-        before == 0 && support::message(event).contains("half-open")
-    }));
-    let _default = tracing::subscriber::set_default(layer.clone());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let b = fragile("guarantees.tracing_layer");
-        open_then_wait(&b).await;
-        assert_eq!(succeed(&b).await.unwrap(), 7, "the probe ran");
-        assert_eq!(
-            layer.picked.load(Ordering::SeqCst),
-            1,
-            "the layer saw the change"
-        );
-        assert_eq!(b.state(), State::Closed);
-    });
-}
-
 /// A breaker with a `timeout` whose call is polled where no timer can start: the call panics
 /// with tokio's message, and its probe slot comes back.
 fn timed_probe_without_timer(name: &str, block_on: impl Fn(&mut dyn FnMut())) {
