@@ -11,17 +11,8 @@ use crate::breaker::{
     KeyedBreaker,
 };
 use crate::busy::{BusyCall, Refuse};
-use crate::Rejected;
 
-/// The error type of an annotated function must be able to carry a [`Rejected`].
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot carry a `resilient::Rejected`",
-    label = "this error type needs `impl From<resilient::Rejected>`",
-    note = "add `impl From<resilient::Rejected> for {Self}` if `{Self}` is defined in your crate; otherwise (`String`, `std::io::Error`, another crate's error) wrap it in an error type of your own with this impl, or return `Box<dyn std::error::Error + Send + Sync>` or `anyhow::Error`, which have it"
-)]
-pub trait FromRejected: From<Rejected> {}
-
-impl<E: From<Rejected>> FromRejected for E {}
+pub use crate::rejected::FromRejected;
 
 /// The type an attribute's `async move` body must produce: generated code names it in a `return`
 /// that never runs (`if false { return body_returns::<R>(); }`), so that the body's own result is

@@ -95,6 +95,18 @@ impl fmt::Display for Circuit {
     }
 }
 
+/// The error type of an annotated function (or of a call through a policy) must be able to
+/// carry a [`Rejected`]: `From<Rejected>`, spelled out for the compiler's message. Generated code
+/// names it through `__private`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot carry a `resilient::Rejected`",
+    label = "this error type needs `impl From<resilient::Rejected>`",
+    note = "add `impl From<resilient::Rejected> for {Self}` if `{Self}` is defined in your crate; otherwise (`String`, `std::io::Error`, another crate's error) wrap it in an error type of your own with this impl, or return `Box<dyn std::error::Error + Send + Sync>` or `anyhow::Error`, which have it"
+)]
+pub trait FromRejected: From<Rejected> {}
+
+impl<E: From<Rejected>> FromRejected for E {}
+
 /// Which policy refused a call, and how. Returned by [`Rejected::kind`].
 #[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -15,7 +15,7 @@ use super::in_flight;
 use super::monitor::{current_lag_ns, nanos, note_max_lag, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::random::random;
-use crate::rejected::{BusySignal, Reason, Rejected};
+use crate::rejected::{BusySignal, FromRejected, Reason, Rejected};
 
 /// A return type through which a call can be refused: `Result<T, E>` with `E: From<Rejected>`,
 /// and, with the `axum` feature, `axum::response::Response` (a `503 Service Unavailable` with a
@@ -30,7 +30,7 @@ pub trait Refuse {
     fn refused(rejected: Rejected) -> Self;
 }
 
-impl<T, E: crate::__private::FromRejected> Refuse for Result<T, E> {
+impl<T, E: FromRejected> Refuse for Result<T, E> {
     fn refused(rejected: Rejected) -> Self {
         Err(E::from(rejected))
     }

@@ -27,7 +27,7 @@ use tokio::time::{Instant, Sleep};
 use super::backoff::Backoff;
 use super::observe::{self, Attempt, Outcome};
 use super::policy::RaceRetry;
-use crate::__private::FromRejected;
+use crate::rejected::FromRejected;
 use crate::rejected::{Reason, Rejected};
 
 const TARGET: &str = "resilient::race_retry";

@@ -13,7 +13,7 @@ use super::backoff::Backoff;
 use super::budget::Budget;
 use super::engine::{Always, Race};
 use super::latency::Latencies;
-use crate::__private::FromRejected;
+use crate::rejected::FromRejected;
 
 /// The most extra attempts a call may make.
 pub const MAX_RETRIES: u32 = 16;
