@@ -6,11 +6,10 @@ use std::future::Future;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use crate::breaker::{
-    self, Breaker, BreakerBuilder, BreakerKey, Call, CountIf, EveryError, HeapTimer, InlineTimer,
-    KeyedBreaker,
-};
-use crate::busy::{BusyCall, Refuse};
+use crate::breaker::future::{Call, CountIf, EveryError, HeapTimer, InlineTimer};
+use crate::breaker::{self, Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
+use crate::busy::future::BusyCall;
+use crate::busy::Refuse;
 
 pub use crate::rejected::FromRejected;
 

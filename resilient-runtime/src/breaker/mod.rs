@@ -83,7 +83,6 @@ mod loom;
 mod registry;
 mod window;
 
-pub use call::{Call, CountIf, Counts, EveryError, HeapTimer, InlineTimer, Timer};
 pub use config::{
     capacity_error_timeout, BreakerBuilder, ConfigError, DEFAULT_ERROR_THRESHOLD,
     DEFAULT_ERROR_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
@@ -92,3 +91,9 @@ pub use engine::{disabled, Breaker, Snapshot, State};
 pub use events::{subscribe, unsubscribe, StateChange, SubscriptionId};
 pub use keyed::{BreakerKey, KeyedBreaker};
 pub use registry::{get, get_keyed, names};
+
+/// The future a breaker call returns and the types it is generic over, named in the return types of
+/// [`Breaker::call`] and [`Breaker::call_if`]. Code rarely spells them out: `.await` the call.
+pub mod future {
+    pub use super::call::{Call, CountIf, Counts, EveryError, HeapTimer, InlineTimer, Timer};
+}

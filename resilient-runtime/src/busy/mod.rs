@@ -84,9 +84,15 @@ mod loom;
 mod monitor;
 mod rules;
 
-pub use guard::{BusyCall, Refuse, TooBusy};
+pub use guard::{Refuse, TooBusy};
 pub use monitor::{
     interval, lag, max_lag, on_lag, set_interval, set_max_lag, set_smoothing, smoothing,
     DEFAULT_INTERVAL, DEFAULT_MAX_LAG,
 };
 pub use rules::{shed_probability, Recovery, Smoothing};
+
+/// The future a guarded call returns ([`TooBusy::call`]). Code rarely spells it out: `.await` the
+/// call.
+pub mod future {
+    pub use super::guard::BusyCall;
+}
