@@ -63,8 +63,8 @@ use resilient::breaker;
 mod common;
 use common::outln;
 use common::{
-    block_on, group, load_average, median, pin_to_cpu, plain, sample_threads, thread_waker, work,
-    CallError,
+    block_on, group, load_average, median, pin_to_cpu, plain, rounds, sample_threads, thread_waker,
+    work, CallError, Rounds,
 };
 
 /// How long one sample runs each contender.
@@ -277,32 +277,19 @@ fn print_table(all: &[Contender], ns: &[[f64; 2]]) {
 fn closed_path(lock: &str) {
     let all = contenders(lock);
     const THREADS: [usize; 2] = [1, 2];
-    // samples[contender][threads] = ns per call of each round
-    let mut samples = vec![[Vec::new(), Vec::new()]; all.len()];
     // One call each from this (unpinned) thread first, so that every breaker is built here: the
     // runtime sizes a rate window's stripes by the CPUs the building thread may use, which is 1 on
     // a pinned worker.
     for contender in &all {
         (contender.make)()(1);
     }
-    let mut fewest_calls = u64::MAX;
-    for round in 0..SAMPLES {
-        for (c, contender) in all.iter().enumerate() {
-            for (t, &threads) in THREADS.iter().enumerate() {
-                let (ns, calls) = sample(contender, threads, round);
-                samples[c][t].push(ns);
-                fewest_calls = fewest_calls.min(calls);
-            }
-        }
-    }
-    let best: Vec<[f64; 2]> = samples
-        .iter()
-        .map(|[one, two]| [one, two].map(|s| s.iter().copied().fold(f64::INFINITY, f64::min)))
-        .collect();
-    let medians: Vec<[f64; 2]> = samples
-        .iter_mut()
-        .map(|[one, two]| [median(one), median(two)])
-        .collect();
+    let Rounds {
+        medians,
+        best,
+        fewest_calls,
+    } = rounds(all.len(), SAMPLES, |c, threads, round| {
+        sample(&all[c], threads, round)
+    });
 
     outln!("## Closed-state success path\n");
     outln!(

@@ -58,8 +58,8 @@ use resilient::race_retry;
 mod common;
 use common::outln;
 use common::{
-    block_on, current_thread_runtime, group, load_average, median, plain, profile_calls,
-    sample_threads, thread_waker, work, CallError,
+    block_on, current_thread_runtime, group, load_average, plain, profile_calls, rounds,
+    sample_threads, thread_waker, work, CallError, Rounds,
 };
 
 /// How long one sample runs each contender.
@@ -233,26 +233,13 @@ fn stats_of(suffix: &str) -> Option<resilient::race::RaceStats> {
 }
 
 fn measure() {
-    // samples[contender][threads] = ns per call of each round
-    let mut samples = vec![[Vec::new(), Vec::new()]; CONTENDERS.len()];
-    let mut fewest_calls = u64::MAX;
-    for round in 0..SAMPLES {
-        for (c, &(_, _, contender)) in CONTENDERS.iter().enumerate() {
-            for (t, &threads) in THREADS.iter().enumerate() {
-                let (ns, calls) = sample(contender, threads, round);
-                samples[c][t].push(ns);
-                fewest_calls = fewest_calls.min(calls);
-            }
-        }
-    }
-    let best: Vec<[f64; 2]> = samples
-        .iter()
-        .map(|[one, two]| [one, two].map(|s| s.iter().copied().fold(f64::INFINITY, f64::min)))
-        .collect();
-    let medians: Vec<[f64; 2]> = samples
-        .iter_mut()
-        .map(|[one, two]| [median(one), median(two)])
-        .collect();
+    let Rounds {
+        medians,
+        best,
+        fewest_calls,
+    } = rounds(CONTENDERS.len(), SAMPLES, |c, threads, round| {
+        sample(CONTENDERS[c].2, threads, round)
+    });
     let allocs: Vec<f64> = CONTENDERS.iter().map(|c| allocations(c.2)).collect();
 
     outln!("## Added cost of a race whose first attempt answers at once\n");

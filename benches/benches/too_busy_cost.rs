@@ -53,8 +53,8 @@ use resilient::too_busy;
 mod common;
 use common::outln;
 use common::{
-    block_on, current_thread_runtime, group, load_average, median, plain, profile_calls,
-    sample_threads, thread_waker, work, CallError,
+    block_on, current_thread_runtime, group, load_average, plain, profile_calls, rounds,
+    sample_threads, thread_waker, work, CallError, Rounds,
 };
 
 /// How long one sample runs each contender.
@@ -188,32 +188,20 @@ fn print_table(ns: &[[f64; 2]]) {
 }
 
 fn measure() {
-    // samples[contender][threads] = ns per call of each round
-    let mut samples = vec![[Vec::new(), Vec::new()]; CONTENDERS.len()];
-    let mut fewest_calls = u64::MAX;
     let mut guarded_runtimes = 0;
     let lag_samples_before = LAG_SAMPLES.load(Relaxed);
-    for round in 0..SAMPLES {
-        for (c, &(_, contender, base)) in CONTENDERS.iter().enumerate() {
-            for (t, &threads) in THREADS.iter().enumerate() {
-                let (ns, calls) = sample(contender, threads, round);
-                samples[c][t].push(ns);
-                fewest_calls = fewest_calls.min(calls);
-                if c != base {
-                    guarded_runtimes += threads;
-                }
-            }
+    let Rounds {
+        medians,
+        best,
+        fewest_calls,
+    } = rounds(CONTENDERS.len(), SAMPLES, |c, threads, round| {
+        let (_, contender, base) = CONTENDERS[c];
+        if c != base {
+            guarded_runtimes += threads;
         }
-    }
+        sample(contender, threads, round)
+    });
     let lag_samples = LAG_SAMPLES.load(Relaxed) - lag_samples_before;
-    let best: Vec<[f64; 2]> = samples
-        .iter()
-        .map(|[one, two]| [one, two].map(|s| s.iter().copied().fold(f64::INFINITY, f64::min)))
-        .collect();
-    let medians: Vec<[f64; 2]> = samples
-        .iter_mut()
-        .map(|[one, two]| [median(one), median(two)])
-        .collect();
 
     outln!("## Added cost of the check\n");
     outln!(

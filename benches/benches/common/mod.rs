@@ -490,3 +490,51 @@ fn git_commit() -> String {
         .filter(|s| !s.is_empty())
         .map_or_else(|| "unknown".into(), |s| format!("`{s}`"))
 }
+
+/// Per-contender results of [`rounds`]: `[1 thread, 2 threads]` each.
+pub struct Rounds {
+    /// The median ns per call.
+    pub medians: Vec<[f64; 2]>,
+    /// The best (lowest) ns per call.
+    pub best: Vec<[f64; 2]>,
+    /// The fewest calls any one sample made.
+    pub fewest_calls: u64,
+}
+
+/// `samples` rounds over every contender (`0..contenders`) on 1 and on 2 threads, interleaved so
+/// that drift in the machine's load touches every contender alike. `sample(contender, threads,
+/// round)` returns (ns per call, calls made).
+pub fn rounds(
+    contenders: usize,
+    samples: usize,
+    mut sample: impl FnMut(usize, usize, usize) -> (f64, u64),
+) -> Rounds {
+    let mut all = vec![[Vec::new(), Vec::new()]; contenders];
+    let mut fewest_calls = u64::MAX;
+    for round in 0..samples {
+        for (c, per_thread) in all.iter_mut().enumerate() {
+            for (t, threads) in [1, 2].into_iter().enumerate() {
+                let (ns, calls) = sample(c, threads, round);
+                per_thread[t].push(ns);
+                fewest_calls = fewest_calls.min(calls);
+            }
+        }
+    }
+    let best = all
+        .iter()
+        .map(|per_thread| {
+            per_thread
+                .each_ref()
+                .map(|s| s.iter().copied().fold(f64::INFINITY, f64::min))
+        })
+        .collect();
+    let medians = all
+        .iter_mut()
+        .map(|[one, two]| [median(one), median(two)])
+        .collect();
+    Rounds {
+        medians,
+        best,
+        fewest_calls,
+    }
+}
