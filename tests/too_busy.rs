@@ -1015,3 +1015,25 @@ fn a_signal_is_on_when_it_is_named() {
         );
     });
 }
+
+/// After a stall that took the lag to its cap (twice the default `max_lag`), one quiet sample ends
+/// the shedding of a fn guarded at a lower `max_lag` under the default smoothing (fast recovery),
+/// while toobusy-js's original rule keeps refusing calls for several more samples.
+#[test]
+fn fast_recovery_needs_one_quiet_sample_where_the_original_rule_needs_several() {
+    let max_lag = ms(50);
+    // Samples are capped at twice the default max_lag (70 ms): the highest lag a stall leaves.
+    let peak = ms(140);
+    let quiet_samples = |smoothing: busy::Smoothing| {
+        let (mut lag, mut samples) = (peak, 0);
+        while busy::shed_probability(lag, max_lag) > 0.0 && samples < 20 {
+            lag = smoothing.next(lag, Duration::ZERO, ms(70));
+            samples += 1;
+        }
+        samples
+    };
+    assert_eq!(busy::shed_probability(peak, max_lag), 1.0, "peak {peak:?}");
+    assert_eq!(quiet_samples(busy::Smoothing::default()), 1);
+    let original = quiet_samples(busy::Smoothing::toobusy());
+    assert!(original > 1, "the original rule recovered in {original} sample(s)");
+}
