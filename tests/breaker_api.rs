@@ -8,15 +8,8 @@ use resilient::breaker::{self, ConfigError, State, StateChange};
 use resilient::{Breaker, BreakerBuilder, Rejected, RejectedKind};
 use tokio::time::sleep;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+mod support;
+use support::{ms, secs, BoxError};
 
 async fn fail(b: &Breaker) -> Result<(), BoxError> {
     b.call(async { Err::<(), BoxError>("upstream failed".into()) })

@@ -13,7 +13,8 @@ use resilient::breaker::{self, capacity_error_timeout, State};
 use resilient::{Rejected, RejectedKind};
 use tokio::time::{sleep, Instant};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+mod support;
+use support::BoxError;
 
 /// The timeout every capacity breaker below uses.
 const TIMEOUT: Duration = Duration::from_secs(1);

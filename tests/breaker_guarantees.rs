@@ -15,13 +15,9 @@ use resilient::breaker::{self, State};
 use resilient::{Breaker, Rejected};
 use tokio::time::sleep;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use support::{ms, BoxError};
 
 const OPEN_FOR: Duration = Duration::from_millis(20);
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
 
 /// A registered breaker that opens on one error and half-opens after `OPEN_FOR`.
 fn fragile(name: &str) -> Arc<Breaker> {

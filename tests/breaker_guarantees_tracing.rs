@@ -12,7 +12,7 @@ use std::time::Duration;
 use resilient::breaker::State;
 use resilient::Breaker;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use support::BoxError;
 
 #[test]
 fn a_tracing_layer_that_panics_on_half_open_takes_no_probe_slot() {

@@ -5,24 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use resilient::breaker::{self, State};
-use resilient::{Rejected, RejectedKind};
+use resilient::RejectedKind;
 use tokio::time::{sleep, Instant};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-fn rejected(error: &BoxError) -> &Rejected {
-    error
-        .downcast_ref::<Rejected>()
-        .unwrap_or_else(|| panic!("expected a Rejected, got {error:?}"))
-}
+mod support;
+use support::{ms, rejected, secs, BoxError};
 
 fn family(name: &str) -> std::sync::Arc<resilient::KeyedBreaker> {
     breaker::get_keyed(name).unwrap_or_else(|| panic!("keyed family `{name}` is not registered"))

@@ -7,7 +7,8 @@ use std::time::Duration;
 use resilient::breaker::{self, State};
 use resilient::Breaker;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+mod support;
+use support::BoxError;
 
 #[resilient::breaker(
     name = "kill_switch.threshold_1",

@@ -3,7 +3,8 @@
 
 use resilient::breaker::{self, State};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+mod support;
+use support::BoxError;
 
 fn outcome(fail: bool) -> Result<(), BoxError> {
     if fail {

@@ -11,22 +11,8 @@ use resilient::breaker::{self, State};
 use resilient::{Rejected, RejectedKind};
 use tokio::time::{sleep, Instant};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-/// The `Rejected` inside a boxed error; panics with the error when it is something else.
-fn rejected(error: &BoxError) -> &Rejected {
-    error
-        .downcast_ref::<Rejected>()
-        .unwrap_or_else(|| panic!("expected a Rejected, got {error:?}"))
-}
+mod support;
+use support::{ms, rejected, secs, BoxError};
 
 fn state(name: &str) -> State {
     breaker::get(name)

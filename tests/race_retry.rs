@@ -24,11 +24,7 @@ use resilient::{race_retry, Rejected};
 use tokio::time::{sleep, Instant};
 
 mod support;
-use support::{block_on_without_tokio, YieldOnce};
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use support::{block_on_without_tokio, ms, BoxError, YieldOnce};
 
 /// The error of the raced fns: which attempt failed, and how.
 #[derive(Debug)]
@@ -334,8 +330,6 @@ async fn the_total_deadline_ends_the_call_and_drops_every_attempt() {
     );
     assert_eq!(stats("hangs").deadlines, 1);
 }
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[race_retry(retries = 1, after = "100ms", total = "250ms")]
 async fn boxed(probe: &Probe) -> Result<u32, BoxError> {

@@ -22,10 +22,6 @@ use resilient::race::{self, observe, After, Attempt, RaceRetry, RaceStats, MAX_R
 use resilient::{race_retry, Rejected};
 use tokio::time::{sleep, timeout, Instant};
 
-const fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
 /// The error of the raced fns.
 #[derive(Debug)]
 enum Error {
@@ -63,6 +59,9 @@ enum Step {
 }
 
 use Step::{Answer, Fail, Fatal, Hang, HangPanickingOnDrop, HangSlowDrop, Panic};
+
+mod support;
+use support::ms;
 
 /// One call's script, and how many of its attempts were made and are alive.
 struct Script {

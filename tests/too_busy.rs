@@ -16,10 +16,10 @@
 //! the monitor of its own runtime only, so the other tests cannot refuse each other's calls.
 
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
@@ -28,33 +28,11 @@ use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
 
 mod support;
-use support::{block_on_without_tokio, Captured, YieldOnce};
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use support::{block_on_without_tokio, current_thread, ms, poll_once, serial, Captured, YieldOnce};
 
 /// Blocks the calling thread, and with it the runtime it drives: its timers fire late.
 fn stall(duration: Duration) {
     thread::sleep(duration);
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Tests that read the process-wide `busy::lag()` run one at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Polls `fut` once, with the calling task's context.
-async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await
 }
 
 /// The full name a `#[too_busy]` fn of this file refuses under.
@@ -378,34 +356,8 @@ async fn max_in_flight_admits_n_calls_and_refuses_the_next_at_once() {
     for tx in txs {
         tx.send(()).unwrap();
     }
-    let results = futures_join_all(rxs.into_iter().map(three_at_once)).await;
+    let results = futures::future::join_all(rxs.into_iter().map(three_at_once)).await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-}
-
-/// Runs futures concurrently on the current task and collects their outputs in order.
-async fn futures_join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let mut set = futures
-        .into_iter()
-        .map(|f| (Box::pin(f), None))
-        .collect::<Vec<_>>();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (fut, out) in &mut set {
-            if out.is_none() {
-                match fut.as_mut().poll(cx) {
-                    Poll::Ready(v) => *out = Some(v),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    set.into_iter().map(|(_, out)| out.unwrap()).collect()
 }
 
 #[too_busy(max_in_flight = 2)]
@@ -540,7 +492,7 @@ async fn max_in_flight_holds_under_concurrent_calls() {
         "{accepted} accepted, {refused} refused"
     );
     // All done: four at once are admitted again.
-    let results = futures_join_all((0..4).map(|_| capped_at_four())).await;
+    let results = futures::future::join_all((0..4).map(|_| capped_at_four())).await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
 }
 
@@ -924,19 +876,12 @@ fn outside_a_tokio_runtime_calls_are_accepted_without_a_lag_signal() {
     assert_eq!(on_thread.unwrap(), "ran");
 
     // The in-flight cap, polled by hand.
-    let waker = Waker::from(Arc::new(NoWake));
-    let mut cx = Context::from_waker(&waker);
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
     let mut first = pin!(anywhere_capped());
     assert!(first.as_mut().poll(&mut cx).is_pending());
     assert_in_flight_refusal(pin!(anywhere_capped()).poll(&mut cx), "anywhere_capped", 1);
     assert_eq!(block_on_without_tokio(first).unwrap(), 7);
     assert_eq!(block_on_without_tokio(anywhere_capped()).unwrap(), 7);
-}
-
-struct NoWake;
-
-impl Wake for NoWake {
-    fn wake(self: Arc<Self>) {}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1014,4 +959,29 @@ fn a_signal_is_on_when_it_is_named() {
             "max_lag beside max_in_flight refused {both_refused} of 150"
         );
     });
+}
+
+/// After a stall that took the lag to its cap (twice the default `max_lag`), one quiet sample ends
+/// the shedding of a fn guarded at a lower `max_lag` under the default smoothing (fast recovery),
+/// while toobusy-js's original rule keeps refusing calls for several more samples.
+#[test]
+fn fast_recovery_needs_one_quiet_sample_where_the_original_rule_needs_several() {
+    let max_lag = ms(50);
+    // Samples are capped at twice the default max_lag (70 ms): the highest lag a stall leaves.
+    let peak = ms(140);
+    let quiet_samples = |smoothing: busy::Smoothing| {
+        let (mut lag, mut samples) = (peak, 0);
+        while busy::shed_probability(lag, max_lag) > 0.0 && samples < 20 {
+            lag = smoothing.next(lag, Duration::ZERO, ms(70));
+            samples += 1;
+        }
+        samples
+    };
+    assert_eq!(busy::shed_probability(peak, max_lag), 1.0, "peak {peak:?}");
+    assert_eq!(quiet_samples(busy::Smoothing::default()), 1);
+    let original = quiet_samples(busy::Smoothing::toobusy());
+    assert!(
+        original > 1,
+        "the original rule recovered in {original} sample(s)"
+    );
 }

@@ -9,9 +9,9 @@
 //! and callbacks act only on the test's own thread.
 
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 use std::thread;
 use std::time::Duration;
@@ -22,29 +22,7 @@ use tokio::sync::oneshot;
 use tokio::time::sleep;
 
 mod support;
-use support::Captured;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-/// The tests of this file run one at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Polls `fut` once, with the calling task's context.
-async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use support::{current_thread, ms, poll_once, serial, Captured};
 
 /// A current-thread runtime whose clock starts paused.
 fn paused() -> tokio::runtime::Runtime {
@@ -455,12 +433,8 @@ fn a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot() {
 
 /// Polls a call that completes on its first poll (as a body with no await does).
 fn is_err(call: impl Future<Output = Result<(), Rejected>>) -> bool {
-    struct NoWake;
-    impl std::task::Wake for NoWake {
-        fn wake(self: Arc<Self>) {}
-    }
-    let waker = std::task::Waker::from(Arc::new(NoWake));
-    match pin!(call).poll(&mut std::task::Context::from_waker(&waker)) {
+    let waker = futures::task::noop_waker_ref();
+    match pin!(call).poll(&mut std::task::Context::from_waker(waker)) {
         Poll::Ready(result) => result.is_err(),
         Poll::Pending => panic!("not ready on its first poll"),
     }

@@ -2,28 +2,54 @@
 #![allow(dead_code)]
 
 use std::future::Future;
-use std::pin::{pin, Pin};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
 
-/// A minimal executor that is not tokio: polls on the calling thread, parks until woken.
+use resilient::Rejected;
+
+/// The error type of most test fns: anything, boxed.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+pub const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+pub const fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// The `Rejected` inside a boxed error; panics with the error when it is something else.
+pub fn rejected(error: &BoxError) -> &Rejected {
+    error
+        .downcast_ref::<Rejected>()
+        .unwrap_or_else(|| panic!("expected a Rejected, got {error:?}"))
+}
+
+/// An executor that is not tokio (`futures`' own): polls on the calling thread, parks until woken.
 pub fn block_on_without_tokio<F: Future>(fut: F) -> F::Output {
-    struct Unpark(thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = pin!(fut);
-    loop {
-        if let Poll::Ready(output) = fut.as_mut().poll(&mut cx) {
-            return output;
-        }
-        thread::park();
-    }
+    futures::executor::block_on(fut)
+}
+
+/// Polls `fut` once, with the calling task's context.
+pub async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Poll<F::Output> {
+    futures::poll!(fut.as_mut())
+}
+
+/// A current-thread tokio runtime with every driver enabled.
+pub fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs the tests of one binary that call it one at a time (those that read or set process-wide
+/// state such as `busy::lag()`); a test that panicked does not poison the others.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Pending once (waking itself), then ready: a body that really awaits, without tokio.
