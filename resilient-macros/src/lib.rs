@@ -8,11 +8,12 @@
 
 use proc_macro::TokenStream;
 
-mod args;
 mod breaker;
+mod driver;
 mod func;
 mod race_retry;
 mod too_busy;
+mod value;
 
 // The attributes' documentation is on their re-exports in `resilient` (`src/attributes.rs`):
 // rustdoc would append a doc comment written here to the facade's page.
