@@ -265,6 +265,30 @@ impl Errors {
 mod tests {
     use super::*;
 
+    /// Each of `A::NAMES` is an argument darling reads (a bare name is refused for its missing
+    /// value, not as unknown), and a name outside them is not.
+    fn names_are_fields<A: Arguments>() {
+        let read = |name: &str| {
+            let meta: Meta = syn::parse_str(name).expect("a name parses");
+            A::from_list(&[NestedMeta::Meta(meta)])
+                .err()
+                .map(|error| error.to_string())
+        };
+        for name in A::NAMES {
+            let refusal = read(name).expect("a bare name has no value");
+            assert!(refusal.contains("needs a value"), "{name}: {refusal}");
+        }
+        let refusal = read("colour").expect("an unknown name is refused");
+        assert!(refusal.starts_with("Unknown field"), "{refusal}");
+    }
+
+    #[test]
+    fn every_name_is_an_argument() {
+        names_are_fields::<crate::breaker::Args>();
+        names_are_fields::<crate::race_retry::Args>();
+        names_are_fields::<crate::too_busy::Args>();
+    }
+
     #[test]
     fn suggestions() {
         let known = ["error_threshold", "error_timeout", "timeout"];

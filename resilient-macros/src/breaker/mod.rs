@@ -11,6 +11,9 @@ mod ast;
 mod expand;
 mod valid;
 
+#[cfg(test)]
+pub(crate) use ast::Breaker as Args;
+
 pub(crate) fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     driver::run::<ast::Breaker>(args, item)
 }

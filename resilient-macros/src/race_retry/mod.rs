@@ -13,6 +13,9 @@ mod bindings;
 mod expand;
 mod valid;
 
+#[cfg(test)]
+pub(crate) use ast::RaceRetry as Args;
+
 pub(crate) fn race_retry(args: TokenStream, item: TokenStream) -> TokenStream {
     driver::run::<ast::RaceRetry>(args, item)
 }

@@ -11,6 +11,9 @@ mod ast;
 mod expand;
 mod valid;
 
+#[cfg(test)]
+pub(crate) use ast::TooBusy as Args;
+
 pub(crate) fn too_busy(args: TokenStream, item: TokenStream) -> TokenStream {
     driver::run::<ast::TooBusy>(args, item)
 }
