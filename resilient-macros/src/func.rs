@@ -4,7 +4,7 @@ use proc_macro2::TokenStream;
 use syn::spanned::Spanned as _;
 use syn::{ItemFn, ReturnType, Type};
 
-use crate::args::Errors;
+use crate::driver::{Errors, Stacking};
 
 /// What an attribute can refuse a call through.
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -238,13 +238,17 @@ pub(crate) fn take_deferred(args: TokenStream) -> (bool, TokenStream) {
 /// Rust expands the top one first, which would make it the innermost, so an attribute that finds
 /// another of ours not yet expanded below it steps aside: it re-emits the fn with itself moved
 /// below the others, marked deferred, before the attributes deferred earlier (so that they expand
-/// in reverse order of writing, innermost first).
-pub(crate) fn defer(
-    func: &ItemFn,
-    me: &str,
-    args: &TokenStream,
-    krate: &TokenStream,
-) -> Option<TokenStream> {
+/// in reverse order of writing, innermost first). An attribute that stepped aside once expands.
+pub(crate) fn defer(func: &ItemFn, site: Stacking<'_>) -> Option<TokenStream> {
+    let Stacking {
+        name: me,
+        deferred,
+        args,
+        krate,
+    } = site;
+    if deferred {
+        return None;
+    }
     let ours = |attr: &syn::Attribute| {
         attr.path()
             .segments
@@ -274,30 +278,4 @@ pub(crate) fn defer(
         .unwrap_or(func.attrs.len());
     func.attrs.insert(at, myself);
     Some(quote::ToTokens::into_token_stream(func))
-}
-
-/// The end every attribute shares: with errors, the item unchanged next to them (so that one typo
-/// does not turn every use of the function red); else, unless it defers to another of our
-/// attributes below it, its expansion.
-pub(crate) fn finish(
-    errors: Errors,
-    func: Option<ItemFn>,
-    item: TokenStream,
-    stacking: (&str, bool, &TokenStream, &TokenStream),
-    expand: impl FnOnce(ItemFn) -> TokenStream,
-) -> TokenStream {
-    let (me, deferred, args, krate) = stacking;
-    match (errors.finish(), func) {
-        (Ok(()), Some(func)) => match deferred {
-            false => defer(&func, me, args, krate),
-            true => None,
-        }
-        .unwrap_or_else(|| expand(func)),
-        (Err(error), _) => {
-            let mut out = error.to_compile_error();
-            out.extend(item);
-            out
-        }
-        (Ok(()), None) => item,
-    }
 }

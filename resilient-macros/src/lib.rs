@@ -1,18 +1,20 @@
 //! The attributes of the `resilient` crate. Depend on `resilient`, which re-exports them with the
 //! runtime they call into; the documentation lives there.
 //!
-//! Each attribute parses its arguments into a spanned model (`ast`), validates it in its own pass
-//! (`valid`) and generates a short expansion that calls `resilient::__private` (`expand`).
+//! Each attribute parses its arguments into a spanned model (`ast`, a darling `FromMeta` struct
+//! over the values of `value`), validates it in its own pass (`valid`) and generates a short
+//! expansion that calls `resilient::__private` (`expand`); `driver` runs these steps for all three.
 
 #![warn(missing_docs, unreachable_pub)]
 
 use proc_macro::TokenStream;
 
-mod args;
 mod breaker;
+mod driver;
 mod func;
 mod race_retry;
 mod too_busy;
+mod value;
 
 // The attributes' documentation is on their re-exports in `resilient` (`src/attributes.rs`):
 // rustdoc would append a doc comment written here to the facade's page.

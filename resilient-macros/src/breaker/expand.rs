@@ -19,18 +19,19 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::{Expr, ItemFn};
 
 use super::ast::Breaker;
-use crate::args::duration_tokens;
 use crate::func;
+use crate::value::duration_tokens;
 
 pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     let ItemFn {
         attrs,
         vis,
+        modifiers: _,
         sig,
         block: _,
     } = func.clone();
     let (attrs, inner) = func::split_attrs(attrs);
-    let krate = crate::args::krate_path(attr.krate.as_ref());
+    let krate = crate::value::krate_path(attr.krate.as_ref());
     // The default name is the fn's path, read off a marker fn declared beside the site (so that
     // `A::get` and `B::get` in one module get two breakers).
     let (marker, name) = match &attr.name {
@@ -47,7 +48,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     };
     let options = options(attr);
     let configure = quote!(|breaker| breaker #(#options)*);
-    let site = match &attr.key {
+    let site = match attr.key.as_ref().map(|key| &key.value) {
         None => quote! {
             #marker
             static BREAKER: #krate::__private::BreakerSite =
@@ -70,7 +71,8 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     // A timer lives inside the call's future only where the attribute configures a timeout.
     let timed = attr.timeout.is_some() || attr.half_open_timeout.is_some();
     let body = func::async_body(&func, &krate);
-    let call = match (&attr.count_if, timed) {
+    let count_if = attr.count_if.as_ref().map(|counts| &counts.value);
+    let call = match (count_if, timed) {
         (None, false) => quote_spanned!(ret_span=> call(#body)),
         (None, true) => quote_spanned!(ret_span=> call_timed(#body)),
         (Some(counts), timed) => {
@@ -93,7 +95,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     // The call's `Future` impl needs the predicate to take `&E` too; should it not, the error is
     // reported once if `.await` is spanned where rustc reports the `call_if` bound: on a closure's
     // mismatch, at the return type; else at the predicate (a path's last segment).
-    let wait = match &attr.count_if {
+    let wait = match count_if {
         Some(Expr::Closure(_)) => quote_spanned!(ret_span=> .await),
         Some(counts) => {
             let (_, last) = first_last(counts);

@@ -1,26 +1,39 @@
 //! `#[breaker(...)]`: parse the arguments, validate them, wrap the fn's body in a breaker call.
 
 use proc_macro2::TokenStream;
+use syn::{ItemFn, LitStr};
 
-use crate::args::Errors;
-use crate::func;
+use crate::driver::{self, Attribute, Errors, Given};
+use crate::func::Returns;
+use crate::value::Spanned;
 
 mod ast;
 mod expand;
 mod valid;
 
+#[cfg(test)]
+pub(crate) use ast::Breaker as Args;
+
 pub(crate) fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
-    let (deferred, args) = func::take_deferred(args);
-    let mut errors = Errors::default();
-    let attr = ast::Breaker::from_args(args.clone(), &mut errors);
-    attr.validate(&mut errors);
-    let func = func::parse(item.clone(), "breaker", func::Returns::Result, &mut errors);
-    let krate = crate::args::krate_path(attr.krate.as_ref());
-    func::finish(
-        errors,
-        func,
-        item,
-        ("breaker", deferred, &args, &krate),
-        |func| expand::expand(&attr, func),
-    )
+    driver::run::<ast::Breaker>(args, item)
+}
+
+impl Attribute for ast::Breaker {
+    const NAME: &'static str = "breaker";
+    const RETURNS: Returns = Returns::Result;
+    type Checked = ();
+
+    fn krate(&self) -> Option<&Spanned<LitStr>> {
+        self.krate.as_ref()
+    }
+
+    fn validate(&self, given: &Given, errors: &mut Errors) {
+        valid::validate(self, given, errors);
+    }
+
+    fn check_fn(&self, _: &ItemFn, _: &mut Errors) {}
+
+    fn expand(&self, (): (), func: ItemFn) -> TokenStream {
+        expand::expand(self, func)
+    }
 }

@@ -35,13 +35,13 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned as _;
 use syn::{Expr, ItemFn, Pat};
 
-use super::args::{drop_mut, rename_self, Binding};
 use super::ast::{After, Backoff, Budget, RaceRetry};
-use crate::args::duration_tokens;
+use super::bindings::{drop_mut, rename_self, Binding};
 use crate::func;
+use crate::value::duration_tokens;
 
 pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -> TokenStream {
-    let krate = crate::args::krate_path(attr.krate.as_ref());
+    let krate = crate::value::krate_path(attr.krate.as_ref());
     let ret_span = func::error_type_span(&func);
     // An owned `self` cannot be rebound: the body uses each attempt's copy under another name.
     if let Some(binding) = bindings.iter().find(|b| b.receiver.is_some()) {
@@ -54,6 +54,7 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
     let ItemFn {
         attrs,
         vis,
+        modifiers: _,
         mut sig,
         block: _,
     } = func;
@@ -124,7 +125,7 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
             #body
         }
     };
-    let (setup, run) = match &attr.retry_if {
+    let (setup, run) = match attr.retry_if.as_ref().map(|predicate| &predicate.value) {
         // The compiler must learn the error type from the body before it checks the predicate,
         // or `retry_if = f` with `f(&str)` makes it `str` and every bound fails at once. So the
         // attempt is bound first, and the predicate is called from a closure that `run_if` types;

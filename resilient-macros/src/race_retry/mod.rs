@@ -1,35 +1,44 @@
-//! `#[race_retry(...)]`: parse the arguments, check the fn's arguments can be shared by attempts
-//! running at once, and race attempts of its body.
+//! `#[race_retry(...)]`: parse the arguments, validate them, check the fn's arguments can be
+//! shared by attempts running at once, and race attempts of its body.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
+use syn::{ItemFn, LitStr};
 
-use crate::args::Errors;
-use crate::func;
+use crate::driver::{self, Attribute, Errors, Given};
+use crate::func::Returns;
+use crate::value::Spanned;
 
-mod args;
 mod ast;
+mod bindings;
 mod expand;
+mod valid;
 
-pub(crate) fn race_retry(tokens: TokenStream, item: TokenStream) -> TokenStream {
-    let (deferred, tokens) = func::take_deferred(tokens);
-    let mut errors = Errors::default();
-    let attr = ast::RaceRetry::from_args(tokens.clone(), Span::call_site(), &mut errors);
-    let func = func::parse(
-        item.clone(),
-        "race_retry",
-        func::Returns::Result,
-        &mut errors,
-    );
-    let bindings = func
-        .as_ref()
-        .map(|func| args::bindings(func, &mut errors))
-        .unwrap_or_default();
-    let krate = crate::args::krate_path(attr.krate.as_ref());
-    func::finish(
-        errors,
-        func,
-        item,
-        ("race_retry", deferred, &tokens, &krate),
-        |func| expand::expand(&attr, &bindings, func),
-    )
+#[cfg(test)]
+pub(crate) use ast::RaceRetry as Args;
+
+pub(crate) fn race_retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    driver::run::<ast::RaceRetry>(args, item)
+}
+
+impl Attribute for ast::RaceRetry {
+    const NAME: &'static str = "race_retry";
+    const RETURNS: Returns = Returns::Result;
+    /// The names each attempt needs its own copy of.
+    type Checked = Vec<bindings::Binding>;
+
+    fn krate(&self) -> Option<&Spanned<LitStr>> {
+        self.krate.as_ref()
+    }
+
+    fn validate(&self, given: &Given, errors: &mut Errors) {
+        valid::validate(self, given, errors);
+    }
+
+    fn check_fn(&self, func: &ItemFn, errors: &mut Errors) -> Vec<bindings::Binding> {
+        bindings::bindings(func, errors)
+    }
+
+    fn expand(&self, bindings: Vec<bindings::Binding>, func: ItemFn) -> TokenStream {
+        expand::expand(self, &bindings, func)
+    }
 }

@@ -20,14 +20,15 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::{ItemFn, ReturnType, Type};
 
 use super::ast::TooBusy;
-use crate::args::duration_tokens;
 use crate::func;
+use crate::value::duration_tokens;
 
 pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
-    let krate = crate::args::krate_path(attr.krate.as_ref());
+    let krate = crate::value::krate_path(attr.krate.as_ref());
     let ItemFn {
         attrs,
         vis,
+        modifiers: _,
         sig,
         block,
     } = func.clone();

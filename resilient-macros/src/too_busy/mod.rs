@@ -1,29 +1,39 @@
 //! `#[too_busy(...)]`: parse the arguments, wrap the fn's body in a load-shedding guard.
 
 use proc_macro2::TokenStream;
+use syn::{ItemFn, LitStr};
 
-use crate::args::Errors;
-use crate::func;
+use crate::driver::{self, Attribute, Errors, Given};
+use crate::func::Returns;
+use crate::value::Spanned;
 
 mod ast;
 mod expand;
+mod valid;
+
+#[cfg(test)]
+pub(crate) use ast::TooBusy as Args;
 
 pub(crate) fn too_busy(args: TokenStream, item: TokenStream) -> TokenStream {
-    let (deferred, args) = func::take_deferred(args);
-    let mut errors = Errors::default();
-    let attr = ast::TooBusy::from_args(args.clone(), &mut errors);
-    let func = func::parse(
-        item.clone(),
-        "too_busy",
-        func::Returns::Refusable,
-        &mut errors,
-    );
-    let krate = crate::args::krate_path(attr.krate.as_ref());
-    func::finish(
-        errors,
-        func,
-        item,
-        ("too_busy", deferred, &args, &krate),
-        |func| expand::expand(&attr, func),
-    )
+    driver::run::<ast::TooBusy>(args, item)
+}
+
+impl Attribute for ast::TooBusy {
+    const NAME: &'static str = "too_busy";
+    const RETURNS: Returns = Returns::Refusable;
+    type Checked = ();
+
+    fn krate(&self) -> Option<&Spanned<LitStr>> {
+        self.krate.as_ref()
+    }
+
+    fn validate(&self, given: &Given, errors: &mut Errors) {
+        valid::validate(self, given, errors);
+    }
+
+    fn check_fn(&self, _: &ItemFn, _: &mut Errors) {}
+
+    fn expand(&self, (): (), func: ItemFn) -> TokenStream {
+        expand::expand(self, func)
+    }
 }

@@ -4,9 +4,9 @@
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::quote;
-use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Receiver, Signature, Token, Type};
+use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Receiver, ReceiverKind, Signature, Token, Type};
 
-use crate::args::Errors;
+use crate::driver::Errors;
 
 /// A name an attempt needs its own copy of; a `mut` one is mutable in the copy, not in the
 /// signature (each attempt changes its own copy).
@@ -30,20 +30,21 @@ pub(crate) fn bindings(func: &ItemFn, errors: &mut Errors) -> Vec<Binding> {
         match input {
             FnArg::Receiver(receiver) => {
                 const MUT_SELF: &str = "`#[race_retry]` runs attempts at once, and `&mut self` cannot be lent to two of them; take `&self` (with interior mutability where state changes)";
-                if let (Some((and, _)), Some(mutability)) =
-                    (&receiver.reference, &receiver.mutability)
-                {
-                    errors.add(syn::Error::new_spanned(quote!(#and #mutability), MUT_SELF));
-                } else if receiver.reference.is_none() && receiver.colon_token.is_some() {
+                match &receiver.kind {
+                    ReceiverKind::Reference(and, _, Some(mutability)) => {
+                        errors.add(syn::Error::new_spanned(quote!(#and #mutability), MUT_SELF));
+                    }
                     // `self: T`: `&Self` is shared like `&self`; `&mut Self` or `Pin<&mut Self>`
                     // cannot be; anything else (`Arc<Self>`, `Box<Self>`) is owned.
-                    if mentions_mut_reference(quote::ToTokens::to_token_stream(&receiver.ty)) {
-                        errors.add(syn::Error::new_spanned(&receiver.ty, MUT_SELF));
-                    } else if !matches!(&*receiver.ty, Type::Reference(_)) {
-                        out.push(owned_self(receiver));
+                    ReceiverKind::Typed(_, ty) => {
+                        if mentions_mut_reference(quote::ToTokens::to_token_stream(ty)) {
+                            errors.add(syn::Error::new_spanned(ty, MUT_SELF));
+                        } else if !matches!(**ty, Type::Reference(_)) {
+                            out.push(owned_self(receiver));
+                        }
                     }
-                } else if receiver.reference.is_none() {
-                    out.push(owned_self(receiver));
+                    ReceiverKind::Value => out.push(owned_self(receiver)),
+                    _ => {}
                 }
             }
             FnArg::Typed(typed) => {
@@ -203,7 +204,7 @@ pub(crate) fn drop_mut(sig: &mut Signature) {
                     ident.mutability = None;
                 }
             }),
-            FnArg::Receiver(receiver) if receiver.reference.is_none() => {
+            FnArg::Receiver(receiver) if !matches!(receiver.kind, ReceiverKind::Reference(..)) => {
                 receiver.mutability = None;
             }
             FnArg::Receiver(_) => {}

@@ -1,14 +1,15 @@
-//! Attribute arguments shared by every macro: `name = value` pairs parsed into spanned values, with
-//! errors for unknown (with a suggestion), repeated and malformed arguments, all collected at once.
-
-use std::time::Duration;
+//! The values attribute arguments take, each read from `name = value` by a [`Value`] into a
+//! [`Spanned`] value: durations ("450ms", "1m30s"), whole numbers, numbers, strings, crate paths,
+//! expressions. Every refusal says what to write instead and points at the token to change.
+//!
+//! Each attribute declares its arguments once with `crate::driver::arguments!`, which makes a
+//! `#[derive(FromMeta)]` struct whose fields (`Option<Spanned<T>>`) are read with
+//! [`Value::arg`].
 
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
-use syn::parse::Parser;
-use syn::punctuated::Punctuated;
 use syn::spanned::Spanned as _;
-use syn::{Expr, ExprLit, Lit, Meta, Token};
+use syn::{Expr, ExprLit, Lit, LitStr, Meta};
 
 /// A value with the span of the token that wrote it and of its argument's name.
 #[derive(Clone, Debug)]
@@ -20,212 +21,118 @@ pub(crate) struct Spanned<T> {
     pub(crate) name: Span,
 }
 
-/// Collects errors so that one run reports every problem.
-#[derive(Default)]
-pub(crate) struct Errors(Option<syn::Error>);
+/// How one kind of value is read from an argument's expression.
+pub(crate) trait Value {
+    type Out;
 
-impl Errors {
-    pub(crate) fn push(&mut self, span: Span, message: impl std::fmt::Display) {
-        let error = syn::Error::new(span, message);
-        match &mut self.0 {
-            Some(errors) => errors.combine(error),
-            None => self.0 = Some(error),
-        }
-    }
+    /// What the argument takes, as messages say it: "a whole number such as `3`".
+    fn expected(&self) -> String;
 
-    pub(crate) fn add(&mut self, error: syn::Error) {
-        match &mut self.0 {
-            Some(errors) => errors.combine(error),
-            None => self.0 = Some(error),
-        }
-    }
+    /// Reads the value of argument `name`, with the span its errors about the value point at.
+    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(Self::Out, Span)>;
 
-    pub(crate) fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
-}
-
-/// One `name = value` argument (or a bare `name`).
-pub(crate) struct Arg {
-    pub(crate) name: String,
-    pub(crate) name_span: Span,
-    pub(crate) value: Option<Expr>,
-}
-
-/// Splits the attribute's tokens into arguments, checking names against `known` and reporting
-/// unknown and repeated ones. `macro_name` goes into the messages.
-pub(crate) fn parse(
-    tokens: TokenStream,
-    macro_name: &str,
-    known: &[&str],
-    errors: &mut Errors,
-) -> Vec<Arg> {
-    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens) {
-        Ok(metas) => metas,
-        Err(error) => {
-            errors.push(
-                error.span(),
-                format_args!(
-                    "{error}; `#[{macro_name}]` takes `name = value` arguments separated by commas"
-                ),
-            );
-            return Vec::new();
-        }
-    };
-    let mut args: Vec<Arg> = Vec::new();
-    for meta in metas {
+    /// Reads `name = value` into a spanned value: a bare `name` or `name(...)` is refused with
+    /// what to write instead.
+    fn arg(&self, meta: &Meta) -> darling::Result<Option<Spanned<Self::Out>>> {
         let path = meta.path();
-        let name = path
-            .get_ident()
-            .map(ToString::to_string)
-            .unwrap_or_else(|| path.to_token_stream().to_string().replace(' ', ""));
+        let name = darling::util::path_to_string(path);
         let name_span = path.span();
-        if !known.contains(&name.as_str()) {
-            let hint = match suggest(&name, known) {
-                Some(close) => format!("did you mean `{close}`? "),
-                None => String::new(),
-            };
-            errors.push(
+        let parsed = match meta {
+            Meta::NameValue(nv) => self.parse(&name, &nv.value).map(|(value, span)| Spanned {
+                value,
+                span,
+                name: name_span,
+            }),
+            Meta::Path(_) => Err(syn::Error::new(
                 name_span,
                 format_args!(
-                    "unknown argument `{name}` of `#[{macro_name}]`; {hint}the arguments are: {}",
-                    known
-                        .iter()
-                        .map(|k| format!("`{k}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "`{name}` needs a value: write `{name} = ...` with {}",
+                    self.expected()
                 ),
-            );
-            continue;
-        }
-        if args.iter().any(|a| a.name == name) {
-            errors.push(
-                name_span,
-                format_args!("`{name}` is given more than once; keep one"),
-            );
-            continue;
-        }
-        let value = match meta {
-            Meta::NameValue(nv) => Some(nv.value),
-            Meta::Path(_) => None,
-            Meta::List(list) => {
-                errors.push(
-                    list.delimiter.span().join(),
-                    format_args!("write `{name} = value`, not `{name}(...)`"),
-                );
-                continue;
-            }
+            )),
+            Meta::List(list) => Err(crate::driver::as_list(&name, list)),
         };
-        args.push(Arg {
-            name,
-            name_span,
-            value,
-        });
+        parsed.map(Some).map_err(darling::Error::from)
     }
-    args
 }
 
-/// The closest known name, if it is close enough to be a typo.
-fn suggest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| (edit_distance(name, k), *k))
-        .filter(|(d, k)| *d <= (k.len() / 3).max(1))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
+/// The literal an expression is, if it is one (also inside the invisible group a `macro_rules!`
+/// argument makes).
+pub(crate) fn literal(expr: &Expr) -> Option<&Lit> {
+    match expr {
+        Expr::Lit(ExprLit { lit, .. }) => Some(lit),
+        Expr::Group(group) => literal(&group.expr),
+        _ => None,
+    }
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (row[j + 1] + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
+/// `` `name` takes {expected} ``, on the whole value.
+pub(crate) fn expected(name: &str, expr: &Expr, expected: &str) -> syn::Error {
+    syn::Error::new_spanned(expr, format_args!("`{name}` takes {expected}"))
 }
 
-impl Arg {
-    fn value(&self, expected: &str) -> syn::Result<&Expr> {
-        self.value.as_ref().ok_or_else(|| {
-            syn::Error::new(
-                self.name_span,
-                format_args!(
-                    "`{}` needs a value: write `{} = ...` with {expected}",
-                    self.name, self.name
-                ),
-            )
-        })
+fn lit<'a>(name: &str, expr: &'a Expr, what: &str) -> syn::Result<&'a Lit> {
+    literal(expr).ok_or_else(|| expected(name, expr, what))
+}
+
+/// A duration literal such as `"450ms"`, above zero.
+pub(crate) struct Duration;
+
+const DURATION: &str = "a duration string such as \"450ms\", \"1.5s\", \"1m30s\" or \"250us\"";
+
+impl Value for Duration {
+    type Out = std::time::Duration;
+
+    fn expected(&self) -> String {
+        DURATION.to_owned()
     }
 
-    fn spanned<T>(&self, value: T, expr: &Expr) -> Spanned<T> {
-        Spanned {
-            value,
-            span: expr.span(),
-            name: self.name_span,
-        }
-    }
-
-    fn lit(&self, expected: &str) -> syn::Result<(&Lit, &Expr)> {
-        let expr = self.value(expected)?;
-        match expr {
-            Expr::Lit(ExprLit { lit, .. }) => Ok((lit, expr)),
-            Expr::Group(group) => match &*group.expr {
-                Expr::Lit(ExprLit { lit, .. }) => Ok((lit, expr)),
-                _ => Err(self.expected(expr, expected)),
-            },
-            _ => Err(self.expected(expr, expected)),
-        }
-    }
-
-    fn expected(&self, expr: &Expr, expected: &str) -> syn::Error {
-        syn::Error::new_spanned(expr, format_args!("`{}` takes {expected}", self.name))
-    }
-
-    /// A duration literal such as `"450ms"`, above zero.
-    pub(crate) fn duration(&self) -> syn::Result<Spanned<Duration>> {
-        const EXPECTED: &str =
-            "a duration string such as \"450ms\", \"1.5s\", \"1m30s\" or \"250us\"";
-        let (lit, expr) = self.lit(EXPECTED)?;
-        let Lit::Str(text) = lit else {
-            return Err(self.expected(expr, EXPECTED));
+    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(Self::Out, Span)> {
+        let Lit::Str(text) = lit(name, expr, DURATION)? else {
+            return Err(expected(name, expr, DURATION));
         };
         let duration = parse_duration(&text.value()).map_err(|why| {
             syn::Error::new(
                 text.span(),
-                format_args!("`{}`: {why}; write {EXPECTED}", self.name),
+                format_args!("`{name}`: {why}; write {DURATION}"),
             )
         })?;
         if duration.is_zero() {
             return Err(syn::Error::new(
                 text.span(),
-                format_args!("`{}` must be above zero; write {EXPECTED}", self.name),
+                format_args!("`{name}` must be above zero; write {DURATION}"),
             ));
         }
-        Ok(self.spanned(duration, expr))
+        Ok((duration, expr.span()))
+    }
+}
+
+/// An integer literal of at least 1 that fits `T`.
+pub(crate) struct Count<T>(std::marker::PhantomData<T>);
+
+impl<T> Count<T> {
+    pub(crate) const NEW: Self = Count(std::marker::PhantomData);
+}
+
+const COUNT: &str = "a whole number such as `3`";
+
+impl<T: Bound> Value for Count<T> {
+    type Out = T;
+
+    fn expected(&self) -> String {
+        COUNT.to_owned()
     }
 
-    /// An integer literal of at least 1 that fits `T`.
-    pub(crate) fn count<T: Count>(&self) -> syn::Result<Spanned<T>> {
-        let (lit, expr) = self.lit("a whole number such as `3`")?;
-        let Lit::Int(int) = lit else {
-            return Err(self.expected(expr, "a whole number such as `3`"));
+    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(T, Span)> {
+        let Lit::Int(int) = lit(name, expr, COUNT)? else {
+            return Err(expected(name, expr, COUNT));
         };
         let out_of_range = || {
             syn::Error::new(
                 int.span(),
                 format_args!(
-                    "`{}` must be a whole number from 1 to {}, e.g. `{} = 3`",
-                    self.name,
-                    T::MAX,
-                    self.name
+                    "`{name}` must be a whole number from 1 to {}, e.g. `{name} = 3`",
+                    T::MAX
                 ),
             )
         };
@@ -234,52 +141,100 @@ impl Arg {
             return Err(out_of_range());
         }
         let value = T::try_from(value).map_err(|_| out_of_range())?;
-        Ok(self.spanned(value, expr))
+        Ok((value, expr.span()))
+    }
+}
+
+/// An integer type an argument can hold.
+pub(crate) trait Bound: TryFrom<u128> {
+    const MAX: u128;
+}
+
+impl Bound for u32 {
+    const MAX: u128 = u32::MAX as u128;
+}
+
+impl Bound for u64 {
+    const MAX: u128 = u64::MAX as u128;
+}
+
+/// A number literal, integer or float; messages show the example.
+pub(crate) struct Number(pub(crate) &'static str);
+
+impl Value for Number {
+    type Out = f64;
+
+    fn expected(&self) -> String {
+        format!("a number such as `{}`", self.0)
     }
 
-    /// A number literal, integer or float.
-    pub(crate) fn number(&self, example: &str) -> syn::Result<Spanned<f64>> {
-        let expected = format!("a number such as `{example}`");
-        let (lit, expr) = self.lit(&expected)?;
-        let value = match lit {
+    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(f64, Span)> {
+        let value = match lit(name, expr, &self.expected())? {
             Lit::Float(f) => f.base10_parse::<f64>()?,
             Lit::Int(i) => i.base10_parse::<f64>()?,
-            _ => return Err(self.expected(expr, &expected)),
+            _ => return Err(expected(name, expr, &self.expected())),
         };
-        Ok(self.spanned(value, expr))
+        Ok((value, expr.span()))
+    }
+}
+
+/// A string literal; messages show the example.
+pub(crate) struct Str(pub(crate) &'static str);
+
+impl Value for Str {
+    type Out = LitStr;
+
+    fn expected(&self) -> String {
+        format!("a string such as `\"{}\"`", self.0)
     }
 
-    /// A string literal.
-    pub(crate) fn string(&self, example: &str) -> syn::Result<Spanned<syn::LitStr>> {
-        let expected = format!("a string such as `\"{example}\"`");
-        let (lit, expr) = self.lit(&expected)?;
-        match lit {
-            Lit::Str(s) => Ok(self.spanned(s.clone(), expr)),
-            _ => Err(self.expected(expr, &expected)),
+    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(LitStr, Span)> {
+        match lit(name, expr, &self.expected())? {
+            Lit::Str(s) => Ok((s.clone(), expr.span())),
+            _ => Err(expected(name, expr, &self.expected())),
         }
     }
+}
 
-    /// `crate = "::path"`: a string holding a path.
-    pub(crate) fn krate(&self) -> syn::Result<Spanned<syn::LitStr>> {
-        let krate = self.string("::resilient")?;
-        if let Err(error) = krate.value.parse::<syn::Path>() {
+/// `crate = "::path"`: a string holding a path.
+pub(crate) struct Krate;
+
+impl Value for Krate {
+    type Out = LitStr;
+
+    fn expected(&self) -> String {
+        Str("::resilient").expected()
+    }
+
+    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(LitStr, Span)> {
+        let (krate, span) = Str("::resilient").parse(name, expr)?;
+        if let Err(error) = krate.parse::<syn::Path>() {
             return Err(syn::Error::new(
-                krate.span,
+                span,
                 format_args!("`crate` must be a path such as \"::resilient\": {error}"),
             ));
         }
-        Ok(krate)
+        Ok((krate, span))
+    }
+}
+
+/// Any expression; messages show the example.
+pub(crate) struct Expression(pub(crate) &'static str);
+
+impl Value for Expression {
+    type Out = Expr;
+
+    fn expected(&self) -> String {
+        format!("an expression such as `{}`", self.0)
     }
 
-    /// Any expression.
-    pub(crate) fn expr(&self, example: &str) -> syn::Result<Expr> {
-        self.value(&format!("an expression such as `{example}`"))
-            .cloned()
+    fn parse(&self, _name: &str, expr: &Expr) -> syn::Result<(Expr, Span)> {
+        Ok((expr.clone(), expr.span()))
     }
 }
 
 /// The path generated code names the crate by: `crate = "..."`, or `::resilient`.
-pub(crate) fn krate_path(krate: Option<&Spanned<syn::LitStr>>) -> TokenStream {
+pub(crate) fn krate_path(krate: Option<&Spanned<LitStr>>) -> TokenStream {
     match krate {
         Some(k) => k
             .value
@@ -287,19 +242,6 @@ pub(crate) fn krate_path(krate: Option<&Spanned<syn::LitStr>>) -> TokenStream {
             .map_or_else(|e| e.to_compile_error(), |p| p.into_token_stream()),
         None => quote::quote!(::resilient),
     }
-}
-
-/// An integer type an argument can hold.
-pub(crate) trait Count: TryFrom<u128> {
-    const MAX: u128;
-}
-
-impl Count for u32 {
-    const MAX: u128 = u32::MAX as u128;
-}
-
-impl Count for u64 {
-    const MAX: u128 = u64::MAX as u128;
 }
 
 /// The units of a duration, largest first, with their length in ns.
@@ -317,7 +259,7 @@ const UNITS: &[(&str, u64)] = &[
 /// `µs`, `ns`), such as "450ms", "1.5s", "2m", "250us" or "1m30s". Spaces may separate a number
 /// from its unit and a part from the next ("2m 30s"). In a compound duration the units go from
 /// largest to smallest, each once, and only the last part may have a fraction ("1m30.5s").
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
     let mut rest = text;
     let mut nanos: u128 = 0;
@@ -386,11 +328,11 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     if previous.is_none() {
         return Err("an empty string is not a duration".to_owned());
     }
-    Ok(Duration::from_nanos(nanos as u64))
+    Ok(std::time::Duration::from_nanos(nanos as u64))
 }
 
 /// `::core::time::Duration::from_xxx(n)` in the largest unit that states `d` exactly.
-pub(crate) fn duration_tokens(d: Duration) -> TokenStream {
+pub(crate) fn duration_tokens(d: std::time::Duration) -> TokenStream {
     let nanos = d.as_nanos() as u64;
     let (ctor, n) = if nanos % 1_000_000_000 == 0 {
         ("from_secs", nanos / 1_000_000_000)
@@ -409,6 +351,7 @@ pub(crate) fn duration_tokens(d: Duration) -> TokenStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn durations() {
@@ -469,14 +412,6 @@ mod tests {
             parse_duration("5124095h59m"),
             Err("`5124095h59m` is too long".to_owned())
         );
-    }
-
-    #[test]
-    fn suggestions() {
-        let known = ["error_threshold", "error_timeout", "timeout"];
-        assert_eq!(suggest("error_treshold", &known), Some("error_threshold"));
-        assert_eq!(suggest("timout", &known), Some("timeout"));
-        assert_eq!(suggest("colour", &known), None);
     }
 
     #[test]
