@@ -214,13 +214,15 @@ impl RaceRetry {
         }
     }
 
+    /// The attribute's `each`, unchecked.
     #[doc(hidden)]
     pub const fn each(mut self, each: Duration) -> Self {
         self.each = Some(each);
         self
     }
 
-    /// A `share` outside [`MIN_BUDGET_SHARE`, 1] is clamped (NaN counts as the minimum).
+    /// The attribute's `budget`: a `share` outside [`MIN_BUDGET_SHARE`, 1] is clamped (NaN
+    /// counts as the minimum).
     #[doc(hidden)]
     pub const fn budget(mut self, share: f64) -> Self {
         // NaN fails `share > MIN_BUDGET_SHARE`.
@@ -235,31 +237,35 @@ impl RaceRetry {
         self
     }
 
+    /// The attribute's `budget = "off"`.
     #[doc(hidden)]
     pub const fn no_budget(mut self) -> Self {
         self.budget = Budget::new(None);
         self
     }
 
+    /// The attribute's `backoff`, unchecked.
     #[doc(hidden)]
     pub const fn backoff(mut self, base: Duration) -> Self {
         self.backoff = self.backoff.base(base);
         self
     }
 
-    /// Below 1 (or NaN) counts as 1.
+    /// The attribute's `backoff_factor`: below 1 (or NaN) counts as 1.
     #[doc(hidden)]
     pub const fn backoff_factor(mut self, factor: f64) -> Self {
         self.backoff = self.backoff.factor(factor);
         self
     }
 
+    /// The attribute's `backoff_max`, unchecked.
     #[doc(hidden)]
     pub const fn backoff_max(mut self, max: Duration) -> Self {
         self.backoff = self.backoff.max(max);
         self
     }
 
+    /// The attribute's `backoff = "off"`.
     #[doc(hidden)]
     pub const fn no_backoff(mut self) -> Self {
         self.backoff = Backoff::OFF;
