@@ -50,7 +50,9 @@ pub use attributes::{breaker, race_retry, too_busy};
 #[cfg(feature = "axum")]
 pub use resilient_runtime::http;
 pub use resilient_runtime::{breaker, busy, race};
-pub use resilient_runtime::{Breaker, BreakerBuilder, KeyedBreaker, Rejected, RejectedKind};
+pub use resilient_runtime::{
+    Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind,
+};
 
 #[doc(hidden)]
 pub use resilient_runtime::__private;

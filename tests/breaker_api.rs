@@ -53,69 +53,69 @@ fn builder_refuses_invalid_options_with_a_useful_error() {
     let cases: Vec<(BreakerBuilder, &str)> = vec![
         (
             b().capacity(0.0).timeout(one),
-            "`capacity` must be within (0, 1) exclusive, got 0",
+            "`capacity` must lie between 0 and 1 (exclusive), got 0: it is the share of time a worker stays free, e.g. `capacity = 0.75`",
         ),
         (
             b().capacity(1.0).timeout(one),
-            "`capacity` must be within (0, 1) exclusive, got 1",
+            "`capacity` must lie between 0 and 1 (exclusive), got 1: it is the share of time a worker stays free, e.g. `capacity = 0.75`",
         ),
         (
             b().capacity(1.5).timeout(one),
-            "`capacity` must be within (0, 1) exclusive, got 1.5",
+            "`capacity` must lie between 0 and 1 (exclusive), got 1.5: it is the share of time a worker stays free, e.g. `capacity = 0.75`",
         ),
         (
             b().capacity(-0.5).timeout(one),
-            "`capacity` must be within (0, 1) exclusive, got -0.5",
+            "`capacity` must lie between 0 and 1 (exclusive), got -0.5: it is the share of time a worker stays free, e.g. `capacity = 0.75`",
         ),
         (
             b().capacity(f64::NAN).timeout(one),
-            "`capacity` must be within (0, 1) exclusive, got NaN",
+            "`capacity` must lie between 0 and 1 (exclusive), got NaN: it is the share of time a worker stays free, e.g. `capacity = 0.75`",
         ),
         (
             b().capacity(0.75),
-            "`capacity` needs `timeout`: error_timeout = timeout * capacity / (1 - capacity)",
+            "`capacity` needs `timeout`: error_timeout = timeout * capacity / (1 - capacity); add e.g. `timeout = \"2s\"`",
         ),
         (
             b().capacity(0.75).timeout(one).error_timeout(one),
-            "`capacity` and `error_timeout` both set the open time; keep one",
+            "`error_timeout` and `capacity` both set how long the breaker stays open; keep one",
         ),
         (
             b().failure_rate(0.5).error_threshold(3),
-            "`failure_rate` (rate rule) and `error_threshold` (count rule) exclude each other",
+            "`error_threshold` (count rule) and `failure_rate` (rate rule) exclude each other; keep one",
         ),
         (
             b().failure_rate(0.0),
-            "`failure_rate` must be within (0, 1], got 0",
+            "`failure_rate` must lie in (0, 1], got 0: the share of failed calls that opens the breaker, e.g. `failure_rate = 0.5`",
         ),
         (
             b().failure_rate(1.5),
-            "`failure_rate` must be within (0, 1], got 1.5",
+            "`failure_rate` must lie in (0, 1], got 1.5: the share of failed calls that opens the breaker, e.g. `failure_rate = 0.5`",
         ),
         (
             b().failure_rate(f64::NAN),
-            "`failure_rate` must be within (0, 1], got NaN",
+            "`failure_rate` must lie in (0, 1], got NaN: the share of failed calls that opens the breaker, e.g. `failure_rate = 0.5`",
         ),
         (
             b().min_calls(10),
-            "`min_calls` only applies with `failure_rate`",
+            "`min_calls` belongs to the rate rule; add `failure_rate = ...` or remove it",
         ),
         (
             b().error_threshold(0),
-            "`error_threshold` must be at least 1",
+            "`error_threshold` must be at least 1, e.g. `error_threshold = 3`",
         ),
         (
             b().success_threshold(0),
-            "`success_threshold` must be at least 1",
+            "`success_threshold` must be at least 1, e.g. `success_threshold = 3`",
         ),
         (
             b().half_open_calls(0),
-            "`half_open_calls` must be at least 1",
+            "`half_open_calls` must be at least 1, e.g. `half_open_calls = 3`",
         ),
         (
             b().failure_rate(0.5).min_calls(0),
-            "`min_calls` must be at least 1",
+            "`min_calls` must be at least 1, e.g. `min_calls = 3`",
         ),
-        (b().max_keys(0), "`max_keys` must be at least 1"),
+        (b().max_keys(0), "`max_keys` must be at least 1, e.g. `max_keys = 3`"),
         (b().timeout(Duration::ZERO), "`timeout` must be above zero"),
         (
             b().half_open_timeout(Duration::ZERO),
@@ -130,7 +130,15 @@ fn builder_refuses_invalid_options_with_a_useful_error() {
             "`error_window` must be above zero",
         ),
         (
-            b().max_error_timeout(Duration::ZERO),
+            b().max_error_timeout(secs(5)),
+            "`max_error_timeout` caps `backoff`; add `backoff = 2.0` or remove it",
+        ),
+        (
+            b().capacity(2.0).timeout(one).backoff(0.0),
+            "`capacity` must lie between 0 and 1 (exclusive), got 2: it is the share of time a worker stays free, e.g. `capacity = 0.75`; `backoff` must be a factor of at least 1, got 0, e.g. `backoff = 2.0`",
+        ),
+        (
+            b().backoff(2.0).max_error_timeout(Duration::ZERO),
             "`max_error_timeout` must be above zero",
         ),
         (
@@ -147,19 +155,19 @@ fn builder_refuses_invalid_options_with_a_useful_error() {
         ),
         (
             b().backoff(0.5),
-            "`backoff` must be a finite factor of at least 1, got 0.5",
+            "`backoff` must be a factor of at least 1, got 0.5, e.g. `backoff = 2.0`",
         ),
         (
             b().backoff(-2.0),
-            "`backoff` must be a finite factor of at least 1, got -2",
+            "`backoff` must be a factor of at least 1, got -2, e.g. `backoff = 2.0`",
         ),
         (
             b().backoff(f64::NAN),
-            "`backoff` must be a finite factor of at least 1, got NaN",
+            "`backoff` must be a factor of at least 1, got NaN, e.g. `backoff = 2.0`",
         ),
         (
             b().backoff(f64::INFINITY),
-            "`backoff` must be a finite factor of at least 1, got inf",
+            "`backoff` must be a factor of at least 1, got inf, e.g. `backoff = 2.0`",
         ),
     ];
     for (builder, message) in cases {
@@ -177,7 +185,7 @@ fn builder_refuses_invalid_options_with_a_useful_error() {
     assert!(breaker::get_keyed("api.invalid").is_none());
 
     let empty = refused(Breaker::builder(""));
-    assert_eq!(empty.to_string(), "breaker ``: the name must not be empty");
+    assert_eq!(empty.to_string(), "breaker ``: `name` must not be empty");
 }
 
 #[test]

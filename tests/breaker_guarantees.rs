@@ -358,7 +358,9 @@ fn error_threshold_is_bounded() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "breaker `guarantees.threshold`: `error_threshold` must be at most 65535, got 4294967295"
+        "breaker `guarantees.threshold`: `error_threshold` must be at most 65535, got 4294967295 \
+         (the breaker keeps the time of each of the last `error_threshold` errors); \
+         for many calls, use the rate rule: `failure_rate = 0.5`"
     );
     assert!(Breaker::builder("guarantees.threshold")
         .error_threshold(65_535)

@@ -15,7 +15,7 @@
 use std::fmt::Display;
 use std::future::pending;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use resilient::breaker::{self, State};
@@ -535,13 +535,32 @@ async fn a_failed_attempt_starts_the_next_after_a_backoff_with_full_jitter() {
     assert!(runs.iter().all(|r| r[0] == (1, ms(0), ms(10))));
 }
 
-static DEFAULT_BACKOFF: race::RaceRetry = race::RaceRetry::new(
-    "race_retry::default_backoff",
-    2,
-    race::After::Fixed(Duration::from_millis(150)),
-    Duration::from_millis(450),
-);
-static SEQUENTIAL: race::RaceRetry = race::RaceRetry::new(
+/// A policy's builder with its required settings.
+fn built(
+    name: &'static str,
+    retries: u32,
+    after: race::After,
+    total: Duration,
+) -> race::RaceRetryBuilder {
+    race::RaceRetry::builder(name)
+        .retries(retries)
+        .after(after)
+        .total(total)
+}
+
+static DEFAULT_BACKOFF: LazyLock<race::RaceRetry> = LazyLock::new(|| {
+    built(
+        "race_retry::default_backoff",
+        2,
+        race::After::Fixed(Duration::from_millis(150)),
+        Duration::from_millis(450),
+    )
+    .build()
+    .unwrap()
+});
+// `after` at or above `total` is past the builder's rules; the attribute's `const` constructors
+// (through `__private`) build it, as a learned `after` can reach `total`.
+static SEQUENTIAL: race::RaceRetry = resilient::__private::RaceRetry::new(
     "race_retry::sequential",
     2,
     race::After::Fixed(Duration::MAX),
@@ -628,7 +647,7 @@ async fn a_backoff_never_waits_past_the_next_staggered_start() {
     );
 }
 
-static NEVER_BEFORE_THE_DEADLINE: race::RaceRetry = race::RaceRetry::new(
+static NEVER_BEFORE_THE_DEADLINE: race::RaceRetry = resilient::__private::RaceRetry::new(
     "race_retry::never_before_the_deadline",
     2,
     race::After::Fixed(Duration::MAX),

@@ -15,12 +15,21 @@ use std::future::{pending, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::LazyLock;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use resilient::race::{self, observe, After, Attempt, RaceRetry, RaceStats, MAX_RETRIES};
+use resilient::race::{
+    self, observe, After, Attempt, RaceRetry, RaceRetryBuilder, RaceStats, MAX_RETRIES,
+};
 use resilient::{race_retry, Rejected};
 use tokio::time::{sleep, timeout, Instant};
+
+/// Settings past the rules that `RaceRetry::builder` (and the attribute) enforce: an `after` or
+/// `each` at or above `total`, zero durations, quantiles and budget shares out of range. Only the
+/// `const` constructors behind the attribute's expansion build them (they clamp instead of
+/// refusing); the policy must stand them all the same.
+use resilient::__private::RaceRetry as Unchecked;
 
 /// The error of the raced fns.
 #[derive(Debug)]
@@ -236,12 +245,24 @@ fn counted(before: RaceStats, after: RaceStats) -> (u64, u64, u64, u64) {
     )
 }
 
-static PROBE: RaceRetry = RaceRetry::new(
-    "guarantees::reported_here",
-    1,
-    After::Fixed(ms(150)),
-    ms(1000),
-);
+/// A policy's builder with its required settings.
+fn built(name: &'static str, retries: u32, after: After, total: Duration) -> RaceRetryBuilder {
+    RaceRetry::builder(name)
+        .retries(retries)
+        .after(after)
+        .total(total)
+}
+
+static PROBE: LazyLock<RaceRetry> = LazyLock::new(|| {
+    built(
+        "guarantees::reported_here",
+        1,
+        After::Fixed(ms(150)),
+        ms(1000),
+    )
+    .build()
+    .unwrap()
+});
 
 /// Whether raced calls on this thread report their attempts, as they do inside `observe`. Such a
 /// call's clock starts before its first poll; an unreported call's when its attempt 1 first waits.
@@ -275,18 +296,26 @@ async fn reported_here() -> bool {
 // ---------------------------------------------------------------------------------------------
 // Durations up to `Duration::MAX`
 
-static TOTAL_MAX: RaceRetry = RaceRetry::new(
-    "guarantees::total_max",
-    2,
-    After::Fixed(ms(100)),
-    Duration::MAX,
-);
-static TOTAL_MAX_LEARNED: RaceRetry = RaceRetry::new(
-    "guarantees::total_max_learned",
-    1,
-    After::Percentile(0.95),
-    Duration::MAX,
-);
+static TOTAL_MAX: LazyLock<RaceRetry> = LazyLock::new(|| {
+    built(
+        "guarantees::total_max",
+        2,
+        After::Fixed(ms(100)),
+        Duration::MAX,
+    )
+    .build()
+    .unwrap()
+});
+static TOTAL_MAX_LEARNED: LazyLock<RaceRetry> = LazyLock::new(|| {
+    built(
+        "guarantees::total_max_learned",
+        1,
+        After::Percentile(0.95),
+        Duration::MAX,
+    )
+    .build()
+    .unwrap()
+});
 
 /// `total = Duration::MAX` is no deadline: attempts start 100 ms apart and the third answers at
 /// 250 ms. With a learned `after` (`total / (retries + 1)` until it has learned, `Duration::MAX / 2`
@@ -305,7 +334,7 @@ async fn total_at_duration_max_is_no_deadline() {
     assert_eq!(answer.unwrap(), 1);
 }
 
-static AFTER_MAX: RaceRetry = RaceRetry::new(
+static AFTER_MAX: RaceRetry = Unchecked::new(
     "guarantees::after_max",
     2,
     After::Fixed(Duration::MAX),
@@ -339,8 +368,8 @@ async fn after_at_duration_max_starts_no_hedge() {
 }
 
 static EACH_MAX: RaceRetry =
-    RaceRetry::new("guarantees::each_max", 2, After::Fixed(ms(100)), ms(1000)).each(Duration::MAX);
-static ALL_MAX: RaceRetry = RaceRetry::new(
+    Unchecked::new("guarantees::each_max", 2, After::Fixed(ms(100)), ms(1000)).each(Duration::MAX);
+static ALL_MAX: RaceRetry = Unchecked::new(
     "guarantees::all_max",
     2,
     After::Fixed(Duration::MAX),
@@ -372,9 +401,21 @@ async fn each_at_duration_max_bounds_no_attempt() {
 // ---------------------------------------------------------------------------------------------
 // An observed future that panics
 
-static FAST_A: RaceRetry = RaceRetry::new("guarantees::a", 1, After::Fixed(ms(100)), ms(1000));
-static FAST_B: RaceRetry = RaceRetry::new("guarantees::b", 1, After::Fixed(ms(100)), ms(1000));
-static FAST_C: RaceRetry = RaceRetry::new("guarantees::c", 1, After::Fixed(ms(100)), ms(1000));
+static FAST_A: LazyLock<RaceRetry> = LazyLock::new(|| {
+    built("guarantees::a", 1, After::Fixed(ms(100)), ms(1000))
+        .build()
+        .unwrap()
+});
+static FAST_B: LazyLock<RaceRetry> = LazyLock::new(|| {
+    built("guarantees::b", 1, After::Fixed(ms(100)), ms(1000))
+        .build()
+        .unwrap()
+});
+static FAST_C: LazyLock<RaceRetry> = LazyLock::new(|| {
+    built("guarantees::c", 1, After::Fixed(ms(100)), ms(1000))
+        .build()
+        .unwrap()
+});
 
 /// A raced call of `policy` that answers at once.
 async fn fast(policy: &'static RaceRetry) -> u32 {
@@ -455,12 +496,16 @@ async fn panicky(script: &Script) -> Result<u32, Error> {
     script.attempt().await
 }
 
-static PANICKY_LEARNING: RaceRetry = RaceRetry::new(
-    "guarantees::panicky_learning",
-    1,
-    After::Percentile(0.5),
-    ms(1000),
-);
+static PANICKY_LEARNING: LazyLock<RaceRetry> = LazyLock::new(|| {
+    built(
+        "guarantees::panicky_learning",
+        1,
+        After::Percentile(0.5),
+        ms(1000),
+    )
+    .build()
+    .unwrap()
+});
 
 /// A body that panics ends the call with that panic: the other attempts are dropped with the call,
 /// reported as abandoned, and the one that panicked as `Panicked`, whether it is attempt 1 in its
@@ -639,7 +684,11 @@ async fn a_retry_if_that_panics_ends_the_call_and_drops_the_other_attempts() {
     );
 }
 
-static JUDGED: RaceRetry = RaceRetry::new("guarantees::judged", 2, After::Fixed(ms(100)), ms(1000));
+static JUDGED: LazyLock<RaceRetry> = LazyLock::new(|| {
+    built("guarantees::judged", 2, After::Fixed(ms(100)), ms(1000))
+        .build()
+        .unwrap()
+});
 
 /// A raced call whose poll panicked is over: polling it again panics at once, without polling or
 /// starting any attempt; dropping it drops its attempts. (The race itself, not an `async fn`
@@ -877,7 +926,7 @@ async fn a_tiny_budget_share_still_bounds_extra_attempts() {
     );
 }
 
-static MANY: RaceRetry = RaceRetry::new(
+static MANY: RaceRetry = Unchecked::new(
     "guarantees::many",
     u32::MAX,
     After::Fixed(Duration::ZERO),
@@ -885,37 +934,37 @@ static MANY: RaceRetry = RaceRetry::new(
 )
 .no_budget();
 static EACH_ZERO: RaceRetry =
-    RaceRetry::new("guarantees::each_zero", 2, After::Fixed(ms(100)), ms(1000))
+    Unchecked::new("guarantees::each_zero", 2, After::Fixed(ms(100)), ms(1000))
         .each(Duration::ZERO);
-static TOTAL_ZERO: RaceRetry = RaceRetry::new(
+static TOTAL_ZERO: RaceRetry = Unchecked::new(
     "guarantees::total_zero",
     2,
     After::Fixed(ms(100)),
     Duration::ZERO,
 );
 static QUANTILES: [RaceRetry; 7] = [
-    RaceRetry::new(
+    Unchecked::new(
         "guarantees::q_nan",
         1,
         After::Percentile(f64::NAN),
         ms(1000),
     ),
-    RaceRetry::new(
+    Unchecked::new(
         "guarantees::q_negative",
         1,
         After::Percentile(-1.0),
         ms(1000),
     ),
-    RaceRetry::new("guarantees::q_zero", 1, After::Percentile(0.0), ms(1000)),
-    RaceRetry::new("guarantees::q_one", 1, After::Percentile(1.0), ms(1000)),
-    RaceRetry::new("guarantees::q_two", 1, After::Percentile(2.0), ms(1000)),
-    RaceRetry::new(
+    Unchecked::new("guarantees::q_zero", 1, After::Percentile(0.0), ms(1000)),
+    Unchecked::new("guarantees::q_one", 1, After::Percentile(1.0), ms(1000)),
+    Unchecked::new("guarantees::q_two", 1, After::Percentile(2.0), ms(1000)),
+    Unchecked::new(
         "guarantees::q_inf",
         1,
         After::Percentile(f64::INFINITY),
         ms(1000),
     ),
-    RaceRetry::new(
+    Unchecked::new(
         "guarantees::q_neg_inf",
         1,
         After::Percentile(f64::NEG_INFINITY),
@@ -940,15 +989,15 @@ static BACKOFFS: [RaceRetry; 9] = [
 /// A policy whose every attempt may fail, for the backoff settings: 16 retries, `total` 1 s, no
 /// staggered start, no budget.
 const fn backoff(name: &'static str) -> RaceRetry {
-    RaceRetry::new(name, MAX_RETRIES, After::Fixed(Duration::MAX), ms(1000)).no_budget()
+    Unchecked::new(name, MAX_RETRIES, After::Fixed(Duration::MAX), ms(1000)).no_budget()
 }
 
 static SHARES: [RaceRetry; 5] = [
-    RaceRetry::new("guarantees::b_nan", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::NAN),
-    RaceRetry::new("guarantees::b_negative", 1, After::Fixed(ms(100)), ms(1000)).budget(-1.0),
-    RaceRetry::new("guarantees::b_zero", 1, After::Fixed(ms(100)), ms(1000)).budget(0.0),
-    RaceRetry::new("guarantees::b_tiny", 1, After::Fixed(ms(100)), ms(1000)).budget(1e-300),
-    RaceRetry::new("guarantees::b_inf", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::INFINITY),
+    Unchecked::new("guarantees::b_nan", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::NAN),
+    Unchecked::new("guarantees::b_negative", 1, After::Fixed(ms(100)), ms(1000)).budget(-1.0),
+    Unchecked::new("guarantees::b_zero", 1, After::Fixed(ms(100)), ms(1000)).budget(0.0),
+    Unchecked::new("guarantees::b_tiny", 1, After::Fixed(ms(100)), ms(1000)).budget(1e-300),
+    Unchecked::new("guarantees::b_inf", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::INFINITY),
 ];
 
 /// Settings out of range neither panic nor size anything by their value: `retries = u32::MAX` is

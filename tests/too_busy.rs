@@ -985,3 +985,50 @@ fn fast_recovery_needs_one_quiet_sample_where_the_original_rule_needs_several() 
         "the original rule recovered in {original} sample(s)"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Default names
+
+struct Search;
+struct Export;
+
+impl Search {
+    #[too_busy(max_in_flight = 1)]
+    async fn run(&self, release: oneshot::Receiver<()>) -> Result<(), Rejected> {
+        let _ = release.await;
+        Ok(())
+    }
+}
+
+impl Export {
+    #[too_busy(max_in_flight = 1)]
+    async fn run(&self, release: oneshot::Receiver<()>) -> Result<(), Rejected> {
+        let _ = release.await;
+        Ok(())
+    }
+}
+
+/// A method's guard is named after its type as well as its fn (`module::Type::fn`, as under
+/// `#[breaker]` and `#[race_retry]`), so two types' methods of one name refuse under different
+/// names and keep separate caps.
+#[tokio::test]
+async fn a_methods_default_name_includes_its_type() {
+    let (search_release, search_held) = oneshot::channel();
+    let (export_release, export_held) = oneshot::channel();
+    let mut search_first = pin!(Search.run(search_held));
+    let mut export_first = pin!(Export.run(export_held));
+    assert!(poll_once(search_first.as_mut()).await.is_pending());
+    assert!(poll_once(export_first.as_mut()).await.is_pending());
+
+    let (_, unused) = oneshot::channel();
+    let refused = Search.run(unused).await.unwrap_err();
+    assert_eq!(refused.name(), name("Search::run"));
+    let (_, unused) = oneshot::channel();
+    let refused = Export.run(unused).await.unwrap_err();
+    assert_eq!(refused.name(), name("Export::run"));
+
+    search_release.send(()).unwrap();
+    export_release.send(()).unwrap();
+    search_first.await.unwrap();
+    export_first.await.unwrap();
+}

@@ -11,7 +11,7 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::task::Poll;
 use std::thread;
 use std::time::Duration;
@@ -139,9 +139,13 @@ fn a_cancelled_call_keeps_its_slot_until_its_body_is_dropped() {
     });
 }
 
-static BUGGY: TooBusy = TooBusy::new("buggy")
-    .max_in_flight(1)
-    .max_latency(Duration::from_millis(20));
+static BUGGY: LazyLock<TooBusy> = LazyLock::new(|| {
+    TooBusy::builder("buggy")
+        .max_in_flight(1)
+        .max_latency(Duration::from_millis(20))
+        .build()
+        .unwrap()
+});
 
 /// What a body's destructor saw of its own guard.
 static IN_FLIGHT_WHILE_DROPPED: AtomicUsize = AtomicUsize::new(usize::MAX);
@@ -385,7 +389,8 @@ fn a_panicking_on_lag_callback_leaves_shedding_on() {
     assert!(reports[0].contains("resilient::too_busy"), "{}", reports[0]);
 }
 
-static CAPPED: TooBusy = TooBusy::new("capped").max_in_flight(1);
+static CAPPED: LazyLock<TooBusy> =
+    LazyLock::new(|| TooBusy::builder("capped").max_in_flight(1).build().unwrap());
 
 /// A subscriber that panics on every event: the monitor, whose every sample is an event, keeps
 /// sampling and keeps its lag through a stall; a refusal (a `debug` event) panics in the caller,
@@ -546,9 +551,13 @@ fn threads_that_come_and_go_leave_one_monitor_task() {
 /// 584.5 years: its nanoseconds do not fit in a u64 (they wrap to 290 ms).
 const CENTURIES: Duration = Duration::from_secs(18_446_744_074);
 
-static LENIENT: TooBusy = TooBusy::new("lenient")
-    .max_lag(CENTURIES)
-    .max_latency(CENTURIES);
+static LENIENT: LazyLock<TooBusy> = LazyLock::new(|| {
+    TooBusy::builder("lenient")
+        .max_lag(CENTURIES)
+        .max_latency(CENTURIES)
+        .build()
+        .unwrap()
+});
 
 /// `max_lag` and `max_latency` too long for nanoseconds in a u64 are as good as infinite, and an
 /// `interval` of `Duration::MAX` panics nowhere.

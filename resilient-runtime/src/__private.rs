@@ -7,7 +7,7 @@ use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use crate::breaker::future::{Call, CountIf, EveryError, HeapTimer, InlineTimer};
-use crate::breaker::{self, Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
+use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
 use crate::busy::future::BusyCall;
 use crate::busy::Refuse;
 
@@ -173,8 +173,8 @@ impl KeyedSite {
 /// Options that `#[breaker]` validated cannot fail here; should they, log it and fall back to the
 /// defaults rather than panic in the caller's request path.
 fn or_defaults<T>(
-    result: Result<T, breaker::ConfigError>,
-    defaults: impl FnOnce() -> Result<T, breaker::ConfigError>,
+    result: Result<T, crate::ConfigError>,
+    defaults: impl FnOnce() -> Result<T, crate::ConfigError>,
 ) -> T {
     result.unwrap_or_else(|error| {
         tracing::error!(target: "resilient::breaker", %error, "invalid breaker options; using the defaults");

@@ -24,6 +24,7 @@
 
 pub mod breaker;
 pub mod busy;
+mod config_error;
 #[cfg(feature = "axum")]
 pub mod http;
 pub mod race;
@@ -35,4 +36,5 @@ mod sync;
 pub mod __private;
 
 pub use breaker::{Breaker, BreakerBuilder, KeyedBreaker};
+pub use config_error::ConfigError;
 pub use rejected::{Rejected, RejectedKind};

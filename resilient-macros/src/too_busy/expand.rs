@@ -3,8 +3,11 @@
 //! ```ignore
 //! async fn handler(req: Request) -> Result<Response, AppError> {
 //!     {
-//!         static TOO_BUSY: ::resilient::__private::TooBusy =
-//!             ::resilient::__private::TooBusy::new("my_app::handler").max_in_flight(256);
+//!         fn too_busy_site() {}
+//!         static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::lazy(
+//!             || ::resilient::__private::name_of(too_busy_site),
+//!         )
+//!         .max_in_flight(256);
 //!         ::resilient::__private::BusySite(&TOO_BUSY)
 //!     }
 //!     .call(async move { /* the original body */ })
@@ -33,8 +36,6 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
         block,
     } = func.clone();
     let (attrs, inner) = func::split_attrs(attrs);
-    let ident = sig.ident.to_string();
-    let ident = ident.trim_start_matches("r#");
     let mut options = Vec::new();
     if let Some(v) = &attr.max_lag {
         let d = duration_tokens(v.value);
@@ -64,14 +65,15 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
         Some(ty) if func::is_result(ty) => quote_spanned!(ret_span=> call(#body)),
         _ => quote_spanned!(ret_span=> respond(#body)),
     };
-    let name = quote!(::core::concat!(::core::module_path!(), "::", #ident));
+    let name = quote!(|| #krate::__private::name_of(too_busy_site));
     quote! {
         #(#attrs)*
         #vis #sig {
             #(#inner)*
             {
+                fn too_busy_site() {}
                 static TOO_BUSY: #krate::__private::TooBusy =
-                    #krate::__private::TooBusy::new(#name) #(#options)*;
+                    #krate::__private::TooBusy::lazy(#name) #(#options)*;
                 #krate::__private::BusySite(&TOO_BUSY)
             }
             .#call

@@ -1,8 +1,8 @@
 async fn handler(State(app): State<App>, Json(order): Json<Order>) -> impl IntoResponse {
     {
-        static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::new(
-                ::core::concat!(::core::module_path!(), "::", "handler"),
-            )
+        fn too_busy_site() {}
+        static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::lazy(||
+            ::resilient::__private::name_of(too_busy_site))
             .max_lag(::core::time::Duration::from_millis(50))
             .max_in_flight(256)
             .max_latency(::core::time::Duration::from_millis(200));

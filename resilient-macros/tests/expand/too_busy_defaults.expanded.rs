@@ -1,9 +1,9 @@
 /// Serves a search.
 pub async fn search(query: String) -> Result<Hits, AppError> {
     {
-        static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::new(
-            ::core::concat!(::core::module_path!(), "::", "search"),
-        );
+        fn too_busy_site() {}
+        static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::lazy(||
+        ::resilient::__private::name_of(too_busy_site));
         ::resilient::__private::BusySite(&TOO_BUSY)
     }
         .call(async move {

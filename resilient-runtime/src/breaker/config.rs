@@ -1,12 +1,12 @@
 //! Options of a breaker: the builder, its validation and the resolved configuration.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::keyed::KeyedBreaker;
 use super::registry;
 use super::Breaker;
+use crate::ConfigError;
 
 /// Default for `error_threshold`: errors within `error_window` that open the breaker.
 pub const DEFAULT_ERROR_THRESHOLD: u32 = 3;
@@ -65,7 +65,8 @@ pub(crate) struct Config {
 /// let bad = Breaker::builder("payments").capacity(1.5).timeout(Duration::from_secs(1)).build();
 /// assert_eq!(
 ///     bad.unwrap_err().to_string(),
-///     "breaker `payments`: `capacity` must be within (0, 1) exclusive, got 1.5"
+///     "breaker `payments`: `capacity` must lie between 0 and 1 (exclusive), got 1.5: \
+///      it is the share of time a worker stays free, e.g. `capacity = 0.75`"
 /// );
 /// ```
 #[derive(Clone, Debug)]
@@ -75,33 +76,18 @@ pub struct BreakerBuilder {
     error_threshold: Option<u32>,
     error_window: Option<Duration>,
     error_timeout: Option<Duration>,
-    success_threshold: u32,
+    success_threshold: Option<u32>,
     capacity: Option<f64>,
     timeout: Option<Duration>,
     half_open_timeout: Option<Duration>,
     failure_rate: Option<f64>,
     min_calls: Option<u32>,
-    half_open_calls: u32,
-    backoff: f64,
+    half_open_calls: Option<u32>,
+    backoff: Option<f64>,
     max_error_timeout: Option<Duration>,
-    idle_timeout: Duration,
-    max_keys: usize,
+    idle_timeout: Option<Duration>,
+    max_keys: Option<usize>,
 }
-
-/// Why a [`BreakerBuilder`] refused its options.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    name: Arc<str>,
-    message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "breaker `{}`: {}", self.name, self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 impl BreakerBuilder {
     pub(crate) fn new(name: &str) -> Self {
@@ -110,17 +96,17 @@ impl BreakerBuilder {
             error_threshold: None,
             error_window: None,
             error_timeout: None,
-            success_threshold: 1,
+            success_threshold: None,
             capacity: None,
             timeout: None,
             half_open_timeout: None,
             failure_rate: None,
             min_calls: None,
-            half_open_calls: 1,
-            backoff: 1.0,
+            half_open_calls: None,
+            backoff: None,
             max_error_timeout: None,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            max_keys: DEFAULT_MAX_KEYS,
+            idle_timeout: None,
+            max_keys: None,
         }
     }
 
@@ -150,7 +136,7 @@ impl BreakerBuilder {
 
     /// Successful probes in half-open that close the breaker, at most 65535. Default: 1.
     pub fn success_threshold(mut self, successes: u32) -> Self {
-        self.success_threshold = successes;
+        self.success_threshold = Some(successes);
         self
     }
 
@@ -191,18 +177,19 @@ impl BreakerBuilder {
     /// How many probe calls may run at once while half-open (at most 65535); further calls are
     /// refused. Default: 1.
     pub fn half_open_calls(mut self, calls: u32) -> Self {
-        self.half_open_calls = calls;
+        self.half_open_calls = Some(calls);
         self
     }
 
     /// Grows the open time after each failed probe: the n-th consecutive re-open stays open for
     /// `error_timeout * backoff^n`, capped at `max_error_timeout`. Must be at least 1. Default: 1 (off).
     pub fn backoff(mut self, factor: f64) -> Self {
-        self.backoff = factor;
+        self.backoff = Some(factor);
         self
     }
 
-    /// The cap on the open time grown by `backoff`. Default: 10 times `error_timeout`.
+    /// The cap on the open time grown by `backoff` (so it needs `backoff`). Default: 10 times
+    /// `error_timeout`.
     pub fn max_error_timeout(mut self, cap: Duration) -> Self {
         self.max_error_timeout = Some(cap);
         self
@@ -211,14 +198,14 @@ impl BreakerBuilder {
     /// Keyed breakers only: a key unused for this long may be evicted, as long as its breaker is
     /// closed and has no recent errors. Default: 10 minutes.
     pub fn idle_timeout(mut self, idle: Duration) -> Self {
-        self.idle_timeout = idle;
+        self.idle_timeout = Some(idle);
         self
     }
 
     /// Keyed breakers only: the most keys held at once. When full, idle keys are evicted first; if
     /// none is idle, a new key gets a fresh breaker that is not remembered. Default: 4,194,304.
     pub fn max_keys(mut self, keys: usize) -> Self {
-        self.max_keys = keys;
+        self.max_keys = Some(keys);
         self
     }
 
@@ -250,114 +237,56 @@ impl BreakerBuilder {
             .ok_or_else(|| self_conflict(&name, "single"))
     }
 
-    fn error(&self, message: String) -> ConfigError {
-        ConfigError {
-            name: self.name.clone(),
-            message,
+    /// The options as the shared rules see them.
+    fn options(&self) -> resilient_rules::BreakerOptions<'_> {
+        resilient_rules::BreakerOptions {
+            name: Some(&self.name),
+            // A builder may finish keyed or not: the keyed options are always allowed (and
+            // unused by `build` and `register`).
+            key: true,
+            error_threshold: self.error_threshold,
+            error_window: self.error_window,
+            error_timeout: self.error_timeout,
+            success_threshold: self.success_threshold,
+            capacity: self.capacity,
+            timeout: self.timeout,
+            half_open_timeout: self.half_open_timeout,
+            failure_rate: self.failure_rate,
+            min_calls: self.min_calls,
+            half_open_calls: self.half_open_calls,
+            backoff: self.backoff,
+            max_error_timeout: self.max_error_timeout,
+            idle_timeout: self.idle_timeout,
+            max_keys: self.max_keys.map(|keys| keys as u64),
+            written: &[],
         }
     }
 
+    /// Checks every rule ([`resilient_rules::breaker`]) and resolves the defaults.
     pub(crate) fn validate(&self) -> Result<Config, ConfigError> {
-        let nonzero = |what: &str, value: u32| {
-            if value == 0 {
-                Err(self.error(format!("`{what}` must be at least 1")))
-            } else {
-                Ok(value)
-            }
+        ConfigError::from_violations(
+            "breaker",
+            &self.name,
+            resilient_rules::breaker(&self.options()),
+        )?;
+        let timeout = self.timeout;
+        let error_timeout = match (self.capacity, timeout) {
+            (Some(c), Some(t)) => capacity_error_timeout(t, c),
+            _ => self.error_timeout.unwrap_or(DEFAULT_ERROR_TIMEOUT),
         };
-        let at_most_u16 = |what: &str, value: u32| {
-            if value > u32::from(u16::MAX) {
-                Err(self.error(format!("`{what}` must be at most 65535, got {value}")))
-            } else {
-                Ok(value)
-            }
+        let rule = match self.failure_rate {
+            Some(rate) => Rule::Rate {
+                rate,
+                min_calls: self.min_calls.unwrap_or(DEFAULT_MIN_CALLS),
+            },
+            None => Rule::Count {
+                threshold: self.error_threshold.unwrap_or(DEFAULT_ERROR_THRESHOLD),
+            },
         };
-        let positive = |what: &str, value: Option<Duration>| match value {
-            Some(d) if d.is_zero() => Err(self.error(format!("`{what}` must be above zero"))),
-            other => Ok(other),
-        };
-        if self.name.is_empty() {
-            return Err(self.error("the name must not be empty".into()));
-        }
-        let timeout = positive("timeout", self.timeout)?;
-        let half_open_timeout = positive("half_open_timeout", self.half_open_timeout)?;
-        let explicit_timeout = positive("error_timeout", self.error_timeout)?;
-        let window = positive("error_window", self.error_window)?;
-        positive("max_error_timeout", self.max_error_timeout)?;
-        positive("idle_timeout", Some(self.idle_timeout))?;
-
-        let error_timeout = match (self.capacity, explicit_timeout) {
-            (Some(_), Some(_)) => {
-                return Err(self.error(
-                    "`capacity` and `error_timeout` both set the open time; keep one".into(),
-                ))
-            }
-            (Some(c), None) => {
-                if !(c > 0.0 && c < 1.0) {
-                    return Err(self.error(format!(
-                        "`capacity` must be within (0, 1) exclusive, got {c}"
-                    )));
-                }
-                let Some(t) = timeout else {
-                    return Err(self.error(
-                        "`capacity` needs `timeout`: error_timeout = timeout * capacity / (1 - capacity)"
-                            .into(),
-                    ));
-                };
-                capacity_error_timeout(t, c)
-            }
-            (None, Some(d)) => d,
-            (None, None) => DEFAULT_ERROR_TIMEOUT,
-        };
-
-        let rule = match (self.failure_rate, self.error_threshold) {
-            (Some(_), Some(_)) => return Err(self.error(
-                "`failure_rate` (rate rule) and `error_threshold` (count rule) exclude each other"
-                    .into(),
-            )),
-            (Some(rate), None) => {
-                if !(rate > 0.0 && rate <= 1.0) {
-                    return Err(
-                        self.error(format!("`failure_rate` must be within (0, 1], got {rate}"))
-                    );
-                }
-                let min_calls = nonzero("min_calls", self.min_calls.unwrap_or(DEFAULT_MIN_CALLS))?;
-                Rule::Rate { rate, min_calls }
-            }
-            (None, threshold) => {
-                if self.min_calls.is_some() {
-                    return Err(self.error("`min_calls` only applies with `failure_rate`".into()));
-                }
-                let threshold = at_most_u16(
-                    "error_threshold",
-                    nonzero(
-                        "error_threshold",
-                        threshold.unwrap_or(DEFAULT_ERROR_THRESHOLD),
-                    )?,
-                )?;
-                Rule::Count { threshold }
-            }
-        };
-        if let (Some(h), Some(t)) = (half_open_timeout, timeout) {
-            if h >= t {
-                return Err(self.error(format!(
-                    "`half_open_timeout` ({h:?}) must be shorter than `timeout` ({t:?})"
-                )));
-            }
-        }
-        if !(self.backoff >= 1.0 && self.backoff.is_finite()) {
-            return Err(self.error(format!(
-                "`backoff` must be a finite factor of at least 1, got {}",
-                self.backoff
-            )));
-        }
         let max_error_timeout = self
             .max_error_timeout
             .unwrap_or_else(|| error_timeout.saturating_mul(10))
             .max(error_timeout);
-        if self.max_keys == 0 {
-            return Err(self.error("`max_keys` must be at least 1".into()));
-        }
         // A worker's timed-out calls are at least `timeout` apart, so a window shorter than
         // `error_threshold` timeouts could never see the errors that should open the breaker
         // (with `capacity < 2/3`, `error_timeout` alone is that short).
@@ -369,31 +298,28 @@ impl BreakerBuilder {
         Ok(Config {
             name: self.name.clone(),
             rule,
-            window: window.unwrap_or_else(|| error_timeout.max(least_window)),
+            window: self
+                .error_window
+                .unwrap_or_else(|| error_timeout.max(least_window)),
             error_timeout,
-            success_threshold: at_most_u16(
-                "success_threshold",
-                nonzero("success_threshold", self.success_threshold)?,
-            )?,
-            half_open_calls: at_most_u16(
-                "half_open_calls",
-                nonzero("half_open_calls", self.half_open_calls)?,
-            )?,
+            success_threshold: self.success_threshold.unwrap_or(1),
+            half_open_calls: self.half_open_calls.unwrap_or(1),
             timeout,
-            half_open_timeout,
-            backoff: self.backoff,
+            half_open_timeout: self.half_open_timeout,
+            backoff: self.backoff.unwrap_or(1.0),
             max_error_timeout,
-            idle_timeout: self.idle_timeout,
-            max_keys: self.max_keys,
+            idle_timeout: self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
+            max_keys: self.max_keys.unwrap_or(DEFAULT_MAX_KEYS),
         })
     }
 }
 
 fn self_conflict(name: &str, other: &str) -> ConfigError {
-    ConfigError {
-        name: Arc::from(name),
-        message: format!("the name is already registered to a {other} breaker"),
-    }
+    ConfigError::new(
+        "breaker",
+        name,
+        format!("the name is already registered to a {other} breaker"),
+    )
 }
 
 /// `error_timeout = timeout * capacity / (1 - capacity)`: the open time that leaves a worker free

@@ -83,9 +83,10 @@ mod loom;
 mod registry;
 mod window;
 
+pub use crate::ConfigError;
 pub use config::{
-    capacity_error_timeout, BreakerBuilder, ConfigError, DEFAULT_ERROR_THRESHOLD,
-    DEFAULT_ERROR_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
+    capacity_error_timeout, BreakerBuilder, DEFAULT_ERROR_THRESHOLD, DEFAULT_ERROR_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
 };
 pub use engine::{disabled, Breaker, Snapshot, State};
 pub use events::{subscribe, unsubscribe, StateChange, SubscriptionId};

@@ -16,6 +16,7 @@ use super::monitor::{current_lag_ns, nanos, note_max_lag, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::random::random;
 use crate::rejected::{BusySignal, FromRejected, Reason, Rejected};
+use crate::ConfigError;
 
 /// A return type through which a call can be refused: `Result<T, E>` with `E: From<Rejected>`,
 /// and, with the `axum` feature, `axum::response::Response` (a `503 Service Unavailable` with a
@@ -40,11 +41,17 @@ impl<T, E: FromRejected> Refuse for Result<T, E> {
 /// (probabilistically, as toobusy-js), when `max_in_flight` calls are already running, or when
 /// recent calls took longer than `max_latency` on average. What `#[too_busy]` expands to.
 ///
+/// Built from code with [`TooBusy::builder`], which checks the same rules as the attribute.
+/// Calls borrow the guard for `'static`, so hold a built one in a `static`
+/// (`std::sync::LazyLock`), or leak it (`Box::leak`) when it is built once at start-up:
+///
 /// ```
+/// use std::sync::LazyLock;
 /// use std::time::Duration;
 /// use resilient_runtime::busy::TooBusy;
 ///
-/// static GUARD: TooBusy = TooBusy::new("search").max_in_flight(2);
+/// static GUARD: LazyLock<TooBusy> =
+///     LazyLock::new(|| TooBusy::builder("search").max_in_flight(2).build().unwrap());
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -55,10 +62,22 @@ impl<T, E: FromRejected> Refuse for Result<T, E> {
 /// let (a, b, c) = tokio::join!(slow(), slow(), slow());
 /// assert!(a.is_ok() && b.is_ok());
 /// assert!(c.unwrap_err().is_too_busy()); // the third was refused at once
+///
+/// let leaked: &'static TooBusy =
+///     Box::leak(Box::new(TooBusy::builder("export").max_latency(Duration::from_secs(2)).build().unwrap()));
+/// assert_eq!(leaked.name(), "export");
+///
+/// let refused = TooBusy::builder("search").max_in_flight(0).build().unwrap_err();
+/// assert_eq!(
+///     refused.to_string(),
+///     "too_busy `search`: `max_in_flight` must be at least 1 (leave it out for no limit), \
+///      e.g. `max_in_flight = 256`"
+/// );
 /// # }
 /// ```
 pub struct TooBusy {
-    name: &'static str,
+    name: Name,
+    named: OnceLock<&'static str>,
     max_lag: Option<Duration>,
     max_in_flight: u32,
     max_latency: Option<Duration>,
@@ -86,14 +105,43 @@ const LATENCY_HORIZON: Duration = Duration::from_secs(1);
 /// Weight of a new latency sample.
 const LATENCY_WEIGHT: f64 = 0.2;
 
+enum Name {
+    Static(&'static str),
+    Lazy(fn() -> &'static str),
+}
+
 impl TooBusy {
-    /// A guard called `name` (used in messages and events). A signal is on when it is named: with
-    /// none named, the guard checks the runtime's lag against the default `max_lag`
-    /// ([`set_max_lag`](super::set_max_lag), 70 ms unless changed); naming `max_in_flight` or
-    /// `max_latency` turns that default off, and naming `max_lag` turns lag on beside them.
+    /// A builder for a guard called `name` (used in messages and events), with the options of
+    /// `#[too_busy]`. A signal is on when it is named: with none named, the guard checks the
+    /// runtime's lag against the default `max_lag` ([`set_max_lag`](super::set_max_lag), 70 ms
+    /// unless changed); naming `max_in_flight` or `max_latency` turns that default off, and
+    /// naming `max_lag` turns lag on beside them.
+    pub fn builder(name: &'static str) -> TooBusyBuilder {
+        TooBusyBuilder {
+            name,
+            max_lag: None,
+            max_in_flight: None,
+            max_latency: None,
+        }
+    }
+
+    /// Unchecked: what the attribute's expansion builds its `static` with, through `__private`.
+    /// Use [`builder`](Self::builder).
+    #[doc(hidden)]
     pub const fn new(name: &'static str) -> Self {
+        Self::with_name(Name::Static(name))
+    }
+
+    /// As [`new`](Self::new), the name computed on first use (the attribute's: the fn's path).
+    #[doc(hidden)]
+    pub const fn lazy(name: fn() -> &'static str) -> Self {
+        Self::with_name(Name::Lazy(name))
+    }
+
+    const fn with_name(name: Name) -> Self {
         TooBusy {
             name,
+            named: OnceLock::new(),
             max_lag: None,
             max_in_flight: 0,
             max_latency: None,
@@ -110,6 +158,7 @@ impl TooBusy {
 
     /// Refuses calls when the runtime's smoothed lag passes `max_lag`: with probability
     /// `(lag - max_lag) / max_lag`, so always at twice `max_lag`. On beside any other signal.
+    #[doc(hidden)]
     pub const fn max_lag(mut self, max_lag: Duration) -> Self {
         self.max_lag = Some(max_lag);
         self.max_lag_ns = Some(nanos(max_lag));
@@ -118,6 +167,7 @@ impl TooBusy {
 
     /// Refuses a call when `limit` calls are already in flight (0: no limit). Without
     /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
+    #[doc(hidden)]
     pub const fn max_in_flight(mut self, limit: u32) -> Self {
         self.max_in_flight = limit;
         self
@@ -125,6 +175,7 @@ impl TooBusy {
 
     /// Refuses calls while the mean latency of recent calls is above `max_latency`. Without
     /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
+    #[doc(hidden)]
     pub const fn max_latency(mut self, max_latency: Duration) -> Self {
         self.max_latency = Some(max_latency);
         self.max_latency_ns = Some(nanos(max_latency));
@@ -133,7 +184,10 @@ impl TooBusy {
 
     /// The guard's name.
     pub fn name(&self) -> &'static str {
-        self.name
+        self.named.get_or_init(|| match self.name {
+            Name::Static(name) => name,
+            Name::Lazy(name) => name(),
+        })
     }
 
     /// Calls in flight right now (counted only with `max_in_flight`).
@@ -284,9 +338,9 @@ impl TooBusy {
 
     #[cold]
     fn refuse(&self, signal: BusySignal) -> Rejected {
-        tracing::debug!(target: "resilient::too_busy", guard = self.name, ?signal, "call refused");
+        tracing::debug!(target: "resilient::too_busy", guard = self.name(), ?signal, "call refused");
         Rejected::new(Reason::TooBusy {
-            name: self.name,
+            name: self.name(),
             signal,
         })
     }
@@ -295,7 +349,7 @@ impl TooBusy {
 impl fmt::Debug for TooBusy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TooBusy")
-            .field("name", &self.name)
+            .field("name", &self.name())
             .field("max_lag", &self.max_lag)
             .field("max_in_flight", &self.max_in_flight)
             .field("max_latency", &self.max_latency)
@@ -383,8 +437,66 @@ where
 impl<F, O> fmt::Debug for BusyCall<F, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BusyCall")
-            .field("guard", &self.admission.guard.name)
+            .field("guard", &self.admission.guard.name())
             .field("stage", &self.admission.stage)
             .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`TooBusy`] guard from code, with the options of `#[too_busy(...)]` (each method named
+/// like the attribute's argument) and the same rules: [`build`](Self::build) refuses what the
+/// attribute refuses at compile time.
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build`"]
+pub struct TooBusyBuilder {
+    name: &'static str,
+    max_lag: Option<Duration>,
+    max_in_flight: Option<u32>,
+    max_latency: Option<Duration>,
+}
+
+impl TooBusyBuilder {
+    /// Refuses calls when the runtime's smoothed lag passes `max_lag` (above zero): with
+    /// probability `(lag - max_lag) / max_lag`, so always at twice `max_lag`. On beside any other
+    /// signal.
+    pub fn max_lag(mut self, max_lag: Duration) -> Self {
+        self.max_lag = Some(max_lag);
+        self
+    }
+
+    /// Refuses a call when `limit` calls (at least 1) are already in flight. Without
+    /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
+    pub fn max_in_flight(mut self, limit: u32) -> Self {
+        self.max_in_flight = Some(limit);
+        self
+    }
+
+    /// Refuses calls while the mean latency of recent calls is above `max_latency` (above zero).
+    /// Without [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
+    pub fn max_latency(mut self, max_latency: Duration) -> Self {
+        self.max_latency = Some(max_latency);
+        self
+    }
+
+    /// The guard, or every rule its options break.
+    pub fn build(self) -> Result<TooBusy, ConfigError> {
+        let options = resilient_rules::TooBusyOptions {
+            name: Some(self.name),
+            max_lag: self.max_lag,
+            max_in_flight: self.max_in_flight,
+            max_latency: self.max_latency,
+        };
+        ConfigError::from_violations("too_busy", self.name, resilient_rules::too_busy(&options))?;
+        let mut guard = TooBusy::new(self.name);
+        if let Some(max_lag) = self.max_lag {
+            guard = guard.max_lag(max_lag);
+        }
+        if let Some(limit) = self.max_in_flight {
+            guard = guard.max_in_flight(limit);
+        }
+        if let Some(max_latency) = self.max_latency {
+            guard = guard.max_latency(max_latency);
+        }
+        Ok(guard)
     }
 }

@@ -84,7 +84,7 @@ mod loom;
 mod monitor;
 mod rules;
 
-pub use guard::{Refuse, TooBusy};
+pub use guard::{Refuse, TooBusy, TooBusyBuilder};
 pub use monitor::{
     interval, lag, max_lag, on_lag, set_interval, set_max_lag, set_smoothing, smoothing,
     DEFAULT_INTERVAL, DEFAULT_MAX_LAG,

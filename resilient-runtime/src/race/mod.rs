@@ -6,8 +6,8 @@
 //!   runs past `each`: after a backoff, exponential with full jitter (the call's n-th wait is
 //!   uniform in `[0, min(max, base * factor^n))`; by default `base` is a quarter of
 //!   `min(after, total)` and `factor` 2), but never later than the staggered start would have
-//!   started it, and never at or past the deadline ([`RaceRetry::backoff`];
-//!   [`RaceRetry::no_backoff`] starts it at once).
+//!   started it, and never at or past the deadline ([`RaceRetryBuilder::backoff`];
+//!   [`RaceRetryBuilder::no_backoff`] starts it at once).
 //! * The first `Ok` is returned, and every other attempt is dropped (cancelled) before the call
 //!   returns. An error that is not worth another attempt ends the call with that error.
 //! * One deadline (`total`) bounds everything: then the call returns `Err(E::from(Rejected))`
@@ -21,7 +21,7 @@
 //! * A budget shared by all calls of the function (Finagle's retry budget), on by default, bounds
 //!   the extra load: extra attempts may add at most its share of the calls, 10% unless set
 //!   otherwise, plus 10 per second so that a function called rarely can still race
-//!   ([`RaceRetry::budget`]; [`RaceRetry::no_budget`] turns it off). A refused call with no
+//!   ([`RaceRetryBuilder::budget`]; [`RaceRetryBuilder::no_budget`] turns it off). A refused call with no
 //!   attempt left running returns the last error at once: a failure's replacement takes its token
 //!   when the failure leaves nothing else running, not after its backoff.
 //! * Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
@@ -56,13 +56,18 @@
 //!   its attempts dropped and the extra ones it started counted.
 //! * **An [`observe`] whose future panics**, or that is dropped before it completes, leaves the
 //!   thread as it was: later calls are not reported, and an enclosing `observe` keeps its log.
-//! * **Extreme settings** neither panic nor allocate by their value: a `total`, [`After`] or `each`
-//!   too long for an `Instant` (up to `Duration::MAX`) means never, `retries` is at most
-//!   [`MAX_RETRIES`], a budget share outside [0.001, 1] is clamped, any [`After::Percentile`]
-//!   (NaN and infinities included) learns a delay within `total`, a backoff's base or max of up to
-//!   `Duration::MAX` saturates (a wait that ends past the deadline starts nothing), a factor that
-//!   is NaN or below 1 counts as 1 and an infinite one reaches the max at once, and nothing is
-//!   spawned.
+//! * **Extreme settings**: [`RaceRetry::builder`], like the attribute, refuses settings out of
+//!   range (`retries` of 0 or above [`MAX_RETRIES`], a budget share outside
+//!   [[`MIN_BUDGET_SHARE`], [`MAX_BUDGET_SHARE`]], an `after` or `each` not below `total`, a
+//!   percentile not strictly between 0 and 1, a zero duration, a backoff factor below 1 or
+//!   infinite). Whatever a policy holds, even past those rules (the `const` constructors behind
+//!   the attribute's expansion clamp instead of refusing), neither panics nor allocates by its
+//!   value: a `total`, [`After`] or `each` too long for an `Instant` (up to `Duration::MAX`) means
+//!   never, `retries` is at most [`MAX_RETRIES`], a budget share outside [0.001, 1] is clamped,
+//!   any [`After::Percentile`] (NaN and infinities included) learns a delay within `total`, a
+//!   backoff's base or max of up to `Duration::MAX` saturates (a wait that ends past the deadline
+//!   starts nothing), a factor that is NaN or below 1 counts as 1 and an infinite one reaches the
+//!   max at once, and nothing is spawned.
 
 mod backoff;
 mod budget;
@@ -73,4 +78,5 @@ mod policy;
 
 pub use engine::{Always, Race, Retryable};
 pub use observe::{observe, Attempt, Observed, Outcome};
-pub use policy::{names, stats, After, RaceRetry, RaceStats, MAX_RETRIES};
+pub use policy::{names, stats, After, RaceRetry, RaceRetryBuilder, RaceStats, MAX_RETRIES};
+pub use resilient_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};

@@ -91,12 +91,18 @@ pub(crate) fn report(attempt: Attempt) {
 /// inside).
 ///
 /// ```
+/// use std::sync::LazyLock;
 /// use std::time::Duration;
 /// use resilient_runtime::race::{observe, After, Outcome, RaceRetry};
 /// use resilient_runtime::Rejected;
 ///
-/// static LOOKUP: RaceRetry =
-///     RaceRetry::new("lookup", 2, After::Fixed(Duration::from_millis(150)), Duration::from_millis(450));
+/// static LOOKUP: LazyLock<RaceRetry> = LazyLock::new(|| {
+///     RaceRetry::builder("lookup")
+///         .after(After::Fixed(Duration::from_millis(150)))
+///         .total(Duration::from_millis(450))
+///         .build()
+///         .unwrap()
+/// });
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {

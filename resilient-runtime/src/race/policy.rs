@@ -14,12 +14,13 @@ use super::budget::Budget;
 use super::engine::{Always, Race};
 use super::latency::Latencies;
 use crate::rejected::FromRejected;
+use crate::ConfigError;
 
-/// The most extra attempts a call may make.
-pub const MAX_RETRIES: u32 = 16;
+pub use resilient_rules::MAX_RETRIES;
 
 /// The budget's share by default: extra attempts may add at most 10% of the calls' load.
 const DEFAULT_BUDGET: f64 = 0.1;
+use resilient_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 
 /// When the next attempt starts while none has succeeded (it also starts, after a backoff, when one
 /// fails).
@@ -38,21 +39,26 @@ enum Name {
 }
 
 /// A raced function: its settings, and the state all its calls share. What `#[race_retry]`
-/// expands to (a `static` in the function), and usable without the macro:
+/// expands to (a `static` in the function), and usable without the macro through
+/// [`RaceRetry::builder`], which checks the same rules as the attribute. Calls borrow the policy
+/// for `'static`, so hold a built one in a `static` (`std::sync::LazyLock`):
 ///
 /// ```
+/// use std::sync::LazyLock;
 /// use std::time::Duration;
 /// use resilient_runtime::race::{After, RaceRetry};
 /// use resilient_runtime::Rejected;
 ///
-/// static FETCH: RaceRetry = RaceRetry::new(
-///     "fetch",
-///     2,                                   // retries: 3 attempts at most
-///     After::Fixed(Duration::from_millis(150)),
-///     Duration::from_millis(450),          // total
-/// )
-/// .budget(0.2)                             // extra attempts add at most 20% (default 10%)
-/// .backoff(Duration::from_millis(20));     // after a failure, wait up to 20 ms, 40 ms, ...
+/// static FETCH: LazyLock<RaceRetry> = LazyLock::new(|| {
+///     RaceRetry::builder("fetch")
+///         .retries(2)                                // 3 attempts at most
+///         .after(After::Fixed(Duration::from_millis(150)))
+///         .total(Duration::from_millis(450))
+///         .budget(0.2)                               // extra attempts add at most 20% (default 10%)
+///         .backoff(Duration::from_millis(20))        // after a failure, wait up to 20 ms, 40 ms, ...
+///         .build()
+///         .expect("valid options")
+/// });
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -61,20 +67,35 @@ enum Name {
 /// # }
 /// ```
 ///
-/// By default extra attempts may add at most 10% of the calls' load (plus 10 per second: see
-/// [`budget`](Self::budget)), and an attempt that replaces a failed one waits an exponential
-/// backoff with full jitter (see [`backoff`](Self::backoff)); [`no_budget`](Self::no_budget) and
-/// [`no_backoff`](Self::no_backoff) turn them off:
+/// or leak it (`Box::leak`) when it is built from configuration once at start-up. By default
+/// extra attempts may add at most 10% of the calls' load (plus 10 per second: see
+/// [`budget`](RaceRetryBuilder::budget)), and an attempt that replaces a failed one waits an
+/// exponential backoff with full jitter (see [`backoff`](RaceRetryBuilder::backoff));
+/// [`no_budget`](RaceRetryBuilder::no_budget) and [`no_backoff`](RaceRetryBuilder::no_backoff)
+/// turn them off:
 ///
 /// ```
 /// # use std::time::Duration;
 /// # use resilient_runtime::race::{After, RaceRetry};
-/// static UNBOUNDED: RaceRetry =
-///     RaceRetry::new("unbounded", 2, After::Fixed(Duration::from_millis(150)), Duration::from_millis(450))
+/// let unbounded: &'static RaceRetry = Box::leak(Box::new(
+///     RaceRetry::builder("unbounded")
+///         .after(After::Fixed(Duration::from_millis(150)))
+///         .total(Duration::from_millis(450))
 ///         .no_budget()
-///         .no_backoff();
-/// assert_eq!(UNBOUNDED.budget_share(), None);
-/// assert_eq!(UNBOUNDED.backoff_bound(0), Duration::ZERO);
+///         .no_backoff()
+///         .build()
+///         .unwrap(),
+/// ));
+/// assert_eq!(unbounded.budget_share(), None);
+/// assert_eq!(unbounded.backoff_bound(0), Duration::ZERO);
+///
+/// // Options out of range are refused, each with what is valid:
+/// let error = RaceRetry::builder("lookup").retries(20).total(Duration::from_millis(450)).build();
+/// assert_eq!(
+///     error.unwrap_err().to_string(),
+///     "race_retry `lookup`: `retries` is the number of extra attempts on top of the first, \
+///      from 1 to 16, such as `retries = 2`; each one multiplies the load an outage puts on the callee"
+/// );
 /// ```
 pub struct RaceRetry {
     name: Name,
@@ -132,15 +153,33 @@ pub struct RaceStats {
 static REGISTRY: Mutex<Vec<&'static RaceRetry>> = Mutex::new(Vec::new());
 
 impl RaceRetry {
-    /// A raced function named `name`: at most `retries` extra attempts (clamped to
-    /// [`MAX_RETRIES`]), started `after` apart while none has succeeded (or after a backoff when
-    /// one fails), all within `total`; with the default budget (10%) and backoff.
+    /// A builder for a raced function named `name`, with the options of `#[race_retry]`:
+    /// [`total`](RaceRetryBuilder::total) is required; `retries` defaults to 2 and `after` to
+    /// the 95th percentile of recent attempt latencies.
+    pub fn builder(name: &'static str) -> RaceRetryBuilder {
+        RaceRetryBuilder {
+            name,
+            retries: None,
+            after: None,
+            total: None,
+            each: None,
+            budget: None,
+            no_budget: false,
+            backoff: None,
+            backoff_factor: None,
+            backoff_max: None,
+            no_backoff: false,
+        }
+    }
+
+    /// Unchecked (values out of range are clamped): what the attribute's expansion builds its
+    /// `static` with, through `__private`. Use [`builder`](Self::builder).
+    #[doc(hidden)]
     pub const fn new(name: &'static str, retries: u32, after: After, total: Duration) -> Self {
         Self::with_name(Name::Static(name), retries, after, total)
     }
 
-    /// As [`new`](Self::new), the name computed on first use (what the attribute uses: the fn's
-    /// path).
+    /// As [`new`](Self::new), the name computed on first use (the attribute's: the fn's path).
     #[doc(hidden)]
     pub const fn lazy(
         name: fn() -> &'static str,
@@ -175,77 +214,59 @@ impl RaceRetry {
         }
     }
 
-    /// Bounds each attempt: one that runs longer is cancelled and counts as failed.
+    /// The attribute's `each`, unchecked.
+    #[doc(hidden)]
     pub const fn each(mut self, each: Duration) -> Self {
         self.each = Some(each);
         self
     }
 
-    /// Extra attempts may add at most `share` of the calls' load (plus a floor of 10 per
-    /// second), counted over all calls of this function: each call deposits `share` of a token,
-    /// each extra attempt takes a whole one, at most 100 tokens are banked, and while deposits
-    /// come slower than 10 tokens a second the floor makes up the difference (so that a function
-    /// called rarely can still race). A `share` outside [0.001, 1] is clamped (NaN counts as
-    /// 0.001). The default is 0.1 (10%).
+    /// The attribute's `budget`: a `share` outside [`MIN_BUDGET_SHARE`, 1] is clamped (NaN
+    /// counts as the minimum).
+    #[doc(hidden)]
     pub const fn budget(mut self, share: f64) -> Self {
-        // NaN fails `share > MIN_SHARE`. Below 0.001, a call's deposit would round to nothing.
-        const MIN_SHARE: f64 = 0.001;
-        let share = if share > 1.0 {
-            1.0
-        } else if share > MIN_SHARE {
+        // NaN fails `share > MIN_BUDGET_SHARE`.
+        let share = if share > MAX_BUDGET_SHARE {
+            MAX_BUDGET_SHARE
+        } else if share > MIN_BUDGET_SHARE {
             share
         } else {
-            MIN_SHARE
+            MIN_BUDGET_SHARE
         };
         self.budget = Budget::new(Some(share));
         self
     }
 
-    /// No budget: every extra attempt that `retries`, `after` and failures call for starts, however
-    /// many calls fail (an outage then meets `retries + 1` times its load).
+    /// The attribute's `budget = "off"`.
+    #[doc(hidden)]
     pub const fn no_budget(mut self) -> Self {
         self.budget = Budget::new(None);
         self
     }
 
-    /// An attempt that replaces a failed one (an error worth another attempt, or past `each`)
-    /// waits a backoff: the call's n-th such wait (n from 0) is uniform in
-    /// `[0, min(max, base * factor^n))` (exponential backoff with full jitter). It starts then, or
-    /// at the next staggered start (`after`) if that comes first, and not at all at or past the
-    /// deadline (`total`): a call with no attempt left running then returns the last error at once.
-    ///
-    /// `base` defaults to a quarter of `min(after, total)` (of the `after` learned so far with
-    /// [`After::Percentile`]), `factor` ([`backoff_factor`](Self::backoff_factor)) to 2, and
-    /// there is no `max` ([`backoff_max`](Self::backoff_max)) but the next staggered start. Any
-    /// `Duration` works, `Duration::MAX` too (waits that long never end before the deadline).
-    ///
-    /// Why these defaults: the wait scales with the call, as a fixed one cannot (perron's retries,
-    /// node-retry's defaults, wait 1 s and then 2 s: longer than a 450 ms deadline). `after` is
-    /// how long an attempt is expected to take; a quarter of it, doubling, means that with the
-    /// default two retries a call whose attempts all fail fast waits at most three quarters of
-    /// `after` in all (three eighths on average): a transient error is retried well before the
-    /// staggered start would have, while the retries of many failing calls are spread over that
-    /// window instead of arriving together. With no staggered start before the deadline
-    /// (`after` at or above `total`), `total` sets the scale instead.
+    /// The attribute's `backoff`, unchecked.
+    #[doc(hidden)]
     pub const fn backoff(mut self, base: Duration) -> Self {
         self.backoff = self.backoff.base(base);
         self
     }
 
-    /// How much each backoff's bound grows over the previous one (default 2). Below 1 (or NaN)
-    /// counts as 1; an infinite factor reaches the [`backoff_max`](Self::backoff_max) at once.
+    /// The attribute's `backoff_factor`: below 1 (or NaN) counts as 1.
+    #[doc(hidden)]
     pub const fn backoff_factor(mut self, factor: f64) -> Self {
         self.backoff = self.backoff.factor(factor);
         self
     }
 
-    /// The most one backoff may wait (default: no bound but the next staggered start).
+    /// The attribute's `backoff_max`, unchecked.
+    #[doc(hidden)]
     pub const fn backoff_max(mut self, max: Duration) -> Self {
         self.backoff = self.backoff.max(max);
         self
     }
 
-    /// No backoff: an attempt that replaces a failed one starts at once.
+    /// The attribute's `backoff = "off"`.
+    #[doc(hidden)]
     pub const fn no_backoff(mut self) -> Self {
         self.backoff = Backoff::OFF;
         self
@@ -269,12 +290,13 @@ impl RaceRetry {
         self.total
     }
 
-    /// The bound on one attempt, if any.
+    /// The bound on one attempt, if any (`each`).
     pub fn each_limit(&self) -> Option<Duration> {
         self.each
     }
 
-    /// The budget's share (extra attempts per call, at most), or `None` without a budget.
+    /// The budget's share (extra attempts per call, at most), or `None` without a budget
+    /// (`budget`).
     pub fn budget_share(&self) -> Option<f64> {
         self.budget.share()
     }
@@ -389,4 +411,166 @@ pub fn stats(name: &str) -> Option<RaceStats> {
 pub fn names() -> Vec<&'static str> {
     let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     registry.iter().map(|r| r.name()).collect()
+}
+
+/// Builds a [`RaceRetry`] from code, with the options of `#[race_retry(...)]` (each method named
+/// like the attribute's argument) and the same rules: [`build`](Self::build) refuses what the
+/// attribute refuses at compile time.
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build`"]
+pub struct RaceRetryBuilder {
+    name: &'static str,
+    retries: Option<u32>,
+    after: Option<After>,
+    total: Option<Duration>,
+    each: Option<Duration>,
+    budget: Option<f64>,
+    no_budget: bool,
+    backoff: Option<Duration>,
+    backoff_factor: Option<f64>,
+    backoff_max: Option<Duration>,
+    no_backoff: bool,
+}
+
+impl RaceRetryBuilder {
+    /// Extra attempts at most, on top of the first: from 1 to [`MAX_RETRIES`]. Default: 2.
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = Some(retries);
+        self
+    }
+
+    /// When the next attempt starts while none has succeeded: a fixed delay below `total`, or a
+    /// percentile of recent attempt latencies (a quantile strictly between 0 and 1). Default:
+    /// `After::Percentile(0.95)`.
+    pub fn after(mut self, after: After) -> Self {
+        self.after = Some(after);
+        self
+    }
+
+    /// The one deadline over every attempt, above zero. Required.
+    pub fn total(mut self, total: Duration) -> Self {
+        self.total = Some(total);
+        self
+    }
+
+    /// Bounds each attempt (above zero, below `total`): one that runs longer is cancelled and
+    /// counts as failed. Default: none.
+    pub fn each(mut self, each: Duration) -> Self {
+        self.each = Some(each);
+        self
+    }
+
+    /// Extra attempts may add at most `share` of the calls' load (plus a floor of 10 per
+    /// second), counted over all calls of this function: each call deposits `share` of a token,
+    /// each extra attempt takes a whole one, at most 100 tokens are banked, and while deposits
+    /// come slower than 10 tokens a second the floor makes up the difference (so that a function
+    /// called rarely can still race). From [`MIN_BUDGET_SHARE`] to [`MAX_BUDGET_SHARE`];
+    /// default 0.1 (10%).
+    pub fn budget(mut self, share: f64) -> Self {
+        self.budget = Some(share);
+        self
+    }
+
+    /// No budget: every extra attempt that `retries`, `after` and failures call for starts, however
+    /// many calls fail (an outage then meets `retries + 1` times its load).
+    pub fn no_budget(mut self) -> Self {
+        self.no_budget = true;
+        self
+    }
+
+    /// An attempt that replaces a failed one (an error worth another attempt, or past `each`)
+    /// waits a backoff: the call's n-th such wait (n from 0) is uniform in
+    /// `[0, min(max, base * factor^n))` (exponential backoff with full jitter). It starts then, or
+    /// at the next staggered start (`after`) if that comes first, and not at all at or past the
+    /// deadline (`total`): a call with no attempt left running then returns the last error at once.
+    /// `base` must be above zero.
+    ///
+    /// `base` defaults to a quarter of `min(after, total)` (of the `after` learned so far with
+    /// [`After::Percentile`]), `factor` ([`backoff_factor`](Self::backoff_factor)) to 2, and
+    /// there is no `max` ([`backoff_max`](Self::backoff_max)) but the next staggered start.
+    ///
+    /// Why these defaults: the wait scales with the call, as a fixed one cannot (perron's retries,
+    /// node-retry's defaults, wait 1 s and then 2 s: longer than a 450 ms deadline). `after` is
+    /// how long an attempt is expected to take; a quarter of it, doubling, means that with the
+    /// default two retries a call whose attempts all fail fast waits at most three quarters of
+    /// `after` in all (three eighths on average): a transient error is retried well before the
+    /// staggered start would have, while the retries of many failing calls are spread over that
+    /// window instead of arriving together. With no staggered start before the deadline
+    /// (`after` at or above `total`), `total` sets the scale instead.
+    pub fn backoff(mut self, base: Duration) -> Self {
+        self.backoff = Some(base);
+        self
+    }
+
+    /// How much each backoff's bound grows over the previous one: finite and at least 1
+    /// (default 2).
+    pub fn backoff_factor(mut self, factor: f64) -> Self {
+        self.backoff_factor = Some(factor);
+        self
+    }
+
+    /// The most one backoff may wait, at least `backoff` (default: no bound but the next
+    /// staggered start). `Duration::MAX` works (a wait that long never ends before the deadline).
+    pub fn backoff_max(mut self, max: Duration) -> Self {
+        self.backoff_max = Some(max);
+        self
+    }
+
+    /// No backoff: an attempt that replaces a failed one starts at once (excludes the other
+    /// `backoff` settings).
+    pub fn no_backoff(mut self) -> Self {
+        self.no_backoff = true;
+        self
+    }
+
+    /// The raced function, or every rule its options break.
+    pub fn build(self) -> Result<RaceRetry, ConfigError> {
+        let after = self.after.unwrap_or(After::Percentile(0.95));
+        let options = resilient_rules::RaceRetryOptions {
+            name: Some(self.name),
+            retries: self.retries,
+            after: Some(match after {
+                After::Fixed(d) => resilient_rules::After::Fixed(d),
+                After::Percentile(q) => resilient_rules::After::Percentile(q),
+            }),
+            total: self.total,
+            each: self.each,
+            budget: self.budget,
+            no_budget: self.no_budget,
+            backoff: self.backoff,
+            no_backoff: self.no_backoff,
+            backoff_factor: self.backoff_factor,
+            backoff_max: self.backoff_max,
+            written: &[],
+        };
+        ConfigError::from_violations(
+            "race_retry",
+            self.name,
+            resilient_rules::race_retry(&options),
+        )?;
+        let total = self.total.expect("`total` is required by the rules");
+        let mut policy = RaceRetry::new(self.name, self.retries.unwrap_or(2), after, total);
+        if let Some(each) = self.each {
+            policy = policy.each(each);
+        }
+        if let Some(share) = self.budget {
+            policy = policy.budget(share);
+        }
+        if self.no_budget {
+            policy = policy.no_budget();
+        }
+        if self.no_backoff {
+            policy = policy.no_backoff();
+        }
+        if let Some(base) = self.backoff {
+            policy = policy.backoff(base);
+        }
+        if let Some(factor) = self.backoff_factor {
+            policy = policy.backoff_factor(factor);
+        }
+        if let Some(max) = self.backoff_max {
+            policy = policy.backoff_max(max);
+        }
+        Ok(policy)
+    }
 }
