@@ -64,12 +64,15 @@
 //!   is NaN or below 1 counts as 1 and an infinite one reaches the max at once, and nothing is
 //!   spawned.
 
+mod attempts;
 mod backoff;
 mod budget;
 mod engine;
 mod latency;
 mod observe;
 mod policy;
+mod reporter;
+mod timers;
 
 pub use engine::{Always, Race, Retryable};
 pub use observe::{observe, Attempt, Observed, Outcome};
