@@ -64,6 +64,12 @@ enum Phase {
     Done,
 }
 
+#[cold]
+#[inline(never)]
+fn polled_after_done() -> ! {
+    panic!("a raced call was polled after it completed")
+}
+
 /// What the first poll left to `race` of attempt 1.
 enum First<E> {
     /// Nothing: poll it (if held) with the others.
@@ -119,7 +125,7 @@ pin_project! {
             if this.attempts.running == 0 && panicked.is_none() {
                 return;
             }
-            let reporter = Reporter { policy: *this.policy, record: *this.record, start };
+            let reporter = Reporter { policy: this.policy, record: *this.record, start };
             if !reporter.timed() {
                 return; // the attempts are dropped with the fields, unreported
             }
@@ -181,7 +187,7 @@ where
                 Poll::Pending => First::Polled,
             },
             Phase::Racing => First::Due,
-            Phase::Done => panic!("a raced call was polled after it completed"),
+            Phase::Done => polled_after_done(),
         };
         let mut this = self.project();
         this.attempts.as_mut().set_busy(ENGINE);
@@ -208,14 +214,15 @@ where
     fn begin(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
         let mut this = self.project();
         let policy: &'static RaceRetry = this.policy;
-        *this.phase = Phase::Racing;
+        // Done unless attempt 1 is seen to wait or fail (one store on the common path). A panic
+        // in its code leaves `busy` set, which the next poll checks first.
+        *this.phase = Phase::Done;
         *this.record = reporter::open(policy);
         if *this.record || reporting() {
             *this.start = Some(Instant::now());
         }
         let poll = this.attempts.as_mut().poll_first(cx);
         if let Poll::Ready(Ok(_)) = &poll {
-            *this.phase = Phase::Done;
             if let Some(start) = *this.start {
                 let record = *this.record;
                 let reporter = Reporter {
@@ -227,6 +234,7 @@ where
             }
             return poll;
         }
+        *this.phase = Phase::Racing;
         let start = *this.start.get_or_insert_with(Instant::now);
         this.schedule.next_at = (policy.retries() > 0).then(|| at(start, policy.after()));
         poll
@@ -246,7 +254,7 @@ where
     fn race(&mut self, cx: &mut Context<'_>, mut first: First<E>) -> Poll<Result<T, E>> {
         let start = self.start.expect("set at the first poll");
         let reporter = Reporter {
-            policy: *self.policy,
+            policy: self.policy,
             record: *self.record,
             start,
         };

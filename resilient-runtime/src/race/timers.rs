@@ -59,10 +59,11 @@ pub(super) struct Schedule {
     // if none succeeds first.
     pub(super) next_at: Option<Instant>,
     // Failures (errors worth another attempt, attempts past `each`) whose replacement has not
-    // started yet: the first in line has its backoff in `next_at`.
-    pub(super) owed: u32,
+    // started yet: the first in line has its backoff in `next_at`. Both counts are at most the
+    // attempts a call makes (`MAX_RETRIES` + 1), so 16 bits hold them (and keep the future small).
+    pub(super) owed: u16,
     // Backoffs drawn so far (the exponent of the next one's bound).
-    backoffs: u32,
+    backoffs: u16,
     // The next attempt's token was taken from the budget ahead of its start.
     paid: bool,
     // No tokio runtime: attempts start only when one fails, and there is no deadline.
@@ -89,7 +90,7 @@ impl Schedule {
             if !self.no_timer && tokio::runtime::Handle::try_current().is_err() {
                 self.no_timer = true;
             }
-            let bound = policy.backoff_bound(self.backoffs);
+            let bound = policy.backoff_bound(u32::from(self.backoffs));
             self.backoffs += 1;
             if !self.no_timer && !bound.is_zero() {
                 wait = Backoff::draw(bound);
