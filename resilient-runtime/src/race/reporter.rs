@@ -1,5 +1,5 @@
 //! Where a call records what its attempts did: the policy's counters ([`RaceRetry::stats`]), its
-//! latency histogram (`after = "pNN"`), the retry budget, an [`observe`](super::observe) log and
+//! latency histogram (`after = "pNN"`), the retry budget, an `observe` log and
 //! `tracing` events.
 
 use std::sync::atomic::Ordering::Relaxed;
