@@ -69,12 +69,15 @@
 //!   starts nothing), a factor that is NaN or below 1 counts as 1 and an infinite one reaches the
 //!   max at once, and nothing is spawned.
 
+mod attempts;
 mod backoff;
 mod budget;
 mod engine;
 mod latency;
 mod observe;
 mod policy;
+mod reporter;
+mod timers;
 
 pub use engine::{Always, Race, Retryable};
 pub use observe::{observe, Attempt, Observed, Outcome};
