@@ -44,7 +44,7 @@
 //!   is cancelled, or `retry_if` on its error) ends the call with that panic, at once: the other
 //!   attempts are dropped, [`observe`] reports that attempt as [`Outcome::Panicked`] and the others
 //!   as [`Outcome::Abandoned`], the extra attempts that started are counted, and the next call
-//!   runs as usual. A [`Race`] whose poll panicked is over: polling it again panics at once.
+//!   runs as usual. A [`Race`](future::Race) whose poll panicked is over: polling it again panics at once.
 //! * **A call dropped** by its caller at any await point (an outer timeout, `select!`) drops its
 //!   attempts then, reported as abandoned; one never polled makes no attempt and counts nothing.
 //!   An attempt's destructor that takes long delays the call's return by as long, nothing more.
@@ -79,7 +79,12 @@ mod policy;
 mod reporter;
 mod timers;
 
-pub use engine::{Always, Race, Retryable};
 pub use observe::{observe, Attempt, Observed, Outcome};
 pub use policy::{names, stats, After, RaceRetry, RaceRetryBuilder, RaceStats, MAX_RETRIES};
 pub use resilient_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
+
+/// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]) and the retry
+/// predicates it is generic over. Code rarely spells them out: `.await` the call.
+pub mod future {
+    pub use super::engine::{Always, Race, Retryable};
+}
