@@ -116,18 +116,18 @@ fn builder_refuses_invalid_options_with_a_useful_error() {
             "`min_calls` must be at least 1, e.g. `min_calls = 3`",
         ),
         (b().max_keys(0), "`max_keys` must be at least 1, e.g. `max_keys = 3`"),
-        (b().timeout(Duration::ZERO), "`timeout` must be above zero"),
+        (b().timeout(Duration::ZERO), "`timeout` must be above zero, e.g. `timeout = \"450ms\"`"),
         (
             b().half_open_timeout(Duration::ZERO),
-            "`half_open_timeout` must be above zero",
+            "`half_open_timeout` must be above zero, e.g. `half_open_timeout = \"450ms\"`",
         ),
         (
             b().error_timeout(Duration::ZERO),
-            "`error_timeout` must be above zero",
+            "`error_timeout` must be above zero, e.g. `error_timeout = \"450ms\"`",
         ),
         (
             b().error_window(Duration::ZERO),
-            "`error_window` must be above zero",
+            "`error_window` must be above zero, e.g. `error_window = \"450ms\"`",
         ),
         (
             b().max_error_timeout(secs(5)),
@@ -139,11 +139,11 @@ fn builder_refuses_invalid_options_with_a_useful_error() {
         ),
         (
             b().backoff(2.0).max_error_timeout(Duration::ZERO),
-            "`max_error_timeout` must be above zero",
+            "`max_error_timeout` must be above zero, e.g. `max_error_timeout = \"450ms\"`",
         ),
         (
             b().idle_timeout(Duration::ZERO),
-            "`idle_timeout` must be above zero",
+            "`idle_timeout` must be above zero, e.g. `idle_timeout = \"450ms\"`",
         ),
         (
             b().timeout(one).half_open_timeout(one),

@@ -108,7 +108,10 @@ fn race_retry_refuses_what_the_attribute_refuses() {
             "`total` is required: one deadline over every attempt, such as \
              `#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]`",
         ),
-        (race().total(Duration::ZERO), "`total` must be above zero"),
+        (
+            race().total(Duration::ZERO),
+            "`total` must be above zero, e.g. `total = \"450ms\"`",
+        ),
         (
             race().after(After::Fixed(ms(450))),
             "`after` must be below `total` (450ms): no attempt after the first could start \
@@ -124,7 +127,10 @@ fn race_retry_refuses_what_the_attribute_refuses() {
             "`each` must be below `total` (450ms), or it bounds nothing; leave it out to let one \
              attempt use the whole deadline",
         ),
-        (race().each(Duration::ZERO), "`each` must be above zero"),
+        (
+            race().each(Duration::ZERO),
+            "`each` must be above zero, e.g. `each = \"450ms\"`",
+        ),
         (
             race().backoff(Duration::ZERO),
             "`backoff` must be above zero; to start the next attempt at once after a failure, \
@@ -152,7 +158,7 @@ fn race_retry_refuses_what_the_attribute_refuses() {
         race().retries(0).each(Duration::ZERO).build(),
         "race_retry `builders.race`: `retries` is the number of extra attempts on top of the \
          first, from 1 to 16, such as `retries = 2`; with none, bound the call with \
-         `tokio::time::timeout` instead; `each` must be above zero",
+         `tokio::time::timeout` instead; `each` must be above zero, e.g. `each = \"450ms\"`",
     );
 }
 
@@ -191,11 +197,11 @@ fn too_busy_refuses_what_the_attribute_refuses() {
     );
     refused(
         b().max_lag(Duration::ZERO).build(),
-        "too_busy `builders.busy`: `max_lag` must be above zero",
+        "too_busy `builders.busy`: `max_lag` must be above zero, e.g. `max_lag = \"450ms\"`",
     );
     refused(
         b().max_latency(Duration::ZERO).build(),
-        "too_busy `builders.busy`: `max_latency` must be above zero",
+        "too_busy `builders.busy`: `max_latency` must be above zero, e.g. `max_latency = \"450ms\"`",
     );
     refused(
         TooBusy::builder("").build(),

@@ -900,25 +900,25 @@ fn without_a_time_driver_a_call_that_waits_panics_and_leaves_the_policy_consiste
 // ---------------------------------------------------------------------------------------------
 // Extreme settings
 
-#[race_retry(
-    retries = 1,
-    after = "100ms",
-    total = "1s",
-    budget = 0.0001,
-    backoff = "off"
-)]
-async fn tiny_budget(script: &Script) -> Result<u32, Error> {
-    script.attempt().await
-}
+/// A share below the rules' 0.001: only the const constructors behind the attribute build it.
+static TINY_BUDGET: RaceRetry = Unchecked::new(
+    "guarantees::tiny_budget",
+    1,
+    After::Fixed(ms(100)),
+    Duration::from_secs(1),
+)
+.budget(0.0001)
+.no_backoff();
 
 /// A budget share below 0.001 still bounds extra attempts: 100 calls at one instant whose first
 /// attempt fails get the floor's first burst (10) and nothing more.
 #[tokio::test(start_paused = true)]
 async fn a_tiny_budget_share_still_bounds_extra_attempts() {
     for _ in 0..100 {
-        let _ = tiny_budget(&Script::new(&[Fail(0), Answer(0)])).await;
+        let script = Script::new(&[Fail(0), Answer(0)]);
+        let _: Result<u32, Error> = TINY_BUDGET.run(|| script.attempt()).await;
     }
-    let stats = stats("tiny_budget");
+    let stats = TINY_BUDGET.stats();
     assert_eq!(
         (stats.extra_attempts, stats.budget_refused),
         (10, 90),

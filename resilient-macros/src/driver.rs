@@ -48,6 +48,15 @@ macro_rules! arguments {
 
         impl $crate::driver::Arguments for $name {
             const NAMES: &'static [&'static str] = &[$(arguments!(@name $field $($rename)?)),*];
+
+            fn value_span(&self, name: &str) -> Option<proc_macro2::Span> {
+                $(
+                    if name == arguments!(@name $field $($rename)?) {
+                        return self.$field.as_ref().map(|value| value.span);
+                    }
+                )*
+                None
+            }
         }
     };
 }
@@ -57,6 +66,29 @@ pub(crate) use arguments;
 pub(crate) trait Arguments: darling::FromMeta + Default {
     /// Every argument's name, in the order of the attribute's documentation.
     const NAMES: &'static [&'static str];
+
+    /// The span of argument `name`'s value, when it was read.
+    fn value_span(&self, name: &str) -> Option<Span>;
+}
+
+/// Reports the rules `args` break (checked by `resilient_rules`, which the builders share), each
+/// at the token to change: the value for a rule about a value, the argument's name for one about
+/// its presence, the attribute for a required argument left out.
+pub(crate) fn report<A: Arguments>(
+    violations: Vec<resilient_rules::Violation>,
+    args: &A,
+    given: &Given,
+    errors: &mut Errors,
+) {
+    for violation in violations {
+        let argument = violation.argument();
+        let name = given.span(argument);
+        let span = match violation.about() {
+            resilient_rules::About::Value => args.value_span(argument).or(name),
+            resilient_rules::About::Presence => name,
+        };
+        errors.push(span.unwrap_or_else(Span::call_site), violation);
+    }
 }
 
 /// One attribute: its arguments, the checks across them and on the fn, and its expansion.
@@ -129,6 +161,15 @@ pub(crate) struct Stacking<'a> {
 pub(crate) struct Given(Vec<(String, Span)>);
 
 impl Given {
+    /// The arguments written whose value was not read (malformed): the rules count them as given.
+    pub(crate) fn unread<A: Arguments>(&self, args: &A) -> Vec<&'static str> {
+        A::NAMES
+            .iter()
+            .copied()
+            .filter(|name| self.span(name).is_some() && args.value_span(name).is_none())
+            .collect()
+    }
+
     /// The span of argument `name`'s name, when it was written.
     pub(crate) fn span(&self, name: &str) -> Option<Span> {
         self.0
@@ -142,7 +183,7 @@ impl Given {
 /// names (with darling's suggestion), repeated ones and `name(...)` are refused first, then each
 /// argument is read on its own, so that one malformed value does not hide the others and the
 /// checks across arguments still see every value that parsed.
-fn parse_args<A: Arguments>(
+pub(crate) fn parse_args<A: Arguments>(
     tokens: TokenStream,
     macro_name: &str,
     errors: &mut Errors,

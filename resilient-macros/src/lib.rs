@@ -38,4 +38,6 @@ pub fn race_retry(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 #[cfg(test)]
+mod rules_both_sides;
+#[cfg(test)]
 mod snapshots;

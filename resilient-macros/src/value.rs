@@ -11,14 +11,18 @@ use quote::ToTokens;
 use syn::spanned::Spanned as _;
 use syn::{Expr, ExprLit, Lit, LitStr, Meta};
 
-/// A value with the span of the token that wrote it and of its argument's name.
+/// A value with the span of the token that wrote it (errors about the argument as a whole point
+/// at its name, which `driver::Given` keeps).
 #[derive(Clone, Debug)]
 pub(crate) struct Spanned<T> {
     pub(crate) value: T,
     /// The value's tokens: errors about the value point here.
     pub(crate) span: Span,
-    /// The argument's name: errors about the argument as a whole point here.
-    pub(crate) name: Span,
+}
+
+/// The value of an argument that was read, without its spans.
+pub(crate) fn of<T: Copy>(arg: &Option<Spanned<T>>) -> Option<T> {
+    arg.as_ref().map(|arg| arg.value)
 }
 
 /// How one kind of value is read from an argument's expression.
@@ -38,11 +42,9 @@ pub(crate) trait Value {
         let name = darling::util::path_to_string(path);
         let name_span = path.span();
         let parsed = match meta {
-            Meta::NameValue(nv) => self.parse(&name, &nv.value).map(|(value, span)| Spanned {
-                value,
-                span,
-                name: name_span,
-            }),
+            Meta::NameValue(nv) => self
+                .parse(&name, &nv.value)
+                .map(|(value, span)| Spanned { value, span }),
             Meta::Path(_) => Err(syn::Error::new(
                 name_span,
                 format_args!(
@@ -75,7 +77,7 @@ fn lit<'a>(name: &str, expr: &'a Expr, what: &str) -> syn::Result<&'a Lit> {
     literal(expr).ok_or_else(|| expected(name, expr, what))
 }
 
-/// A duration literal such as `"450ms"`, above zero.
+/// A duration literal such as `"450ms"` (zero is for the rules to refuse).
 pub(crate) struct Duration;
 
 const DURATION: &str = "a duration string such as \"450ms\", \"1.5s\", \"1m30s\" or \"250us\"";
@@ -97,17 +99,11 @@ impl Value for Duration {
                 format_args!("`{name}`: {why}; write {DURATION}"),
             )
         })?;
-        if duration.is_zero() {
-            return Err(syn::Error::new(
-                text.span(),
-                format_args!("`{name}` must be above zero; write {DURATION}"),
-            ));
-        }
         Ok((duration, expr.span()))
     }
 }
 
-/// An integer literal of at least 1 that fits `T`.
+/// An integer literal that fits `T` (zero is for the rules to refuse).
 pub(crate) struct Count<T>(std::marker::PhantomData<T>);
 
 impl<T> Count<T> {
@@ -131,13 +127,13 @@ impl<T: Bound> Value for Count<T> {
             syn::Error::new(
                 int.span(),
                 format_args!(
-                    "`{name}` must be a whole number from 1 to {}, e.g. `{name} = 3`",
+                    "`{name}` must be a whole number up to {}, e.g. `{name} = 3`",
                     T::MAX
                 ),
             )
         };
         let value: u128 = int.base10_parse().map_err(|_| out_of_range())?;
-        if value == 0 || value > T::MAX {
+        if value > T::MAX {
             return Err(out_of_range());
         }
         let value = T::try_from(value).map_err(|_| out_of_range())?;

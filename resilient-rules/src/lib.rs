@@ -109,7 +109,7 @@ fn above_zero(
     if value.is_some_and(|d| d.is_zero()) {
         out.push(Violation::value(
             argument,
-            format!("`{argument}` must be above zero"),
+            format!("`{argument}` must be above zero, e.g. `{argument} = \"450ms\"`"),
         ));
     }
 }

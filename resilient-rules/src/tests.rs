@@ -228,7 +228,11 @@ fn breaker_durations_are_above_zero() {
         let v = only(breaker(&o));
         assert_eq!(
             v,
-            (arg, About::Value, format!("`{arg}` must be above zero"))
+            (
+                arg,
+                About::Value,
+                format!("`{arg}` must be above zero, e.g. `{arg} = \"450ms\"`")
+            )
         );
     }
 }
@@ -367,7 +371,11 @@ fn race_total_is_required_and_above_zero() {
     }));
     assert_eq!(
         v,
-        ("total", About::Value, "`total` must be above zero".into())
+        (
+            "total",
+            About::Value,
+            "`total` must be above zero, e.g. `total = \"450ms\"`".into()
+        )
     );
 }
 
@@ -531,7 +539,11 @@ fn too_busy_rules() {
     ] {
         assert_eq!(
             only(too_busy(&o)),
-            (arg, About::Value, format!("`{arg}` must be above zero"))
+            (
+                arg,
+                About::Value,
+                format!("`{arg}` must be above zero, e.g. `{arg} = \"450ms\"`")
+            )
         );
     }
     let v = only(too_busy(&TooBusyOptions {

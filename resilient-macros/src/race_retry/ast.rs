@@ -11,7 +11,7 @@ use crate::value::{self, Count, Duration, Expression, Krate, Number, Str, Value}
 arguments! {
     /// `#[race_retry(...)]`'s arguments, in the order of its documentation.
     pub(crate) struct RaceRetry {
-        retries: u32 = Retries,
+        retries: u32 = Count::NEW,
         after: After = AfterValue,
         total: std::time::Duration = Duration,
         each: std::time::Duration = Duration,
@@ -27,9 +27,6 @@ arguments! {
 
 /// The one word `budget` and `backoff` take besides their values.
 pub(crate) const OFF: &str = "off";
-
-/// The most extra attempts (the runtime's `MAX_RETRIES`).
-const MAX_RETRIES: u32 = 16;
 
 /// When the next attempt starts.
 #[derive(Copy, Clone)]
@@ -96,11 +93,7 @@ impl Value for BudgetValue {
             )),
             Some(Lit::Int(_) | Lit::Float(_)) => {
                 let (share, span) = Number("0.1").parse(name, expr)?;
-                if share > 0.0 && share <= 1.0 {
-                    Ok((Budget::Share(share), span))
-                } else {
-                    Err(syn::Error::new(span, BUDGET))
-                }
+                Ok((Budget::Share(share), span))
             }
             _ => Err(syn::Error::new_spanned(expr, BUDGET)),
         }
@@ -142,11 +135,7 @@ impl Value for BackoffValue {
             return Ok((Backoff::Off, text.span()));
         }
         match value::parse_duration(&value) {
-            Ok(base) if !base.is_zero() => Ok((Backoff::Base(base), text.span())),
-            Ok(_) => Err(syn::Error::new(
-                text.span(),
-                "`backoff` must be above zero; to start the next attempt at once after a failure, write `backoff = \"off\"`",
-            )),
+            Ok(base) => Ok((Backoff::Base(base), text.span())),
             Err(_) if !value.contains(|c: char| c.is_ascii_digit()) => Err(syn::Error::new(
                 text.span(),
                 format_args!("`backoff = {value:?}` is not a backoff; {BACKOFF}"),
@@ -170,49 +159,7 @@ impl Value for Factor {
     }
 
     fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(f64, Span)> {
-        let (factor, span) = Number("2").parse(name, expr)?;
-        if factor >= 1.0 && factor.is_finite() {
-            Ok((factor, span))
-        } else {
-            Err(syn::Error::new(
-                span,
-                "`backoff_factor` is how much each wait's bound grows over the one before: a number of at least 1, such as `backoff_factor = 2` (the default; 1 keeps every bound at `backoff`)",
-            ))
-        }
-    }
-}
-
-/// `retries = 2`: from 1 to `MAX_RETRIES`.
-pub(crate) struct Retries;
-
-impl Value for Retries {
-    type Out = u32;
-
-    fn expected(&self) -> String {
-        Count::<u32>::NEW.expected()
-    }
-
-    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(u32, Span)> {
-        let retries = Count::<u32>::NEW.parse(name, expr);
-        let Expr::Lit(syn::ExprLit {
-            lit: Lit::Int(int), ..
-        }) = expr
-        else {
-            return retries;
-        };
-        let why = match int.base10_parse::<u128>() {
-            Ok(0) => "with none, bound the call with `tokio::time::timeout` instead",
-            Ok(n) if n > u128::from(MAX_RETRIES) => {
-                "each one multiplies the load an outage puts on the callee"
-            }
-            _ => return retries,
-        };
-        Err(syn::Error::new(
-            int.span(),
-            format_args!(
-                "`retries` is the number of extra attempts on top of the first, from 1 to {MAX_RETRIES}, such as `retries = 2`; {why}"
-            ),
-        ))
+        Number("2").parse(name, expr)
     }
 }
 
@@ -238,13 +185,7 @@ impl Value for AfterValue {
             Some(Ok(q)) => After::Percentile(q),
             Some(Err(why)) => return Err(syn::Error::new(span, format_args!("`after`: {why}"))),
             None => match value::parse_duration(&value) {
-                Ok(d) if !d.is_zero() => After::Fixed(d),
-                Ok(_) => {
-                    return Err(syn::Error::new(
-                        span,
-                        "`after` must be above zero (to start every attempt at once, race them with `futures::select_ok` instead); write a duration such as \"150ms\" or a percentile such as \"p95\"",
-                    ))
-                }
+                Ok(d) => After::Fixed(d),
                 Err(why) => {
                     return Err(syn::Error::new(
                         span,

@@ -8,7 +8,7 @@ use crate::driver::{self, Attribute, Errors, Given};
 use crate::func::Returns;
 use crate::value::Spanned;
 
-mod ast;
+pub(crate) mod ast;
 mod bindings;
 mod expand;
 mod valid;

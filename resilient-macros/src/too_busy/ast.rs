@@ -1,5 +1,5 @@
-//! The arguments of `#[too_busy(...)]`, each kept with its span. Every argument is checked as it
-//! is read (durations above zero, `max_in_flight` at least 1).
+//! The arguments of `#[too_busy(...)]`, each kept with its span. Durations are above zero and
+//! `max_in_flight` at least 1 as they are read; `valid` checks the shared rules.
 
 use syn::LitStr;
 
