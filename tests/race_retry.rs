@@ -24,40 +24,7 @@ use resilient::{race_retry, Rejected};
 use tokio::time::{sleep, Instant};
 
 mod support;
-use support::{block_on_without_tokio, ms, BoxError, YieldOnce};
-
-/// The error of the raced fns: which attempt failed, and how.
-#[derive(Debug)]
-enum Error {
-    /// Attempt `n` failed; another attempt may succeed.
-    Attempt(u32),
-    /// Attempt `n` failed for good (`retry_if` says no).
-    Fatal(u32),
-    /// A policy refused.
-    Rejected(Rejected),
-}
-
-impl From<Rejected> for Error {
-    fn from(rejected: Rejected) -> Self {
-        Error::Rejected(rejected)
-    }
-}
-
-impl Error {
-    fn rejected(&self) -> &Rejected {
-        match self {
-            Error::Rejected(rejected) => rejected,
-            other => panic!("expected a Rejected, got {other:?}"),
-        }
-    }
-
-    fn failed_attempt(&self) -> u32 {
-        match self {
-            Error::Attempt(n) => *n,
-            other => panic!("expected an attempt's error, got {other:?}"),
-        }
-    }
-}
+use support::{block_on_without_tokio, ms, BoxError, RaceError as Error, YieldOnce};
 
 /// `retry_if` as a path: every error but `Fatal` is worth another attempt.
 fn is_transient(error: &Error) -> bool {

@@ -31,23 +31,6 @@ use tokio::time::{sleep, timeout, Instant};
 /// refusing); the policy must stand them all the same.
 use resilient::__private::RaceRetry as Unchecked;
 
-/// The error of the raced fns.
-#[derive(Debug)]
-enum Error {
-    /// Attempt `n` failed; another attempt may succeed.
-    Attempt(u32),
-    /// Attempt `n` failed with an error that [`judge`] panics on.
-    Fatal(u32),
-    /// A policy refused.
-    Rejected(Rejected),
-}
-
-impl From<Rejected> for Error {
-    fn from(rejected: Rejected) -> Self {
-        Error::Rejected(rejected)
-    }
-}
-
 /// What attempt k of a call does. A wait of 0 ms means at once, without awaiting.
 #[derive(Copy, Clone, Debug)]
 enum Step {
@@ -70,7 +53,7 @@ enum Step {
 use Step::{Answer, Fail, Fatal, Hang, HangPanickingOnDrop, HangSlowDrop, Panic};
 
 mod support;
-use support::ms;
+use support::{ms, RaceError as Error};
 
 /// One call's script, and how many of its attempts were made and are alive.
 struct Script {

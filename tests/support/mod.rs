@@ -134,3 +134,36 @@ pub fn message(event: &tracing::Event<'_>) -> String {
     event.record(&mut message);
     message.0
 }
+
+/// The error of the raced test fns: which attempt failed, and how.
+#[derive(Debug)]
+pub enum RaceError {
+    /// Attempt `n` failed; another attempt may succeed.
+    Attempt(u32),
+    /// Attempt `n` failed for good (a `retry_if` that says no, or a judge that panics on it).
+    Fatal(u32),
+    /// A policy refused.
+    Rejected(Rejected),
+}
+
+impl From<Rejected> for RaceError {
+    fn from(rejected: Rejected) -> Self {
+        RaceError::Rejected(rejected)
+    }
+}
+
+impl RaceError {
+    pub fn rejected(&self) -> &Rejected {
+        match self {
+            RaceError::Rejected(rejected) => rejected,
+            other => panic!("expected a Rejected, got {other:?}"),
+        }
+    }
+
+    pub fn failed_attempt(&self) -> u32 {
+        match self {
+            RaceError::Attempt(n) => *n,
+            other => panic!("expected an attempt's error, got {other:?}"),
+        }
+    }
+}
