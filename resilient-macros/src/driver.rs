@@ -44,10 +44,23 @@ macro_rules! arguments {
                 )]
                 pub(crate) $field: Option<$crate::value::Spanned<$ty>>,
             )*
+            /// `crate = "..."`: the path generated code names the crate by (every attribute's
+            /// last argument).
+            #[darling(
+                default,
+                rename = "crate",
+                with = |meta| $crate::value::Value::arg(&$crate::value::Krate, meta)
+            )]
+            pub(crate) krate: Option<$crate::value::Spanned<syn::LitStr>>,
         }
 
         impl $crate::driver::Arguments for $name {
-            const NAMES: &'static [&'static str] = &[$(arguments!(@name $field $($rename)?)),*];
+            const NAMES: &'static [&'static str] =
+                &[$(arguments!(@name $field $($rename)?),)* "crate"];
+
+            fn krate(&self) -> Option<&$crate::value::Spanned<syn::LitStr>> {
+                self.krate.as_ref()
+            }
 
             fn value_span(&self, name: &str) -> Option<proc_macro2::Span> {
                 $(
@@ -55,6 +68,9 @@ macro_rules! arguments {
                         return self.$field.as_ref().map(|value| value.span);
                     }
                 )*
+                if name == "crate" {
+                    return self.krate.as_ref().map(|value| value.span);
+                }
                 None
             }
         }
@@ -66,6 +82,9 @@ pub(crate) use arguments;
 pub(crate) trait Arguments: darling::FromMeta + Default {
     /// Every argument's name, in the order of the attribute's documentation.
     const NAMES: &'static [&'static str];
+
+    /// `crate = "..."`, when given.
+    fn krate(&self) -> Option<&Spanned<LitStr>>;
 
     /// The span of argument `name`'s value, when it was read.
     fn value_span(&self, name: &str) -> Option<Span>;
@@ -98,16 +117,15 @@ pub(crate) trait Attribute: Arguments {
     /// What the fn may return.
     const RETURNS: Returns;
     /// What [`Attribute::check_fn`] learns about the fn for the expansion.
-    type Checked;
-
-    /// `crate = "..."`, when given.
-    fn krate(&self) -> Option<&Spanned<LitStr>>;
+    type Checked: Default;
 
     /// The checks across arguments (`valid.rs`).
     fn validate(&self, given: &Given, errors: &mut Errors);
 
-    /// The attribute's own checks on the fn, beyond those of [`func::parse`].
-    fn check_fn(&self, func: &ItemFn, errors: &mut Errors) -> Self::Checked;
+    /// The attribute's own checks on the fn, beyond those of [`func::parse`] (none by default).
+    fn check_fn(&self, _func: &ItemFn, _errors: &mut Errors) -> Self::Checked {
+        Self::Checked::default()
+    }
 
     /// The expansion of a fn whose arguments and shape passed every check (`expand.rs`).
     fn expand(&self, checked: Self::Checked, func: ItemFn) -> TokenStream;

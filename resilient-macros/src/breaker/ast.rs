@@ -3,7 +3,7 @@
 use syn::{Expr, LitStr};
 
 use crate::driver::arguments;
-use crate::value::{Count, Duration, Expression, Krate, Number, Str};
+use crate::value::{Count, Duration, Expression, Number, Str};
 
 arguments! {
     /// `#[breaker(...)]`'s arguments, in the order of its documentation.
@@ -25,7 +25,5 @@ arguments! {
         count_if: Expr = Expression("is_transient"),
         idle_timeout: std::time::Duration = Duration,
         max_keys: u64 = Count::NEW,
-        #[darling(rename = "crate")]
-        krate: LitStr = Krate,
     }
 }

@@ -3,10 +3,10 @@
 //! and `backoff_factor` (with their bounds).
 
 use proc_macro2::Span;
-use syn::{Expr, Lit, LitStr};
+use syn::{Expr, Lit};
 
 use crate::driver::arguments;
-use crate::value::{self, Count, Duration, Expression, Krate, Number, Str, Value};
+use crate::value::{self, Count, Duration, Expression, Number, Str, Value};
 
 arguments! {
     /// `#[race_retry(...)]`'s arguments, in the order of its documentation.
@@ -20,8 +20,6 @@ arguments! {
         backoff_factor: f64 = Factor,
         backoff_max: std::time::Duration = Duration,
         retry_if: Expr = Expression("is_transient"),
-        #[darling(rename = "crate")]
-        krate: LitStr = Krate,
     }
 }
 

@@ -2,11 +2,10 @@
 //! shared by attempts running at once, and race attempts of its body.
 
 use proc_macro2::TokenStream;
-use syn::{ItemFn, LitStr};
+use syn::ItemFn;
 
 use crate::driver::{self, Attribute, Errors, Given};
 use crate::func::Returns;
-use crate::value::Spanned;
 
 pub(crate) mod ast;
 mod bindings;
@@ -25,10 +24,6 @@ impl Attribute for ast::RaceRetry {
     const RETURNS: Returns = Returns::Result;
     /// The names each attempt needs its own copy of.
     type Checked = Vec<bindings::Binding>;
-
-    fn krate(&self) -> Option<&Spanned<LitStr>> {
-        self.krate.as_ref()
-    }
 
     fn validate(&self, given: &Given, errors: &mut Errors) {
         valid::validate(self, given, errors);

@@ -1,11 +1,10 @@
 //! `#[too_busy(...)]`: parse the arguments, wrap the fn's body in a load-shedding guard.
 
 use proc_macro2::TokenStream;
-use syn::{ItemFn, LitStr};
+use syn::ItemFn;
 
 use crate::driver::{self, Attribute, Errors, Given};
 use crate::func::Returns;
-use crate::value::Spanned;
 
 pub(crate) mod ast;
 mod expand;
@@ -23,15 +22,9 @@ impl Attribute for ast::TooBusy {
     const RETURNS: Returns = Returns::Refusable;
     type Checked = ();
 
-    fn krate(&self) -> Option<&Spanned<LitStr>> {
-        self.krate.as_ref()
-    }
-
     fn validate(&self, given: &Given, errors: &mut Errors) {
         valid::validate(self, given, errors);
     }
-
-    fn check_fn(&self, _: &ItemFn, _: &mut Errors) {}
 
     fn expand(&self, (): (), func: ItemFn) -> TokenStream {
         expand::expand(self, func)
