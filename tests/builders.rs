@@ -70,13 +70,10 @@ fn race_retry_refuses_budget_shares_out_of_range() {
         );
     }
     for share in [0.001, 0.2, 1.0] {
-        assert_eq!(
-            race().budget(share).build().unwrap().budget_share(),
-            Some(share)
-        );
+        assert_eq!(race().budget(share).build().unwrap().budget(), Some(share));
     }
-    assert_eq!(race().build().unwrap().budget_share(), Some(0.1));
-    assert_eq!(race().no_budget().build().unwrap().budget_share(), None);
+    assert_eq!(race().build().unwrap().budget(), Some(0.1));
+    assert_eq!(race().no_budget().build().unwrap().budget(), None);
     refused(
         race().budget(0.2).no_budget().build(),
         "race_retry `builders.race`: `no_budget` turns off the `budget` also given; keep one",
@@ -177,7 +174,7 @@ async fn a_built_race_retry_has_its_settings_and_runs() {
     assert_eq!(BUILT.name(), "builders.race");
     assert_eq!(BUILT.retries(), 3);
     assert_eq!(BUILT.total(), ms(450));
-    assert_eq!(BUILT.each_limit(), Some(ms(300)));
+    assert_eq!(BUILT.each(), Some(ms(300)));
     assert_eq!(BUILT.after(), ms(150));
     assert_eq!(
         [0, 1, 2, 3].map(|n| BUILT.backoff_bound(n)),

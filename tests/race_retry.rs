@@ -542,7 +542,7 @@ fn the_default_backoff_is_a_quarter_of_after_or_total_doubling() {
     let base = Duration::from_micros(37_500);
     assert_eq!(bounds, [base, 2 * base, 4 * base]);
     assert_eq!(SEQUENTIAL.backoff_bound(0), ms(100));
-    assert_eq!(DEFAULT_BACKOFF.budget_share(), Some(0.1));
+    assert_eq!(DEFAULT_BACKOFF.budget(), Some(0.1));
 }
 
 #[race_retry(

@@ -351,14 +351,15 @@ async fn after_at_duration_max_starts_no_hedge() {
 }
 
 static EACH_MAX: RaceRetry =
-    Unchecked::new("guarantees::each_max", 2, After::Fixed(ms(100)), ms(1000)).each(Duration::MAX);
+    Unchecked::new("guarantees::each_max", 2, After::Fixed(ms(100)), ms(1000))
+        .with_each(Duration::MAX);
 static ALL_MAX: RaceRetry = Unchecked::new(
     "guarantees::all_max",
     2,
     After::Fixed(Duration::MAX),
     Duration::MAX,
 )
-.each(Duration::MAX);
+.with_each(Duration::MAX);
 
 /// `each = Duration::MAX` bounds no attempt: attempt 1 answers at 500 ms while 2 and 3 (started at
 /// 100 and 200 ms) hang. With all three at `Duration::MAX`, an attempt that answers after an hour
@@ -890,7 +891,7 @@ static TINY_BUDGET: RaceRetry = Unchecked::new(
     After::Fixed(ms(100)),
     Duration::from_secs(1),
 )
-.budget(0.0001)
+.with_budget(0.0001)
 .no_backoff();
 
 /// A budget share below 0.001 still bounds extra attempts: 100 calls at one instant whose first
@@ -918,7 +919,7 @@ static MANY: RaceRetry = Unchecked::new(
 .no_budget();
 static EACH_ZERO: RaceRetry =
     Unchecked::new("guarantees::each_zero", 2, After::Fixed(ms(100)), ms(1000))
-        .each(Duration::ZERO);
+        .with_each(Duration::ZERO);
 static TOTAL_ZERO: RaceRetry = Unchecked::new(
     "guarantees::total_zero",
     2,
@@ -976,11 +977,12 @@ const fn backoff(name: &'static str) -> RaceRetry {
 }
 
 static SHARES: [RaceRetry; 5] = [
-    Unchecked::new("guarantees::b_nan", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::NAN),
-    Unchecked::new("guarantees::b_negative", 1, After::Fixed(ms(100)), ms(1000)).budget(-1.0),
-    Unchecked::new("guarantees::b_zero", 1, After::Fixed(ms(100)), ms(1000)).budget(0.0),
-    Unchecked::new("guarantees::b_tiny", 1, After::Fixed(ms(100)), ms(1000)).budget(1e-300),
-    Unchecked::new("guarantees::b_inf", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::INFINITY),
+    Unchecked::new("guarantees::b_nan", 1, After::Fixed(ms(100)), ms(1000)).with_budget(f64::NAN),
+    Unchecked::new("guarantees::b_negative", 1, After::Fixed(ms(100)), ms(1000)).with_budget(-1.0),
+    Unchecked::new("guarantees::b_zero", 1, After::Fixed(ms(100)), ms(1000)).with_budget(0.0),
+    Unchecked::new("guarantees::b_tiny", 1, After::Fixed(ms(100)), ms(1000)).with_budget(1e-300),
+    Unchecked::new("guarantees::b_inf", 1, After::Fixed(ms(100)), ms(1000))
+        .with_budget(f64::INFINITY),
 ];
 
 /// Settings out of range neither panic nor size anything by their value: `retries = u32::MAX` is

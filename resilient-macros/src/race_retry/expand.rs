@@ -77,10 +77,10 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
     let mut options = Vec::new();
     if let Some(each) = &attr.each {
         let d = duration_tokens(each.value);
-        options.push(quote!(.each(#d)));
+        options.push(quote!(.with_each(#d)));
     }
     match attr.budget.as_ref().map(|b| b.value) {
-        Some(Budget::Share(share)) => options.push(quote!(.budget(#share))),
+        Some(Budget::Share(share)) => options.push(quote!(.with_budget(#share))),
         Some(Budget::Off) => options.push(quote!(.no_budget())),
         None => {}
     }

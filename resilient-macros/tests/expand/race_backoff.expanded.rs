@@ -37,7 +37,7 @@ async fn at_once(id: u64) -> Result<Row, DbError> {
                 ::resilient::__private::After::Percentile(0.95),
                 ::core::time::Duration::from_millis(450),
             )
-            .budget(0.2f64)
+            .with_budget(0.2f64)
             .no_backoff();
         &RACE
     }

@@ -10,8 +10,8 @@ impl Directory {
                     ),
                     ::core::time::Duration::from_millis(450),
                 )
-                .each(::core::time::Duration::from_millis(300))
-                .budget(0.1f64);
+                .with_each(::core::time::Duration::from_millis(300))
+                .with_budget(0.1f64);
             &RACE
         }
             .run(move || {

@@ -371,7 +371,7 @@ where
             let rejected = reporter.deadline_passed(self.attempts.launched);
             return Some(E::from(rejected));
         }
-        let each = self.policy.each_limit()?;
+        let each = self.policy.each()?;
         let timed_out = self.attempts.as_mut().time_out(each, reporter, now);
         if timed_out > 0 {
             *self.last_error = Some(E::from(reporter.timed_out(each)));
@@ -425,7 +425,7 @@ where
                 wake = wake.min(next);
             }
         }
-        let each = self.policy.each_limit();
+        let each = self.policy.each();
         let limit = each.and_then(|each| self.attempts.limit(start, each));
         limit.map_or(wake, |limit| wake.min(limit))
     }

@@ -86,7 +86,7 @@ enum Name {
 ///         .build()
 ///         .unwrap(),
 /// ));
-/// assert_eq!(unbounded.budget_share(), None);
+/// assert_eq!(unbounded.budget(), None);
 /// assert_eq!(unbounded.backoff_bound(0), Duration::ZERO);
 ///
 /// // Options out of range are refused, each with what is valid:
@@ -125,7 +125,7 @@ impl fmt::Debug for RaceRetry {
             .field("after", &self.after)
             .field("total", &self.total)
             .field("each", &self.each)
-            .field("budget", &self.budget_share())
+            .field("budget", &self.budget())
             .field("backoff", &self.backoff)
             .field("stats", &self.stats())
             .finish()
@@ -216,7 +216,7 @@ impl RaceRetry {
 
     /// The attribute's `each`, unchecked.
     #[doc(hidden)]
-    pub const fn each(mut self, each: Duration) -> Self {
+    pub const fn with_each(mut self, each: Duration) -> Self {
         self.each = Some(each);
         self
     }
@@ -224,7 +224,7 @@ impl RaceRetry {
     /// The attribute's `budget`: a `share` outside [`MIN_BUDGET_SHARE`, 1] is clamped (NaN
     /// counts as the minimum).
     #[doc(hidden)]
-    pub const fn budget(mut self, share: f64) -> Self {
+    pub const fn with_budget(mut self, share: f64) -> Self {
         // NaN fails `share > MIN_BUDGET_SHARE`.
         let share = if share > MAX_BUDGET_SHARE {
             MAX_BUDGET_SHARE
@@ -291,13 +291,13 @@ impl RaceRetry {
     }
 
     /// The bound on one attempt, if any (`each`).
-    pub fn each_limit(&self) -> Option<Duration> {
+    pub fn each(&self) -> Option<Duration> {
         self.each
     }
 
     /// The budget's share (extra attempts per call, at most), or `None` without a budget
     /// (`budget`).
-    pub fn budget_share(&self) -> Option<f64> {
+    pub fn budget(&self) -> Option<f64> {
         self.budget.share()
     }
 
@@ -551,10 +551,10 @@ impl RaceRetryBuilder {
         let total = self.total.expect("`total` is required by the rules");
         let mut policy = RaceRetry::new(self.name, self.retries.unwrap_or(2), after, total);
         if let Some(each) = self.each {
-            policy = policy.each(each);
+            policy = policy.with_each(each);
         }
         if let Some(share) = self.budget {
-            policy = policy.budget(share);
+            policy = policy.with_budget(share);
         }
         if self.no_budget {
             policy = policy.no_budget();
