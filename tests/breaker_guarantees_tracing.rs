@@ -21,11 +21,7 @@ fn a_tracing_layer_that_panics_on_half_open_takes_no_probe_slot() {
         before == 0 && support::message(event).contains("half-open")
     }));
     let _default = tracing::subscriber::set_default(layer.clone());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = support::paused_runtime();
     rt.block_on(async {
         let b = Breaker::builder("guarantees.tracing_layer")
             .error_threshold(1)

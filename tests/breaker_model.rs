@@ -29,6 +29,8 @@ use proptest::test_runner::{Config, TestCaseError};
 use resilient::breaker::{self, State};
 use resilient::{Breaker, Rejected, RejectedKind};
 
+mod support;
+
 // ---------------------------------------------------------------------------------------------
 // Options and operations
 // ---------------------------------------------------------------------------------------------
@@ -576,21 +578,13 @@ fn take_changes() -> Changes {
     CAPTURE.with(|c| std::mem::take(&mut c.borrow_mut().as_mut().unwrap().1))
 }
 
-fn paused_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap()
-}
-
 fn check(options: &Options, ops: &[Op]) -> Result<(), TestCaseError> {
     static CASE: AtomicU64 = AtomicU64::new(0);
     let name = format!("model-{}", CASE.fetch_add(1, Ordering::Relaxed));
     capture_changes();
     CAPTURE.with(|c| *c.borrow_mut() = Some((name.clone(), Vec::new())));
 
-    paused_runtime().block_on(async {
+    support::paused_runtime().block_on(async {
         let breaker = options.builder(&name).build().expect("valid options");
         let mut model = Model::new(options);
         let start = tokio::time::Instant::now();

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant as StdInstant};
 use resilient::breaker::{self, State, SubscriptionId};
 use resilient::{Breaker, Rejected, RejectedKind};
 
+mod support;
+
 // ---------------------------------------------------------------------------------------------
 // Calls, outcomes and tallies
 // ---------------------------------------------------------------------------------------------
@@ -647,11 +649,7 @@ fn probes_in_flight_never_exceed_half_open_calls() {
 
 #[test]
 fn cancelled_probe_frees_its_slot() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = support::paused_runtime();
     rt.block_on(async {
         let b = Breaker::builder("stress-cancelled")
             .error_threshold(1)

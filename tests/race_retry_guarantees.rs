@@ -870,11 +870,7 @@ fn without_a_time_driver_a_call_that_waits_panics_and_leaves_the_policy_consiste
         );
     });
     drop(runtime);
-    let paused = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let paused = support::paused_runtime();
     assert!(
         !paused.block_on(reported_here()),
         "the thread is still observed"

@@ -45,6 +45,15 @@ pub fn current_thread() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A current-thread runtime with the time driver, its clock paused (tokio's `test-util`).
+pub fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
 /// Runs the tests of one binary that call it one at a time (those that read or set process-wide
 /// state such as `busy::lag()`); a test that panicked does not poison the others.
 pub fn serial() -> MutexGuard<'static, ()> {
