@@ -29,10 +29,12 @@
 use std::fmt;
 
 mod breaker;
+mod duration;
 mod race_retry;
 mod too_busy;
 
 pub use breaker::{breaker, BreakerOptions, MAX_COUNT};
+pub use duration::parse_duration;
 pub use race_retry::{
     race_retry, After, RaceRetryOptions, MAX_BUDGET_SHARE, MAX_RETRIES, MIN_BUDGET_SHARE,
 };

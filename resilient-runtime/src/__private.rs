@@ -199,6 +199,46 @@ impl fmt::Debug for KeyedSite {
 }
 
 pub use crate::busy::TooBusy;
+use crate::busy::TooBusyBuilder;
+
+/// A `#[too_busy]` site: its guard, built by `configure` (the attribute's arguments, as builder
+/// calls) on first use and checked then by the builder's rules.
+pub struct TooBusySite {
+    name: fn() -> &'static str,
+    configure: fn(TooBusyBuilder) -> TooBusyBuilder,
+    guard: OnceLock<TooBusy>,
+}
+
+impl TooBusySite {
+    /// A site whose guard is called `name()` and built by `configure` on first use.
+    pub const fn new(
+        name: fn() -> &'static str,
+        configure: fn(TooBusyBuilder) -> TooBusyBuilder,
+    ) -> Self {
+        TooBusySite {
+            name,
+            configure,
+            guard: OnceLock::new(),
+        }
+    }
+
+    /// The site's guard.
+    #[inline]
+    pub fn guard(&'static self) -> BusySite {
+        BusySite(
+            self.guard
+                .get_or_init(|| crate::busy::site_guard((self.name)(), self.configure)),
+        )
+    }
+}
+
+impl fmt::Debug for TooBusySite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TooBusySite")
+            .field("guard", &self.guard.get())
+            .finish_non_exhaustive()
+    }
+}
 
 /// The guard of a `#[too_busy]` fn that returns a `Result`: like [`TooBusy::call`], with the error
 /// type's requirement spelled out for the compiler's message (through [`Refuse`], an error type
@@ -232,7 +272,45 @@ impl BusySite {
     }
 }
 
+use crate::race::RaceRetryBuilder;
 pub use crate::race::{After, RaceRetry};
+
+/// A `#[race_retry]` site: its policy, built by `configure` (the attribute's arguments, as builder
+/// calls) on first use and checked then by the builder's rules.
+pub struct RaceSite {
+    name: fn() -> &'static str,
+    configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
+    race: OnceLock<RaceRetry>,
+}
+
+impl RaceSite {
+    /// A site whose policy is called `name()` and built by `configure` on first use.
+    pub const fn new(
+        name: fn() -> &'static str,
+        configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
+    ) -> Self {
+        RaceSite {
+            name,
+            configure,
+            race: OnceLock::new(),
+        }
+    }
+
+    /// The site's policy.
+    #[inline]
+    pub fn race(&'static self) -> &'static RaceRetry {
+        self.race
+            .get_or_init(|| crate::race::site_policy((self.name)(), self.configure))
+    }
+}
+
+impl fmt::Debug for RaceSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaceSite")
+            .field("race", &self.race.get())
+            .finish_non_exhaustive()
+    }
+}
 
 /// Each attempt's own copy of an argument: `&T` and `&self` are copied, owned values cloned.
 #[diagnostic::on_unimplemented(

@@ -500,3 +500,18 @@ impl TooBusyBuilder {
         Ok(guard)
     }
 }
+
+/// The guard of a `#[too_busy]` site called `name`: its attribute's options (`configure`),
+/// checked by the builder's rules. Options that break a rule (a `const` out of range) are
+/// reported as an error and the guard keeps the defaults, rather than panic in a request path.
+pub(crate) fn site_guard(
+    name: &'static str,
+    configure: fn(TooBusyBuilder) -> TooBusyBuilder,
+) -> TooBusy {
+    configure(TooBusy::builder(name))
+        .build()
+        .unwrap_or_else(|error| {
+            tracing::error!(target: "resilient::too_busy", %error, "invalid options; using the defaults");
+            TooBusy::new(name)
+        })
+}

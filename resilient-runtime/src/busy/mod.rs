@@ -84,6 +84,7 @@ mod loom;
 mod monitor;
 mod rules;
 
+pub(crate) use guard::site_guard;
 pub use guard::{Refuse, TooBusy, TooBusyBuilder};
 pub use monitor::{
     interval, lag, max_lag, on_lag, set_interval, set_max_lag, set_smoothing, smoothing,

@@ -80,6 +80,7 @@ mod reporter;
 mod timers;
 
 pub use observe::{observe, Attempt, Observed, Outcome};
+pub(crate) use policy::site_policy;
 pub use policy::{names, stats, After, RaceRetry, RaceRetryBuilder, RaceStats, MAX_RETRIES};
 pub use resilient_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 

@@ -574,3 +574,22 @@ impl RaceRetryBuilder {
         Ok(policy)
     }
 }
+
+/// The policy of a `#[race_retry]` site called `name`: its attribute's options (`configure`),
+/// checked by the builder's rules. Options that break a rule (a `const` out of range) are
+/// reported as an error, and the site runs each call once, with no deadline, rather than panic
+/// in a request path.
+pub(crate) fn site_policy(
+    name: &'static str,
+    configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
+) -> RaceRetry {
+    configure(RaceRetry::builder(name))
+        .build()
+        .unwrap_or_else(|error| {
+            tracing::error!(target: "resilient::race_retry", %error, "invalid options; each call runs once");
+            RaceRetry::new(name, 0, After::Fixed(ONCE), ONCE).no_budget().no_backoff()
+        })
+}
+
+/// The deadline of a site whose options were refused: far enough never to matter.
+const ONCE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
