@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use crate::breaker::future::{Call, CountIf, EveryError, HeapTimer, InlineTimer};
 use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
@@ -123,7 +124,8 @@ impl BreakerSite {
     pub fn breaker(&'static self) -> Site<&'static Breaker> {
         Site(self.breaker.get_or_init(|| {
             let name = (self.name)();
-            let config = (self.configure)(Breaker::builder(name));
+            let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
+                .unwrap_or_else(|| Breaker::builder(name));
             config.clone().register().unwrap_or_else(|error| {
                 tracing::warn!(target: "resilient::breaker", %error, "using an unregistered breaker");
                 Arc::new(or_defaults(config.build(), || Breaker::builder(name).build()))
@@ -158,7 +160,8 @@ impl KeyedSite {
         Site(self.family
             .get_or_init(|| {
                 let name = (self.name)();
-                let config = (self.configure)(Breaker::builder(name));
+                let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
+                    .unwrap_or_else(|| Breaker::builder(name));
                 config.clone().register_keyed().unwrap_or_else(|error| {
                     tracing::warn!(target: "resilient::breaker", %error, "using an unregistered keyed breaker");
                     Arc::new(or_defaults(config.build_keyed(), || {
@@ -201,41 +204,48 @@ impl fmt::Debug for KeyedSite {
 pub use crate::busy::TooBusy;
 use crate::busy::TooBusyBuilder;
 
-/// A `#[too_busy]` site: its guard, built by `configure` (the attribute's arguments, as builder
-/// calls) on first use and checked then by the builder's rules.
+/// A `#[too_busy]` site: its guard, set up on first use from the attribute's arguments
+/// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
+/// settings on top.
 pub struct TooBusySite {
-    name: fn() -> &'static str,
     configure: fn(TooBusyBuilder) -> TooBusyBuilder,
-    guard: OnceLock<TooBusy>,
+    guard: TooBusy,
+    ready: OnceLock<()>,
 }
 
 impl TooBusySite {
-    /// A site whose guard is called `name()` and built by `configure` on first use.
+    /// A site whose guard is called `name()` and set up by `configure` on first use.
     pub const fn new(
         name: fn() -> &'static str,
         configure: fn(TooBusyBuilder) -> TooBusyBuilder,
     ) -> Self {
         TooBusySite {
-            name,
             configure,
-            guard: OnceLock::new(),
+            guard: TooBusy::lazy(name),
+            ready: OnceLock::new(),
         }
     }
 
     /// The site's guard.
     #[inline]
     pub fn guard(&'static self) -> BusySite {
-        BusySite(
-            self.guard
-                .get_or_init(|| crate::busy::site_guard((self.name)(), self.configure)),
-        )
+        if self.ready.get().is_none() {
+            self.set_up();
+        }
+        BusySite(&self.guard)
+    }
+
+    #[cold]
+    fn set_up(&'static self) {
+        self.ready
+            .get_or_init(|| crate::busy::set_up(&self.guard, self.configure));
     }
 }
 
 impl fmt::Debug for TooBusySite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TooBusySite")
-            .field("guard", &self.guard.get())
+            .field("guard", &self.guard)
             .finish_non_exhaustive()
     }
 }
@@ -275,39 +285,49 @@ impl BusySite {
 use crate::race::RaceRetryBuilder;
 pub use crate::race::{After, RaceRetry};
 
-/// A `#[race_retry]` site: its policy, built by `configure` (the attribute's arguments, as builder
-/// calls) on first use and checked then by the builder's rules.
+/// A `#[race_retry]` site: its policy, set up on first use from the attribute's arguments
+/// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
+/// settings on top.
 pub struct RaceSite {
-    name: fn() -> &'static str,
     configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
-    race: OnceLock<RaceRetry>,
+    race: RaceRetry,
+    ready: OnceLock<()>,
 }
 
 impl RaceSite {
-    /// A site whose policy is called `name()` and built by `configure` on first use.
+    /// A site whose policy is called `name()` and set up by `configure` on first use.
     pub const fn new(
         name: fn() -> &'static str,
         configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
     ) -> Self {
         RaceSite {
-            name,
             configure,
-            race: OnceLock::new(),
+            // Placeholders: `set_up` puts the attribute's options in force before any call.
+            race: RaceRetry::lazy(name, 0, After::Fixed(Duration::ZERO), Duration::ZERO),
+            ready: OnceLock::new(),
         }
     }
 
     /// The site's policy.
     #[inline]
     pub fn race(&'static self) -> &'static RaceRetry {
-        self.race
-            .get_or_init(|| crate::race::site_policy((self.name)(), self.configure))
+        if self.ready.get().is_none() {
+            self.set_up();
+        }
+        &self.race
+    }
+
+    #[cold]
+    fn set_up(&'static self) {
+        self.ready
+            .get_or_init(|| crate::race::set_up(&self.race, self.configure));
     }
 }
 
 impl fmt::Debug for RaceSite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RaceSite")
-            .field("race", &self.race.get())
+            .field("race", &self.race)
             .finish_non_exhaustive()
     }
 }

@@ -30,6 +30,7 @@ pub mod http;
 pub mod race;
 mod random;
 mod rejected;
+pub mod settings;
 mod sync;
 
 #[doc(hidden)]

@@ -72,21 +72,21 @@ pub(crate) struct Config {
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build`, `build_keyed`, `register` or `register_keyed`"]
 pub struct BreakerBuilder {
-    name: Arc<str>,
-    error_threshold: Option<u32>,
-    error_window: Option<Duration>,
-    error_timeout: Option<Duration>,
-    success_threshold: Option<u32>,
-    capacity: Option<f64>,
-    timeout: Option<Duration>,
-    half_open_timeout: Option<Duration>,
-    failure_rate: Option<f64>,
-    min_calls: Option<u32>,
-    half_open_calls: Option<u32>,
-    backoff: Option<f64>,
-    max_error_timeout: Option<Duration>,
-    idle_timeout: Option<Duration>,
-    max_keys: Option<usize>,
+    pub(super) name: Arc<str>,
+    pub(super) error_threshold: Option<u32>,
+    pub(super) error_window: Option<Duration>,
+    pub(super) error_timeout: Option<Duration>,
+    pub(super) success_threshold: Option<u32>,
+    pub(super) capacity: Option<f64>,
+    pub(super) timeout: Option<Duration>,
+    pub(super) half_open_timeout: Option<Duration>,
+    pub(super) failure_rate: Option<f64>,
+    pub(super) min_calls: Option<u32>,
+    pub(super) half_open_calls: Option<u32>,
+    pub(super) backoff: Option<f64>,
+    pub(super) max_error_timeout: Option<Duration>,
+    pub(super) idle_timeout: Option<Duration>,
+    pub(super) max_keys: Option<usize>,
 }
 
 impl BreakerBuilder {
@@ -222,23 +222,42 @@ impl BreakerBuilder {
     /// Builds the breaker and registers it under its name, so that [`get`](super::get) and every
     /// `#[breaker(name = ...)]` with this name use it. If the name is taken, returns the registered
     /// breaker (the first registration's options win).
+    ///
+    /// The run-time settings by name ([`settings`](crate::settings)) apply to a registered
+    /// breaker, these options being its defaults.
     pub fn register(self) -> Result<Arc<Breaker>, ConfigError> {
         let config = Arc::new(self.validate()?);
         let name = config.name.clone();
-        registry::single(name.clone(), || Arc::new(Breaker::new(config, None)))
-            .ok_or_else(|| self_conflict(&name, "keyed"))
+        let mut created = false;
+        let breaker = registry::single(name.clone(), || {
+            created = true;
+            Arc::new(Breaker::new(config, None))
+        })
+        .ok_or_else(|| self_conflict(&name, "keyed"))?;
+        if created {
+            crate::settings::attach(self, breaker.clone());
+        }
+        Ok(breaker)
     }
 
     /// Builds a keyed family and registers it under its name (see [`register`](Self::register)).
     pub fn register_keyed(self) -> Result<Arc<KeyedBreaker>, ConfigError> {
         let config = Arc::new(self.validate()?);
         let name = config.name.clone();
-        registry::keyed(name.clone(), || Arc::new(KeyedBreaker::new(config)))
-            .ok_or_else(|| self_conflict(&name, "single"))
+        let mut created = false;
+        let family = registry::keyed(name.clone(), || {
+            created = true;
+            Arc::new(KeyedBreaker::new(config))
+        })
+        .ok_or_else(|| self_conflict(&name, "single"))?;
+        if created {
+            crate::settings::attach(self, family.clone());
+        }
+        Ok(family)
     }
 
     /// The options as the shared rules see them.
-    fn options(&self) -> resilient_rules::BreakerOptions<'_> {
+    pub(super) fn options(&self) -> resilient_rules::BreakerOptions<'_> {
         resilient_rules::BreakerOptions {
             name: Some(&self.name),
             // A builder may finish keyed or not: the keyed options are always allowed (and

@@ -2,10 +2,11 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64 as Setting, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use tokio::time::Instant;
 
 use super::call::{Call, CountIf, EveryError, InlineTimer};
@@ -134,16 +135,24 @@ pub struct Snapshot {
 /// # }
 /// ```
 pub struct Breaker {
-    config: Arc<Config>,
+    name: Arc<str>,
     key: Option<Arc<str>>,
+    /// The options in force, swapped whole when the settings change.
+    config: ArcSwap<Config>,
     base: Instant,
     state: AtomicU64,
     /// Time of the last error (ns since `base`, plus one); the open time counts from it.
     last_error: AtomicU64,
-    window: Window,
+    /// The window of the rule in force: kept when the settings change but the rule does not.
+    window: ArcSwap<Window>,
     /// True when `timeout` or `half_open_timeout` is set: read beside `state`, so that a call
     /// without a timeout does not visit the configuration.
-    timed: bool,
+    timed: AtomicBool,
+    /// True under the rate rule, whose window counts successes too.
+    rate: AtomicBool,
+    /// `timeout` and `half_open_timeout` in ns, 0 for none: what a timed call reads.
+    timeout_ns: Setting,
+    half_open_timeout_ns: Setting,
     /// Keyed breakers: the eviction generation in which this breaker was last used.
     pub(crate) seen: AtomicU32,
 }
@@ -169,17 +178,50 @@ impl Breaker {
 
     pub(crate) fn new(config: Arc<Config>, key: Option<Arc<str>>) -> Self {
         let window = Window::new(config.rule, nanos(config.window));
-        let timed = config.timeout.is_some() || config.half_open_timeout.is_some();
-        Breaker {
-            timed,
-            config,
+        let breaker = Breaker {
+            name: config.name.clone(),
+            timed: AtomicBool::new(false),
+            rate: AtomicBool::new(false),
+            timeout_ns: Setting::new(0),
+            half_open_timeout_ns: Setting::new(0),
+            config: ArcSwap::new(config.clone()),
             key,
             base: Instant::now(),
             state: AtomicU64::new(if disabled() { BYPASS } else { 0 }),
             last_error: AtomicU64::new(0),
-            window,
+            window: ArcSwap::from_pointee(window),
             seen: AtomicU32::new(0),
+        };
+        breaker.hot_settings(&config);
+        breaker
+    }
+
+    /// Puts `config` in force, keeping the state: an open breaker stays open (its open time now
+    /// `config`'s), and the window's counts are kept unless the rule changes.
+    pub(crate) fn reconfigure(&self, config: Arc<Config>) {
+        let old = self.config.load();
+        let same_rule = old.rule == config.rule
+            && (matches!(config.rule, Rule::Count { .. }) || old.window == config.window);
+        if !same_rule {
+            self.window
+                .store(Arc::new(Window::new(config.rule, nanos(config.window))));
         }
+        self.hot_settings(&config);
+        self.config.store(config);
+    }
+
+    /// The settings a call reads without visiting the configuration.
+    fn hot_settings(&self, config: &Config) {
+        let ns = |d: Option<Duration>| d.map_or(0, |d| nanos(d).max(1));
+        self.timeout_ns.store(ns(config.timeout), Ordering::Relaxed);
+        self.half_open_timeout_ns
+            .store(ns(config.half_open_timeout), Ordering::Relaxed);
+        self.timed.store(
+            config.timeout.is_some() || config.half_open_timeout.is_some(),
+            Ordering::Relaxed,
+        );
+        self.rate
+            .store(matches!(config.rule, Rule::Rate { .. }), Ordering::Relaxed);
     }
 
     /// Runs `body` through the breaker: refused with [`Rejected`] while open, bounded by `timeout`,
@@ -215,12 +257,16 @@ impl Breaker {
     /// The time limit of a call admitted with `permit`.
     #[inline(always)]
     pub(crate) fn limit(&self, permit: Permit) -> Option<Duration> {
-        if !self.timed {
+        if !self.timed.load(Ordering::Relaxed) {
             return None;
         }
+        let read = |setting: &Setting| match setting.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
+        };
         match permit {
-            Permit::Closed { .. } | Permit::Unchecked => self.config.timeout,
-            Permit::Probe { .. } => self.config.half_open_timeout.or(self.config.timeout),
+            Permit::Closed { .. } | Permit::Unchecked => read(&self.timeout_ns),
+            Permit::Probe { .. } => read(&self.half_open_timeout_ns).or(read(&self.timeout_ns)),
             Permit::Bypass => None,
         }
     }
@@ -265,7 +311,7 @@ impl Breaker {
                     }
                 }
                 _ => {
-                    if (word & PROBES) / PROBE >= u64::from(self.config.half_open_calls) {
+                    if (word & PROBES) / PROBE >= u64::from(self.config.load().half_open_calls) {
                         return Err(Rejected::new(Reason::ProbesBusy {
                             circuit: self.circuit(),
                         }));
@@ -289,8 +335,8 @@ impl Breaker {
         match permit {
             // The count rule has nothing to do on a success: no write, no clock.
             Permit::Closed { epoch: e } => {
-                if let Window::Rate(window) = &self.window {
-                    self.rate_success(e, window);
+                if self.rate.load(Ordering::Relaxed) {
+                    self.rate_success(e);
                 }
             }
             Permit::Probe { epoch: e } => self.probe_done(e, true),
@@ -298,9 +344,11 @@ impl Breaker {
         }
     }
 
-    fn rate_success(&self, e: u32, window: &super::window::RateWindow) {
+    fn rate_success(&self, e: u32) {
         if epoch(self.state.load(Ordering::Relaxed)) == e {
-            window.record_success(|| self.now());
+            if let Window::Rate(window) = &**self.window.load() {
+                window.record_success(|| self.now());
+            }
         }
     }
 
@@ -313,19 +361,22 @@ impl Breaker {
         let word = self.state.load(Ordering::Acquire);
         match permit {
             Permit::Closed { epoch: e } if epoch(word) == e && word & PHASE == CLOSED => {
-                let trips = match (&self.window, self.config.rule) {
+                let window = self.window.load();
+                let trips = match (&**window, self.config.load().rule) {
                     (Window::Count(window), _) => window.record_error(now, self.window_floor(now)),
                     (Window::Rate(window), Rule::Rate { rate, min_calls }) => {
                         window.record_error(now);
                         let (calls, errors) = window.totals(now);
                         calls >= u64::from(min_calls) && errors as f64 >= rate * calls as f64
                     }
-                    (Window::Rate(_), Rule::Count { .. }) => unreachable!("window follows rule"),
+                    // The settings changed from the rate rule to the count rule between the two
+                    // loads: the new window is on its way.
+                    (Window::Rate(_), Rule::Count { .. }) => false,
                 };
                 if trips && self.swap(word, enter(word, OPEN)).is_ok() {
                     // Whatever the window held is history once the breaker opens: it closes
                     // with a clean one.
-                    self.window.clear();
+                    window.clear();
                 }
             }
             Permit::Probe { epoch: e } => {
@@ -353,10 +404,10 @@ impl Breaker {
         let mut word = self.state.load(Ordering::Acquire);
         while epoch(word) == e && word & PHASE == HALF_OPEN && word & PROBES != 0 {
             let successes = (word & SUCCESSES) / SUCCESS + u64::from(success);
-            if success && successes >= u64::from(self.config.success_threshold) {
+            if success && successes >= u64::from(self.config.load().success_threshold) {
                 // Clear (again) before closing: a call admitted before the breaker opened may have
                 // written to the window after it was cleared on opening.
-                self.window.clear();
+                self.window.load().clear();
                 match self.swap(word, enter(word, CLOSED) & !STREAKS) {
                     Ok(()) => return,
                     Err(seen) => word = seen,
@@ -405,7 +456,7 @@ impl Breaker {
 
     /// Closes the breaker, lifts any forcing and forgets every counted error.
     pub fn reset(&self) {
-        self.window.clear();
+        self.window.load().clear();
         self.update(|w| enter(w & !(FORCED | STREAKS), CLOSED));
     }
 
@@ -433,7 +484,7 @@ impl Breaker {
                 half_opens_in = Some(Duration::from_nanos(until - now));
             }
         }
-        let (recent_errors, recent_calls) = match &self.window {
+        let (recent_errors, recent_calls) = match &**self.window.load() {
             Window::Count(window) => (window.recent(self.window_floor(now)), None),
             Window::Rate(window) => {
                 let (calls, errors) = window.totals(now);
@@ -451,7 +502,7 @@ impl Breaker {
 
     /// The breaker's name.
     pub fn name(&self) -> &str {
-        &self.config.name
+        &self.name
     }
 
     /// The key of a breaker that belongs to a keyed family.
@@ -461,7 +512,12 @@ impl Breaker {
 
     /// The configured open time (`error_timeout`, or the one derived from `capacity`).
     pub fn error_timeout(&self) -> Duration {
-        self.config.error_timeout
+        self.config.load().error_timeout
+    }
+
+    /// The `timeout` in force, if any.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.config.load().timeout
     }
 
     /// The phase, probes in flight and half-open successes of the state word, for the loom models.
@@ -485,19 +541,20 @@ impl Breaker {
 
     /// The oldest error time still inside the window ending at `now`.
     fn window_floor(&self, now: u64) -> u64 {
-        now.saturating_sub(nanos(self.config.window))
+        now.saturating_sub(nanos(self.config.load().window))
     }
 
     fn open_for(&self, word: u64) -> Duration {
         let streak = ((word & STREAKS) / STREAK) as i32;
-        let base = self.config.error_timeout;
-        if streak == 0 || self.config.backoff == 1.0 {
+        let config = self.config.load();
+        let base = config.error_timeout;
+        if streak == 0 || config.backoff == 1.0 {
             return base;
         }
-        let grown = base.as_secs_f64() * self.config.backoff.powi(streak);
+        let grown = base.as_secs_f64() * config.backoff.powi(streak);
         Duration::try_from_secs_f64(grown)
             .unwrap_or(Duration::MAX)
-            .min(self.config.max_error_timeout)
+            .min(config.max_error_timeout)
     }
 
     /// Now, in ns since this breaker's base instant, plus one (so that 0 means "never").
@@ -507,7 +564,7 @@ impl Breaker {
 
     pub(crate) fn circuit(&self) -> Circuit {
         Circuit {
-            name: self.config.name.clone(),
+            name: self.name.clone(),
             key: self.key.clone(),
         }
     }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use tokio::time::Instant;
 
 use super::config::Config;
@@ -39,7 +40,9 @@ pub struct KeyedBreaker {
 }
 
 struct Inner {
-    config: Arc<Config>,
+    name: Arc<str>,
+    /// The options in force, which a new key's breaker starts with.
+    config: ArcSwap<Config>,
     map: Map,
     /// Advances once per half `idle_timeout`; each breaker remembers the one it was last used in.
     generation: AtomicU32,
@@ -70,7 +73,8 @@ impl KeyedBreaker {
     pub(crate) fn new(config: Arc<Config>) -> Self {
         KeyedBreaker {
             inner: Arc::new(Inner {
-                config,
+                name: config.name.clone(),
+                config: ArcSwap::new(config),
                 // Blocking resizes: an incremental resize left unfinished makes every lookup
                 // search two tables.
                 map: papaya::HashMap::builder()
@@ -123,7 +127,16 @@ impl KeyedBreaker {
 
     /// The family's name.
     pub fn name(&self) -> &str {
-        &self.inner.config.name
+        &self.inner.name
+    }
+
+    /// Puts `config` in force for the family: for the breakers it holds (each keeps its state;
+    /// see [`Breaker::reconfigure`]) and the ones it creates from now on.
+    pub(crate) fn reconfigure(&self, config: Arc<Config>) {
+        self.inner.config.store(config.clone());
+        for breaker in self.inner.map.pin().values() {
+            breaker.reconfigure(config.clone());
+        }
     }
 
     /// The number of keys held.
@@ -158,7 +171,7 @@ impl KeyedBreaker {
     /// queued at a time), here otherwise.
     fn tick(&self, now: Instant) {
         let period =
-            (self.inner.config.idle_timeout / IDLE_GENERATIONS).max(Duration::from_nanos(1));
+            (self.inner.config.load().idle_timeout / IDLE_GENERATIONS).max(Duration::from_nanos(1));
         let elapsed = {
             let Ok(mut clock) = self.inner.clock.try_lock() else {
                 return;
@@ -192,18 +205,19 @@ impl KeyedBreaker {
         let inner = &self.inner;
         let now = Instant::now();
         self.tick(now);
-        if inner.map.len() >= inner.config.max_keys && !self.make_room(now) {
+        let config = inner.config.load_full();
+        if inner.map.len() >= config.max_keys && !self.make_room(now) {
             tracing::warn!(
                 target: "resilient::breaker",
-                breaker = &*inner.config.name,
+                breaker = &*inner.name,
                 key,
-                max_keys = inner.config.max_keys,
+                max_keys = config.max_keys,
                 "keyed breaker is full and no key is idle; this key's breaker is not kept"
             );
-            return Arc::new(Breaker::new(inner.config.clone(), Some(Arc::from(key))));
+            return Arc::new(Breaker::new(config, Some(Arc::from(key))));
         }
         let key: Arc<str> = Arc::from(key);
-        let fresh = Breaker::new(inner.config.clone(), Some(key.clone()));
+        let fresh = Breaker::new(config, Some(key.clone()));
         fresh
             .seen
             .store(inner.generation.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -217,7 +231,7 @@ impl KeyedBreaker {
     /// that a flood of new keys does not sweep on every call.
     fn make_room(&self, now: Instant) -> bool {
         let inner = &self.inner;
-        let period = inner.config.idle_timeout / IDLE_GENERATIONS;
+        let period = inner.config.load().idle_timeout / IDLE_GENERATIONS;
         let due = {
             let mut clock = inner.clock.lock().unwrap_or_else(|e| e.into_inner());
             match clock.full_sweep {
@@ -231,7 +245,7 @@ impl KeyedBreaker {
         if due {
             inner.sweep(0, true, None);
         }
-        inner.map.len() < inner.config.max_keys
+        inner.map.len() < inner.config.load().max_keys
     }
 }
 
@@ -267,7 +281,7 @@ impl Inner {
         });
         let evicted = before.saturating_sub(self.map.len());
         if evicted > 0 {
-            tracing::debug!(target: "resilient::breaker", breaker = &*self.config.name, evicted, "evicted idle keys");
+            tracing::debug!(target: "resilient::breaker", breaker = &*self.name, evicted, "evicted idle keys");
         }
         evicted
     }

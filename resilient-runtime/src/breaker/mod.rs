@@ -81,6 +81,7 @@ mod keyed;
 #[cfg(all(test, resilient_loom))]
 mod loom;
 mod registry;
+mod settings;
 mod window;
 
 pub use crate::ConfigError;
@@ -92,6 +93,7 @@ pub use engine::{disabled, Breaker, Snapshot, State};
 pub use events::{subscribe, unsubscribe, StateChange, SubscriptionId};
 pub use keyed::{BreakerKey, KeyedBreaker};
 pub use registry::{get, get_keyed, names};
+pub(crate) use settings::check_value;
 
 /// The future a breaker call returns and the types it is generic over, named in the return types of
 /// [`Breaker::call`] and [`Breaker::call_if`]. Code rarely spells them out: `.await` the call.

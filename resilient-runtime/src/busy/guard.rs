@@ -78,12 +78,11 @@ impl<T, E: FromRejected> Refuse for Result<T, E> {
 pub struct TooBusy {
     name: Name,
     named: OnceLock<&'static str>,
-    max_lag: Option<Duration>,
-    max_in_flight: u32,
-    max_latency: Option<Duration>,
-    /// `max_lag` and `max_latency` in ns (at most `u64::MAX`: 584 years), as calls compare them.
-    max_lag_ns: Option<u64>,
-    max_latency_ns: Option<u64>,
+    /// The settings, as calls read them (and run-time settings change them): `max_lag` and
+    /// `max_latency` in ns (at most `u64::MAX`: 584 years), `max_in_flight`; 0 where not set.
+    max_lag_ns: AtomicU64,
+    max_in_flight: AtomicU32,
+    max_latency_ns: AtomicU64,
     /// What calls write, on cache lines of its own: the settings above are read by every call
     /// on every thread and should not share a line with counters that other threads write.
     counters: Counters,
@@ -142,11 +141,9 @@ impl TooBusy {
         TooBusy {
             name,
             named: OnceLock::new(),
-            max_lag: None,
-            max_in_flight: 0,
-            max_latency: None,
-            max_lag_ns: None,
-            max_latency_ns: None,
+            max_lag_ns: AtomicU64::new(0),
+            max_in_flight: AtomicU32::new(0),
+            max_latency_ns: AtomicU64::new(0),
             counters: Counters {
                 in_flight: AtomicU32::new(0),
                 latency_ns: AtomicU64::new(0),
@@ -160,8 +157,7 @@ impl TooBusy {
     /// `(lag - max_lag) / max_lag`, so always at twice `max_lag`. On beside any other signal.
     #[doc(hidden)]
     pub const fn max_lag(mut self, max_lag: Duration) -> Self {
-        self.max_lag = Some(max_lag);
-        self.max_lag_ns = Some(nanos(max_lag));
+        self.max_lag_ns = AtomicU64::new(setting_ns(Some(max_lag)));
         self
     }
 
@@ -169,7 +165,7 @@ impl TooBusy {
     /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
     #[doc(hidden)]
     pub const fn max_in_flight(mut self, limit: u32) -> Self {
-        self.max_in_flight = limit;
+        self.max_in_flight = AtomicU32::new(limit);
         self
     }
 
@@ -177,9 +173,33 @@ impl TooBusy {
     /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
     #[doc(hidden)]
     pub const fn max_latency(mut self, max_latency: Duration) -> Self {
-        self.max_latency = Some(max_latency);
-        self.max_latency_ns = Some(nanos(max_latency));
+        self.max_latency_ns = AtomicU64::new(setting_ns(Some(max_latency)));
         self
+    }
+
+    /// Puts checked options in force, keeping the calls in flight and the latency measured.
+    pub(crate) fn apply(&self, options: &TooBusyBuilder) {
+        self.max_lag_ns.store(setting_ns(options.max_lag), Relaxed);
+        self.max_in_flight
+            .store(options.max_in_flight.unwrap_or(0), Relaxed);
+        self.max_latency_ns
+            .store(setting_ns(options.max_latency), Relaxed);
+    }
+
+    /// The `max_lag` this guard names, if any (without one, it may use the default: see
+    /// [`TooBusy::builder`]).
+    pub fn lag_limit(&self) -> Option<Duration> {
+        read_ns(&self.max_lag_ns)
+    }
+
+    /// The `max_in_flight` in force, if any.
+    pub fn in_flight_limit(&self) -> Option<u32> {
+        Some(self.max_in_flight.load(Relaxed)).filter(|&n| n > 0)
+    }
+
+    /// The `max_latency` in force, if any.
+    pub fn latency_limit(&self) -> Option<Duration> {
+        read_ns(&self.max_latency_ns)
     }
 
     /// The guard's name.
@@ -223,33 +243,30 @@ impl TooBusy {
     /// The common case (the lag signal alone, lag at most `max_lag`) is a few loads and
     /// compares, inlined; everything else is in `admit_slow`.
     #[inline(always)]
-    fn admit(&self) -> Result<Option<Instant>, Rejected> {
-        let lag_alone = self.max_in_flight == 0 && self.max_latency_ns.is_none();
-        if !lag_alone && self.max_lag_ns.is_none() {
+    fn admit(&self) -> Result<Held, Rejected> {
+        let own_lag_ns = self.max_lag_ns.load(Relaxed);
+        let lag_alone =
+            self.max_in_flight.load(Relaxed) == 0 && self.max_latency_ns.load(Relaxed) == 0;
+        if !lag_alone && own_lag_ns == 0 {
             // Other signals named, lag not: the runtime's lag is not looked at.
             return self.admit_slow(None, 0);
         }
         let lag_ns = current_lag_ns();
-        let max_lag_ns = match self.max_lag_ns {
-            Some(max_lag_ns) => {
-                // The monitor caps samples at twice the largest `max_lag` in use.
-                note_max_lag(max_lag_ns);
-                max_lag_ns
-            }
-            None => MAX_LAG_NS.load(Relaxed),
+        let max_lag_ns = if own_lag_ns != 0 {
+            // The monitor caps samples at twice the largest `max_lag` in use.
+            note_max_lag(own_lag_ns);
+            own_lag_ns
+        } else {
+            MAX_LAG_NS.load(Relaxed)
         };
         if lag_alone && lag_ns.is_none_or(|lag| lag <= max_lag_ns) {
-            return Ok(None);
+            return Ok(Held::NOTHING);
         }
         self.admit_slow(lag_ns, max_lag_ns)
     }
 
     #[inline(never)]
-    fn admit_slow(
-        &self,
-        lag_ns: Option<u64>,
-        max_lag_ns: u64,
-    ) -> Result<Option<Instant>, Rejected> {
+    fn admit_slow(&self, lag_ns: Option<u64>, max_lag_ns: u64) -> Result<Held, Rejected> {
         if let Some(lag_ns) = lag_ns {
             let (lag, max_lag) = (
                 Duration::from_nanos(lag_ns),
@@ -259,7 +276,9 @@ impl TooBusy {
                 return Err(self.refuse(BusySignal::Lag { lag, max_lag }));
             }
         }
-        if let (Some(max_latency), Some(max_latency_ns)) = (self.max_latency, self.max_latency_ns) {
+        let max_latency_ns = self.max_latency_ns.load(Relaxed);
+        if max_latency_ns != 0 {
+            let max_latency = Duration::from_nanos(max_latency_ns);
             let mean = self.counters.latency_ns.load(Relaxed);
             if mean > max_latency_ns {
                 let fresh = self
@@ -274,38 +293,39 @@ impl TooBusy {
                 }
             }
         }
-        if self.max_in_flight > 0 && !in_flight::take(&self.counters.in_flight, self.max_in_flight)
-        {
-            return Err(self.refuse(BusySignal::InFlight {
-                limit: self.max_in_flight,
-            }));
+        let limit = self.max_in_flight.load(Relaxed);
+        if limit > 0 && !in_flight::take(&self.counters.in_flight, limit) {
+            return Err(self.refuse(BusySignal::InFlight { limit }));
         }
-        Ok(self.max_latency.map(|_| Instant::now()))
+        Ok(Held {
+            start: (max_latency_ns != 0).then(Instant::now),
+            slot: limit > 0,
+        })
     }
 
     /// A call admitted at `start` (see `admit`) is over: it completed, or was dropped (cancelled,
     /// or its body panicked) after its body was dropped. Gives its slot back, and counts the time
     /// it ran toward `max_latency`.
     #[inline(always)]
-    fn done(&self, start: Option<Instant>) {
-        if self.max_in_flight == 0 && start.is_none() {
+    fn done(&self, held: Held) {
+        if !held.slot && held.start.is_none() {
             return;
         }
-        self.record(start);
+        self.record(held);
     }
 
     /// `done` for a call dropped while running.
     #[cold]
     #[inline(never)]
-    fn abandoned(&self, start: Option<Instant>) {
-        self.done(start);
+    fn abandoned(&self, held: Held) {
+        self.done(held);
     }
 
-    fn record(&self, start: Option<Instant>) {
-        if self.max_in_flight > 0 {
+    fn record(&self, held: Held) {
+        if held.slot {
             in_flight::give_back(&self.counters.in_flight);
         }
-        if let Some(start) = start {
+        if let Some(start) = held.start {
             // One clock read for both the sample and its time.
             let at = Instant::now();
             let sample = nanos(at.saturating_duration_since(start)) as f64;
@@ -350,18 +370,55 @@ impl fmt::Debug for TooBusy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TooBusy")
             .field("name", &self.name())
-            .field("max_lag", &self.max_lag)
-            .field("max_in_flight", &self.max_in_flight)
-            .field("max_latency", &self.max_latency)
+            .field("max_lag", &self.lag_limit())
+            .field("max_in_flight", &self.in_flight_limit())
+            .field("max_latency", &self.latency_limit())
             .finish_non_exhaustive()
     }
+}
+
+/// What an admitted call holds until it is over.
+#[derive(Copy, Clone, Debug)]
+struct Held {
+    /// When it was admitted, where latency is measured.
+    start: Option<Instant>,
+    /// It took a `max_in_flight` slot (the limit may change while it runs).
+    slot: bool,
+}
+
+impl Held {
+    const NOTHING: Held = Held {
+        start: None,
+        slot: false,
+    };
+}
+
+/// A setting's value as a guard holds it: ns, 0 for none (a duration of 0 is 1 ns).
+const fn setting_ns(d: Option<Duration>) -> u64 {
+    match d {
+        Some(d) => {
+            let ns = nanos(d);
+            if ns == 0 {
+                1
+            } else {
+                ns
+            }
+        }
+        None => 0,
+    }
+}
+
+fn read_ns(setting: &AtomicU64) -> Option<Duration> {
+    Some(setting.load(Relaxed))
+        .filter(|&ns| ns > 0)
+        .map(Duration::from_nanos)
 }
 
 #[derive(Copy, Clone, Debug)]
 enum Stage {
     New,
-    /// Admitted (at the instant given when latency is measured), its slot held.
-    Running(Option<Instant>),
+    /// Admitted: what it holds.
+    Running(Held),
     Done,
 }
 
@@ -375,9 +432,9 @@ impl Admission {
     /// The call completed.
     #[inline(always)]
     fn finish(&mut self) {
-        if let Stage::Running(start) = self.stage {
+        if let Stage::Running(held) = self.stage {
             self.stage = Stage::Done;
-            self.guard.done(start);
+            self.guard.done(held);
         }
     }
 }
@@ -388,8 +445,8 @@ impl Drop for Admission {
     // completed or was never admitted.
     #[inline(always)]
     fn drop(&mut self) {
-        if let Stage::Running(start) = self.stage {
-            self.guard.abandoned(start);
+        if let Stage::Running(held) = self.stage {
+            self.guard.abandoned(held);
         }
     }
 }
@@ -420,7 +477,7 @@ where
         match this.admission.stage {
             Stage::Running(_) => {}
             Stage::New => match this.admission.guard.admit() {
-                Ok(start) => this.admission.stage = Stage::Running(start),
+                Ok(held) => this.admission.stage = Stage::Running(held),
                 Err(rejected) => {
                     this.admission.stage = Stage::Done;
                     return Poll::Ready((this.refuse)(rejected));
@@ -449,10 +506,10 @@ impl<F, O> fmt::Debug for BusyCall<F, O> {
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build`"]
 pub struct TooBusyBuilder {
-    name: &'static str,
-    max_lag: Option<Duration>,
-    max_in_flight: Option<u32>,
-    max_latency: Option<Duration>,
+    pub(super) name: &'static str,
+    pub(super) max_lag: Option<Duration>,
+    pub(super) max_in_flight: Option<u32>,
+    pub(super) max_latency: Option<Duration>,
 }
 
 impl TooBusyBuilder {
@@ -480,38 +537,19 @@ impl TooBusyBuilder {
 
     /// The guard, or every rule its options break.
     pub fn build(self) -> Result<TooBusy, ConfigError> {
-        let options = resilient_rules::TooBusyOptions {
+        ConfigError::from_violations("too_busy", self.name, self.violations())?;
+        let guard = TooBusy::new(self.name);
+        guard.apply(&self);
+        Ok(guard)
+    }
+
+    /// Every rule the options break.
+    pub(super) fn violations(&self) -> Vec<resilient_rules::Violation> {
+        resilient_rules::too_busy(&resilient_rules::TooBusyOptions {
             name: Some(self.name),
             max_lag: self.max_lag,
             max_in_flight: self.max_in_flight,
             max_latency: self.max_latency,
-        };
-        ConfigError::from_violations("too_busy", self.name, resilient_rules::too_busy(&options))?;
-        let mut guard = TooBusy::new(self.name);
-        if let Some(max_lag) = self.max_lag {
-            guard = guard.max_lag(max_lag);
-        }
-        if let Some(limit) = self.max_in_flight {
-            guard = guard.max_in_flight(limit);
-        }
-        if let Some(max_latency) = self.max_latency {
-            guard = guard.max_latency(max_latency);
-        }
-        Ok(guard)
-    }
-}
-
-/// The guard of a `#[too_busy]` site called `name`: its attribute's options (`configure`),
-/// checked by the builder's rules. Options that break a rule (a `const` out of range) are
-/// reported as an error and the guard keeps the defaults, rather than panic in a request path.
-pub(crate) fn site_guard(
-    name: &'static str,
-    configure: fn(TooBusyBuilder) -> TooBusyBuilder,
-) -> TooBusy {
-    configure(TooBusy::builder(name))
-        .build()
-        .unwrap_or_else(|error| {
-            tracing::error!(target: "resilient::too_busy", %error, "invalid options; using the defaults");
-            TooBusy::new(name)
         })
+    }
 }

@@ -83,14 +83,15 @@ mod in_flight;
 mod loom;
 mod monitor;
 mod rules;
+mod settings;
 
-pub(crate) use guard::site_guard;
 pub use guard::{Refuse, TooBusy, TooBusyBuilder};
 pub use monitor::{
     interval, lag, max_lag, on_lag, set_interval, set_max_lag, set_smoothing, smoothing,
     DEFAULT_INTERVAL, DEFAULT_MAX_LAG,
 };
 pub use rules::{shed_probability, Recovery, Smoothing};
+pub(crate) use settings::{check_value, set_up};
 
 /// The future a guarded call returns ([`TooBusy::call`]). Code rarely spells it out: `.await` the
 /// call.

@@ -55,7 +55,7 @@ impl<T> std::ops::Deref for Padded<T> {
 #[derive(Debug)]
 pub(crate) struct Budget {
     /// Milli-tokens deposited per call (`share * 1000`); 0 without a budget.
-    deposit: u64,
+    deposit: AtomicU64,
     /// Milli-tokens deposited so far (only grows: one `fetch_add` per call).
     deposited: Padded<AtomicU64>,
     /// Milli-tokens withdrawn so far, or written off above the bank's cap.
@@ -68,20 +68,8 @@ pub(crate) struct Budget {
 
 impl Budget {
     pub(crate) const fn new(share: Option<f64>) -> Self {
-        // At least one milli-token with a budget: 0 means none.
-        let deposit = match share {
-            Some(share) => {
-                let deposit = (share * TOKEN as f64) as u64;
-                if deposit == 0 {
-                    1
-                } else {
-                    deposit
-                }
-            }
-            None => 0,
-        };
         Budget {
-            deposit,
+            deposit: AtomicU64::new(deposit_of(share)),
             deposited: Padded(AtomicU64::new(0)),
             spent: AtomicU64::new(0),
             floor: AtomicU64::new(FLOOR_CAP),
@@ -90,25 +78,31 @@ impl Budget {
     }
 
     /// A call's deposit (batched per thread, see the module's docs).
+    /// Changes the share, keeping the tokens banked.
+    pub(crate) fn set_share(&self, share: Option<f64>) {
+        self.deposit.store(deposit_of(share), Relaxed);
+    }
+
     #[inline]
     pub(crate) fn deposit(&'static self) {
-        if self.deposit == 0 {
+        let deposit = self.deposit.load(Relaxed);
+        if deposit == 0 {
             return;
         }
         PENDING.with(|pending| match pending.get() {
             (Some(budget), milli, calls) if std::ptr::eq(budget, self) => {
                 if calls + 1 >= BATCH {
-                    self.deposited.fetch_add(milli + self.deposit, Relaxed);
+                    self.deposited.fetch_add(milli + deposit, Relaxed);
                     pending.set((Some(self), 0, 0));
                 } else {
-                    pending.set((Some(self), milli + self.deposit, calls + 1));
+                    pending.set((Some(self), milli + deposit, calls + 1));
                 }
             }
             (other, milli, _) => {
                 if let Some(other) = other {
                     other.deposited.fetch_add(milli, Relaxed);
                 }
-                pending.set((Some(self), self.deposit, 1));
+                pending.set((Some(self), deposit, 1));
             }
         });
     }
@@ -127,7 +121,7 @@ impl Budget {
 
     /// Takes a token for an extra attempt, `now` being the time since the floor's time base.
     pub(crate) fn withdraw(&'static self, now: Duration) -> bool {
-        if self.deposit == 0 {
+        if self.deposit.load(Relaxed) == 0 {
             return true;
         }
         self.flush();
@@ -176,7 +170,8 @@ impl Budget {
 
     /// The share deposited per call, or `None` without a budget.
     pub(crate) fn share(&self) -> Option<f64> {
-        (self.deposit > 0).then(|| self.deposit as f64 / TOKEN as f64)
+        let deposit = self.deposit.load(Relaxed);
+        (deposit > 0).then(|| deposit as f64 / TOKEN as f64)
     }
 
     /// Whole tokens banked now.
@@ -298,5 +293,20 @@ mod tests {
     fn no_budget_never_refuses() {
         let b = leak(Budget::new(None));
         assert!((0..1000).all(|_| b.withdraw(Duration::ZERO)));
+    }
+}
+
+/// Milli-tokens per call for `share`: at least one with a budget, 0 without.
+const fn deposit_of(share: Option<f64>) -> u64 {
+    match share {
+        Some(share) => {
+            let deposit = (share * TOKEN as f64) as u64;
+            if deposit == 0 {
+                1
+            } else {
+                deposit
+            }
+        }
+        None => 0,
     }
 }

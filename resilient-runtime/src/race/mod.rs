@@ -77,12 +77,13 @@ mod latency;
 mod observe;
 mod policy;
 mod reporter;
+mod settings;
 mod timers;
 
 pub use observe::{observe, Attempt, Observed, Outcome};
-pub(crate) use policy::site_policy;
 pub use policy::{names, stats, After, RaceRetry, RaceRetryBuilder, RaceStats, MAX_RETRIES};
 pub use resilient_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
+pub(crate) use settings::{check_value, set_up};
 
 /// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]) and the retry
 /// predicates it is generic over. Code rarely spells them out: `.await` the call.

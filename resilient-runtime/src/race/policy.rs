@@ -3,10 +3,11 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwapOption;
 use tokio::time::Instant;
 
 use super::backoff::Backoff;
@@ -100,11 +101,18 @@ enum Name {
 pub struct RaceRetry {
     name: Name,
     named: OnceLock<&'static str>,
-    retries: u32,
-    after: After,
-    total: Duration,
-    each: Option<Duration>,
+    /// The settings, as calls read them (and run-time settings change them). `after` is a
+    /// fixed delay in ns, or a percentile when `quantile_ppb` (the quantile in parts per
+    /// billion) is not 0; `each_ns` is 0 without `each`, its ns plus one with it; `u64::MAX`
+    /// stands for `Duration::MAX`.
+    retries: AtomicU32,
+    after_ns: AtomicU64,
+    quantile_ppb: AtomicU64,
+    total_ns: AtomicU64,
+    each_ns: AtomicU64,
+    /// The backoff given at construction, and the one run-time settings put in its place.
     backoff: Backoff,
+    backoff_live: ArcSwapOption<Backoff>,
     pub(crate) budget: Budget,
     pub(crate) latencies: Latencies,
     /// Set once `latencies` holds enough samples that calls are only sampled: every call reads
@@ -121,12 +129,12 @@ impl fmt::Debug for RaceRetry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RaceRetry")
             .field("name", &self.name())
-            .field("retries", &self.retries)
-            .field("after", &self.after)
-            .field("total", &self.total)
-            .field("each", &self.each)
+            .field("retries", &self.retries())
+            .field("after", &self.after_setting())
+            .field("total", &self.total())
+            .field("each", &self.each())
             .field("budget", &self.budget())
-            .field("backoff", &self.backoff)
+            .field("backoff", &self.backoff_now())
             .field("stats", &self.stats())
             .finish()
     }
@@ -191,18 +199,21 @@ impl RaceRetry {
     }
 
     const fn with_name(name: Name, retries: u32, after: After, total: Duration) -> Self {
+        let (after_ns, quantile_ppb) = after_words(after);
         RaceRetry {
             name,
             named: OnceLock::new(),
-            retries: if retries > MAX_RETRIES {
+            retries: AtomicU32::new(if retries > MAX_RETRIES {
                 MAX_RETRIES
             } else {
                 retries
-            },
-            after,
-            total,
-            each: None,
+            }),
+            after_ns: AtomicU64::new(after_ns),
+            quantile_ppb: AtomicU64::new(quantile_ppb),
+            total_ns: AtomicU64::new(ns(total)),
+            each_ns: AtomicU64::new(0),
             backoff: Backoff::DEFAULT,
+            backoff_live: ArcSwapOption::const_empty(),
             budget: Budget::new(Some(DEFAULT_BUDGET)),
             latencies: Latencies::new(),
             warmed: AtomicBool::new(false),
@@ -217,7 +228,7 @@ impl RaceRetry {
     /// The attribute's `each`, unchecked.
     #[doc(hidden)]
     pub const fn with_each(mut self, each: Duration) -> Self {
-        self.each = Some(each);
+        self.each_ns = AtomicU64::new(each_word(Some(each)));
         self
     }
 
@@ -282,17 +293,78 @@ impl RaceRetry {
 
     /// Extra attempts at most.
     pub fn retries(&self) -> u32 {
-        self.retries
+        self.retries.load(Relaxed)
     }
 
     /// The overall deadline.
     pub fn total(&self) -> Duration {
-        self.total
+        duration(self.total_ns.load(Relaxed))
     }
 
     /// The bound on one attempt, if any (`each`).
     pub fn each(&self) -> Option<Duration> {
-        self.each
+        match self.each_ns.load(Relaxed) {
+            0 => None,
+            u64::MAX => Some(Duration::MAX),
+            each => Some(Duration::from_nanos(each - 1)),
+        }
+    }
+
+    /// The `after` setting in force (see [`after`](Self::after) for the delay it gives now).
+    pub fn after_setting(&self) -> After {
+        match self.quantile_ppb.load(Relaxed) {
+            0 => After::Fixed(duration(self.after_ns.load(Relaxed))),
+            ppb => After::Percentile(ppb as f64 / 1e9),
+        }
+    }
+
+    /// The backoff in force.
+    fn backoff_now(&self) -> Backoff {
+        self.backoff_live
+            .load()
+            .as_deref()
+            .copied()
+            .unwrap_or(self.backoff)
+    }
+
+    /// Puts checked options in force, keeping the budget's balance, the latencies learned and
+    /// the counters.
+    pub(crate) fn apply(&self, options: &RaceRetryBuilder) {
+        let (after_ns, quantile_ppb) =
+            after_words(options.after.unwrap_or(After::Percentile(0.95)));
+        self.retries
+            .store(options.retries.unwrap_or(2).min(MAX_RETRIES), Relaxed);
+        self.after_ns.store(after_ns, Relaxed);
+        self.quantile_ppb.store(quantile_ppb, Relaxed);
+        if let Some(total) = options.total {
+            self.total_ns.store(ns(total), Relaxed);
+        }
+        self.each_ns.store(each_word(options.each), Relaxed);
+        self.budget.set_share(if options.no_budget {
+            None
+        } else {
+            Some(
+                options
+                    .budget
+                    .unwrap_or(DEFAULT_BUDGET)
+                    .clamp(MIN_BUDGET_SHARE, MAX_BUDGET_SHARE),
+            )
+        });
+        let mut backoff = if options.no_backoff {
+            Backoff::OFF
+        } else {
+            Backoff::DEFAULT
+        };
+        if let Some(base) = options.backoff {
+            backoff = backoff.base(base);
+        }
+        if let Some(factor) = options.backoff_factor {
+            backoff = backoff.factor(factor);
+        }
+        if let Some(max) = options.backoff_max {
+            backoff = backoff.max(max);
+        }
+        self.backoff_live.store(Some(Arc::new(backoff)));
     }
 
     /// The budget's share (extra attempts per call, at most), or `None` without a budget
@@ -304,30 +376,32 @@ impl RaceRetry {
     /// The longest a call's backoff number `n` (0 for its first) may wait, now: zero without a
     /// backoff. (The attempt may start sooner, at the next staggered start.)
     pub fn backoff_bound(&self, n: u32) -> Duration {
-        self.backoff.bound(n, self.after(), self.total)
+        self.backoff_now().bound(n, self.after(), self.total())
     }
 
     pub(crate) fn backs_off(&self) -> bool {
-        self.backoff.is_on()
+        self.backoff_now().is_on()
     }
 
     /// How long after an attempt started the next one starts, now (for `After::Percentile`, the
     /// percentile learned so far, or `total / (retries + 1)` before 32 attempts were seen).
     pub fn after(&self) -> Duration {
-        match self.after {
-            After::Fixed(after) => after,
-            After::Percentile(_) => self
-                .latencies
-                .percentile()
-                .unwrap_or(self.total / (self.retries + 1))
-                .min(self.total),
+        match self.quantile_ppb.load(Relaxed) {
+            0 => duration(self.after_ns.load(Relaxed)),
+            _ => {
+                let total = self.total();
+                self.latencies
+                    .percentile()
+                    .unwrap_or(total / (self.retries() + 1))
+                    .min(total)
+            }
         }
     }
 
     pub(crate) fn quantile(&self) -> Option<f64> {
-        match self.after {
-            After::Percentile(q) => Some(q),
-            After::Fixed(_) => None,
+        match self.quantile_ppb.load(Relaxed) {
+            0 => None,
+            ppb => Some(ppb as f64 / 1e9),
         }
     }
 
@@ -419,17 +493,17 @@ pub fn names() -> Vec<&'static str> {
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build`"]
 pub struct RaceRetryBuilder {
-    name: &'static str,
-    retries: Option<u32>,
-    after: Option<After>,
-    total: Option<Duration>,
-    each: Option<Duration>,
-    budget: Option<f64>,
-    no_budget: bool,
-    backoff: Option<Duration>,
-    backoff_factor: Option<f64>,
-    backoff_max: Option<Duration>,
-    no_backoff: bool,
+    pub(super) name: &'static str,
+    pub(super) retries: Option<u32>,
+    pub(super) after: Option<After>,
+    pub(super) total: Option<Duration>,
+    pub(super) each: Option<Duration>,
+    pub(super) budget: Option<f64>,
+    pub(super) no_budget: bool,
+    pub(super) backoff: Option<Duration>,
+    pub(super) backoff_factor: Option<f64>,
+    pub(super) backoff_max: Option<Duration>,
+    pub(super) no_backoff: bool,
 }
 
 impl RaceRetryBuilder {
@@ -525,8 +599,17 @@ impl RaceRetryBuilder {
 
     /// The raced function, or every rule its options break.
     pub fn build(self) -> Result<RaceRetry, ConfigError> {
+        ConfigError::from_violations("race_retry", self.name, self.violations())?;
+        let total = self.total.expect("`total` is required by the rules");
+        let policy = RaceRetry::new(self.name, 0, After::Percentile(0.95), total);
+        policy.apply(&self);
+        Ok(policy)
+    }
+
+    /// Every rule the options break.
+    pub(super) fn violations(&self) -> Vec<resilient_rules::Violation> {
         let after = self.after.unwrap_or(After::Percentile(0.95));
-        let options = resilient_rules::RaceRetryOptions {
+        resilient_rules::race_retry(&resilient_rules::RaceRetryOptions {
             name: Some(self.name),
             retries: self.retries,
             after: Some(match after {
@@ -542,54 +625,45 @@ impl RaceRetryBuilder {
             backoff_factor: self.backoff_factor,
             backoff_max: self.backoff_max,
             written: &[],
-        };
-        ConfigError::from_violations(
-            "race_retry",
-            self.name,
-            resilient_rules::race_retry(&options),
-        )?;
-        let total = self.total.expect("`total` is required by the rules");
-        let mut policy = RaceRetry::new(self.name, self.retries.unwrap_or(2), after, total);
-        if let Some(each) = self.each {
-            policy = policy.with_each(each);
-        }
-        if let Some(share) = self.budget {
-            policy = policy.with_budget(share);
-        }
-        if self.no_budget {
-            policy = policy.no_budget();
-        }
-        if self.no_backoff {
-            policy = policy.no_backoff();
-        }
-        if let Some(base) = self.backoff {
-            policy = policy.backoff(base);
-        }
-        if let Some(factor) = self.backoff_factor {
-            policy = policy.backoff_factor(factor);
-        }
-        if let Some(max) = self.backoff_max {
-            policy = policy.backoff_max(max);
-        }
-        Ok(policy)
+        })
     }
 }
 
-/// The policy of a `#[race_retry]` site called `name`: its attribute's options (`configure`),
-/// checked by the builder's rules. Options that break a rule (a `const` out of range) are
-/// reported as an error, and the site runs each call once, with no deadline, rather than panic
-/// in a request path.
-pub(crate) fn site_policy(
-    name: &'static str,
-    configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
-) -> RaceRetry {
-    configure(RaceRetry::builder(name))
-        .build()
-        .unwrap_or_else(|error| {
-            tracing::error!(target: "resilient::race_retry", %error, "invalid options; each call runs once");
-            RaceRetry::new(name, 0, After::Fixed(ONCE), ONCE).no_budget().no_backoff()
-        })
+/// `after` as a policy holds it: the delay in ns and the quantile in parts per billion (0 for a
+/// fixed delay).
+const fn after_words(after: After) -> (u64, u64) {
+    match after {
+        After::Fixed(d) => (ns(d), 0),
+        After::Percentile(q) => {
+            let ppb = (q * 1e9 + 0.5) as u64;
+            (0, if ppb == 0 { 1 } else { ppb })
+        }
+    }
 }
 
-/// The deadline of a site whose options were refused: far enough never to matter.
-const ONCE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+/// A duration in ns, `Duration::MAX` (and anything from `u64::MAX` ns on) as `u64::MAX`.
+const fn ns(d: Duration) -> u64 {
+    let ns = d.as_nanos();
+    if ns >= u64::MAX as u128 {
+        u64::MAX
+    } else {
+        ns as u64
+    }
+}
+
+/// `each` as a policy holds it: 0 for none, its ns plus one (`u64::MAX` for `Duration::MAX`).
+const fn each_word(each: Option<Duration>) -> u64 {
+    match each {
+        Some(each) => ns(each).saturating_add(1),
+        None => 0,
+    }
+}
+
+/// The duration of `ns` from [`ns`].
+fn duration(ns: u64) -> Duration {
+    if ns == u64::MAX {
+        Duration::MAX
+    } else {
+        Duration::from_nanos(ns)
+    }
+}
