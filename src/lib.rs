@@ -49,7 +49,7 @@ mod attributes;
 pub use attributes::{breaker, race_retry, too_busy};
 #[cfg(feature = "axum")]
 pub use resilient_runtime::http;
-pub use resilient_runtime::{breaker, busy, race};
+pub use resilient_runtime::{breaker, busy, race, settings};
 pub use resilient_runtime::{
     Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind,
 };

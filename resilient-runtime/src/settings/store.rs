@@ -148,7 +148,23 @@ struct Store {
     /// File, environment, code: the later wins.
     layers: [Layer; 3],
     env_read: bool,
-    sites: Vec<Arc<dyn Site>>,
+    sites: Vec<Attached>,
+}
+
+/// A live site, and the overrides it was set up without because they broke a rule there: each
+/// stays out while the layers give that same value from that same source.
+struct Attached {
+    site: Arc<dyn Site>,
+    left_out: Vec<(&'static str, Value, Source)>,
+}
+
+impl Attached {
+    /// The overrides that reach this site through `layers`.
+    fn overrides(&self, layers: &[Layer; 3]) -> Vec<(&'static str, Value, Source)> {
+        let mut overrides = overrides_for(layers, self.site.policy(), self.site.name());
+        overrides.retain(|o| !self.left_out.contains(o));
+        overrides
+    }
 }
 
 static STORE: Mutex<Store> = Mutex::new(Store {
@@ -203,8 +219,9 @@ fn refs<'a>(overrides: &'a [(&'static str, Value, Source)]) -> Vec<(&'static str
 /// them.
 fn commit(store: &mut Store, layers: [Layer; 3]) -> Result<(), SettingsError> {
     let mut errors = Vec::new();
-    for site in &store.sites {
-        let overrides = overrides_for(&layers, site.policy(), site.name());
+    for attached in &store.sites {
+        let site = &attached.site;
+        let overrides = attached.overrides(&layers);
         if let Err(faults) = site.configure(&refs(&overrides), false) {
             for (setting, message) in faults {
                 let source = overrides
@@ -229,8 +246,9 @@ fn commit(store: &mut Store, layers: [Layer; 3]) -> Result<(), SettingsError> {
         return Err(SettingsError::new(errors));
     }
     store.layers = layers;
-    for site in &store.sites {
-        let overrides = overrides_for(&store.layers, site.policy(), site.name());
+    for attached in &store.sites {
+        let site = &attached.site;
+        let overrides = attached.overrides(&store.layers);
         if let Err(faults) = site.configure(&refs(&overrides), true) {
             // Checked above, under the same lock: cannot happen.
             tracing::error!(target: "resilient::settings", site = site.name(), ?faults, "a checked change failed");
@@ -427,11 +445,12 @@ pub fn load_env() -> Result<(), SettingsError> {
 /// `#[too_busy]` or `#[race_retry]` site is set up by its first call.
 pub fn effective(policy: Policy, site: &str) -> Option<Vec<Effective>> {
     let store = store();
-    let live = store
+    let attached = store
         .sites
         .iter()
-        .find(|s| s.policy() == policy && s.name() == site)?;
-    let overrides = overrides_for(&store.layers, policy, site);
+        .find(|s| s.site.policy() == policy && s.site.name() == site)?;
+    let live = &attached.site;
+    let overrides = attached.overrides(&store.layers);
     Some(
         policy
             .settings()
@@ -466,7 +485,7 @@ pub fn sites() -> Vec<(Policy, String)> {
     store()
         .sites
         .iter()
-        .map(|s| (s.policy(), s.name().to_owned()))
+        .map(|s| (s.site.policy(), s.site.name().to_owned()))
         .collect()
 }
 
@@ -478,36 +497,47 @@ pub(crate) fn attach<O: Options, T: Target<O>>(attribute: O, target: T) {
     let mut store = store();
     read_env_once(&mut store);
     let mut overrides = overrides_for(&store.layers, site.policy(), site.name());
-    while !overrides.is_empty() {
-        match site.configure(&refs(&overrides), true) {
-            Ok(()) => break,
-            Err(faults) => {
-                let before = overrides.len();
-                for (setting, message) in faults {
-                    if let Some(i) = overrides.iter().position(|(s, _, _)| *s == setting) {
-                        let (_, _, source) = overrides.remove(i);
-                        let error =
-                            SettingError::new(site.policy(), site.name(), setting, source, message);
-                        tracing::error!(target: "resilient::settings", %error, "an override is left out");
-                    }
-                }
-                if overrides.len() == before {
-                    // The fault lies with settings no override gives: leave every override out.
-                    for (setting, _, source) in overrides.drain(..) {
-                        let error = SettingError::new(
-                            site.policy(),
-                            site.name(),
-                            setting,
-                            source,
-                            "left out with the other overrides of this site, which together break a rule",
-                        );
-                        tracing::error!(target: "resilient::settings", %error, "an override is left out");
-                    }
-                }
+    let mut left_out = Vec::new();
+    loop {
+        let Err(faults) = site.configure(&refs(&overrides), true) else {
+            break;
+        };
+        if overrides.is_empty() {
+            // The attribute's options were checked by `usable`: cannot happen.
+            tracing::error!(target: "resilient::settings", site = site.name(), ?faults, "a site's own options failed");
+            break;
+        }
+        let before = overrides.len();
+        for (setting, message) in faults {
+            if let Some(i) = overrides.iter().position(|(s, _, _)| *s == setting) {
+                let entry = overrides.remove(i);
+                let error = SettingError::new(
+                    site.policy(),
+                    site.name(),
+                    setting,
+                    entry.2.clone(),
+                    message,
+                );
+                tracing::error!(target: "resilient::settings", %error, "an override is left out");
+                left_out.push(entry);
+            }
+        }
+        if overrides.len() == before {
+            // The fault lies with settings no override gives: leave every override out.
+            for entry in overrides.drain(..) {
+                let error = SettingError::new(
+                    site.policy(),
+                    site.name(),
+                    entry.0,
+                    entry.2.clone(),
+                    "left out with the other overrides of this site, which together break a rule",
+                );
+                tracing::error!(target: "resilient::settings", %error, "an override is left out");
+                left_out.push(entry);
             }
         }
     }
-    store.sites.push(site);
+    store.sites.push(Attached { site, left_out });
 }
 
 #[cfg(test)]
