@@ -217,13 +217,19 @@ impl KeyedBreaker {
             return Arc::new(Breaker::new(config, Some(Arc::from(key))));
         }
         let key: Arc<str> = Arc::from(key);
-        let fresh = Breaker::new(config, Some(key.clone()));
+        let fresh = Breaker::new(config.clone(), Some(key.clone()));
         fresh
             .seen
             .store(inner.generation.load(Ordering::Relaxed), Ordering::Relaxed);
         // `get_or_insert` rather than `get_or_insert_with`: papaya 0.2's `_with` form leaves long
         // probe chains behind under incremental resizing (lookups in the microseconds at 1M keys).
-        inner.map.pin().get_or_insert(key, Arc::new(fresh)).clone()
+        let breaker = inner.map.pin().get_or_insert(key, Arc::new(fresh)).clone();
+        // The settings changed while this breaker was made: `reconfigure` may have passed it by.
+        let now_in_force = inner.config.load_full();
+        if !Arc::ptr_eq(&now_in_force, &config) {
+            breaker.reconfigure(now_in_force);
+        }
+        breaker
     }
 
     /// The family is full: evict every idle breaker (closed, no recent errors), however recently

@@ -14,7 +14,10 @@
 //!    up and again by [`load_env`] (see below);
 //! 3. **code**: [`set`] and [`unset`].
 //!
-//! Within a layer, a site's own value wins over the one for every site (`"*"`, [`ALL`]).
+//! Within a layer, a site's own value wins over the one for every site (`"*"`, [`ALL`]). A
+//! breaker made from code takes settings by name once it is registered
+//! ([`BreakerBuilder::register`](crate::BreakerBuilder::register)); one that is only built
+//! (`build`, `build_keyed`) has no name in the registry, and its builder is its only setting.
 //!
 //! # Changes apply to live sites
 //!

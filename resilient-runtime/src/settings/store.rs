@@ -246,6 +246,7 @@ fn commit(store: &mut Store, layers: [Layer; 3]) -> Result<(), SettingsError> {
         return Err(SettingsError::new(errors));
     }
     store.layers = layers;
+    tracing::info!(target: "resilient::settings", sites = store.sites.len(), "settings changed");
     for attached in &store.sites {
         let site = &attached.site;
         let overrides = attached.overrides(&store.layers);
