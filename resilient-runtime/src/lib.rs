@@ -27,6 +27,9 @@ pub mod busy;
 mod config_error;
 #[cfg(feature = "axum")]
 pub mod http;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 pub mod race;
 mod random;
 mod rejected;

@@ -146,6 +146,8 @@ pub struct Breaker {
     timed: bool,
     /// Keyed breakers: the eviction generation in which this breaker was last used.
     pub(crate) seen: AtomicU32,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: crate::metrics::breaker::Meter,
 }
 
 /// Admission to run one call, handed back with its outcome.
@@ -172,6 +174,8 @@ impl Breaker {
         let timed = config.timeout.is_some() || config.half_open_timeout.is_some();
         Breaker {
             timed,
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::breaker::Meter::new(&config.name),
             config,
             key,
             base: Instant::now(),
@@ -503,6 +507,13 @@ impl Breaker {
     /// Now, in ns since this breaker's base instant, plus one (so that 0 means "never").
     fn now(&self) -> u64 {
         nanos(Instant::now().saturating_duration_since(self.base)) + 1
+    }
+
+    /// The state of the word, as its last change announced it (an open time that passed is
+    /// still open).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn announced(&self) -> State {
+        state_of(self.state.load(Ordering::Acquire))
     }
 
     pub(crate) fn circuit(&self) -> Circuit {

@@ -88,6 +88,8 @@ pub struct TooBusy {
     /// on every thread and should not share a line with counters that other threads write.
     counters: Counters,
     base: OnceLock<Instant>,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::busy::BusyMetrics>>,
 }
 
 #[repr(align(128))]
@@ -153,6 +155,8 @@ impl TooBusy {
                 latency_at: AtomicU64::new(0),
             },
             base: OnceLock::new(),
+            #[cfg(feature = "metrics")]
+            metrics: OnceLock::new(),
         }
     }
 
@@ -304,11 +308,15 @@ impl TooBusy {
     fn record(&self, start: Option<Instant>) {
         if self.max_in_flight > 0 {
             in_flight::give_back(&self.counters.in_flight);
+            #[cfg(feature = "metrics")]
+            self.meter().left();
         }
         if let Some(start) = start {
             // One clock read for both the sample and its time.
             let at = Instant::now();
             let sample = nanos(at.saturating_duration_since(start)) as f64;
+            #[cfg(feature = "metrics")]
+            self.meter().ran(sample);
             let mean = self.counters.latency_ns.load(Relaxed) as f64;
             let now = self.since_base(at).max(1);
             let last = self.counters.latency_at.load(Relaxed);
@@ -338,6 +346,8 @@ impl TooBusy {
 
     #[cold]
     fn refuse(&self, signal: BusySignal) -> Rejected {
+        #[cfg(feature = "metrics")]
+        self.meter().refused(&signal);
         tracing::debug!(target: "resilient::too_busy", guard = self.name(), ?signal, "call refused");
         Rejected::new(Reason::TooBusy {
             name: self.name(),
@@ -420,7 +430,11 @@ where
         match this.admission.stage {
             Stage::Running(_) => {}
             Stage::New => match this.admission.guard.admit() {
-                Ok(start) => this.admission.stage = Stage::Running(start),
+                Ok(start) => {
+                    this.admission.stage = Stage::Running(start);
+                    #[cfg(feature = "metrics")]
+                    this.admission.guard.meter().admitted(this.admission.guard.max_in_flight > 0);
+                }
                 Err(rejected) => {
                     this.admission.stage = Stage::Done;
                     return Poll::Ready((this.refuse)(rejected));
