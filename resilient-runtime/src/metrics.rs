@@ -48,7 +48,7 @@
 //! | `resilient_race_attempts_total` | counter | `name` | every attempt started, the first included |
 //! | `resilient_race_wins_total` | counter | `name`, `attempt` | once per successful call, by the number of the attempt that won, `"1"` to `"17"` ([`MAX_RETRIES`](crate::race::MAX_RETRIES) + 1) |
 //! | `resilient_race_budget_refused_total` | counter | `name` | every extra attempt the retry budget did not allow |
-//! | `resilient_race_attempt_duration_seconds` | histogram | `name` | the time each attempt ran (losers and cancelled ones included, with the time they ran), for the attempts the engine times: calls sampled for an `after = "pNN"` histogram, and every call while attempts are reported ([`race::observe`](crate::race::observe), or a `tracing` subscriber at debug level for `resilient::race_retry`) |
+//! | `resilient_race_attempt_duration_seconds` | histogram | `name` | the time an attempt ran, for each attempt the engine times: every attempt that fails, runs past `each` or panics; and, in the calls whose attempts are timed, the winner and the attempts cancelled (with the time they ran). Attempts are timed in the calls sampled for an `after = "pNN"` percentile, and in every call while attempts are reported ([`race::observe`](crate::race::observe), or a `tracing` subscriber at debug level) |
 //!
 //! # Keyed families
 //!
