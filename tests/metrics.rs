@@ -143,7 +143,10 @@ impl Seen {
 }
 
 fn calls(seen: &Seen, name: &str, outcome: &str) -> u64 {
-    seen.value(series::BREAKER_CALLS, &[("name", name), ("outcome", outcome)]) as u64
+    seen.value(
+        series::BREAKER_CALLS,
+        &[("name", name), ("outcome", outcome)],
+    ) as u64
 }
 
 fn state(seen: &Seen, name: &str, state: &str) -> f64 {
@@ -151,7 +154,14 @@ fn state(seen: &Seen, name: &str, state: &str) -> f64 {
 }
 
 fn states(seen: &Seen, name: &str) -> [f64; 5] {
-    ["closed", "open", "half_open", "forced_open", "forced_closed"].map(|s| state(seen, name, s))
+    [
+        "closed",
+        "open",
+        "half_open",
+        "forced_open",
+        "forced_closed",
+    ]
+    .map(|s| state(seen, name, s))
 }
 
 fn transitions(seen: &Seen, name: &str, from: &str, to: &str) -> u64 {
@@ -186,7 +196,11 @@ async fn breaker_calls_count_by_outcome() {
         .unwrap();
     let seen = Seen::now();
     for outcome in ["success", "error", "ignored", "refused", "timed_out"] {
-        assert_eq!(calls(&seen, name, outcome), 0, "{outcome} registered at zero");
+        assert_eq!(
+            calls(&seen, name, outcome),
+            0,
+            "{outcome} registered at zero"
+        );
     }
     drop(seen);
 
@@ -197,17 +211,17 @@ async fn breaker_calls_count_by_outcome() {
         assert!(fail(&b).await.is_err());
     }
     let ignored = b
-        .call_if(
-            |_: &BoxError| false,
-            async { Err::<(), BoxError>("not counted".into()) },
-        )
+        .call_if(|_: &BoxError| false, async {
+            Err::<(), BoxError>("not counted".into())
+        })
         .await;
     assert!(ignored.is_err());
     let timed_out = b.call(pending::<Result<(), BoxError>>()).await;
     assert!(support::rejected(&timed_out.unwrap_err()).is_timeout());
-    let panicked = AssertUnwindSafe(b.call(async { panic!("the body panics") as Result<(), BoxError> }))
-        .catch_unwind()
-        .await;
+    let panicked =
+        AssertUnwindSafe(b.call(async { panic!("the body panics") as Result<(), BoxError> }))
+            .catch_unwind()
+            .await;
     assert!(panicked.is_err());
     b.force_open();
     for _ in 0..4 {
@@ -322,7 +336,10 @@ async fn a_keyed_family_is_labelled_by_its_name_and_its_gauge_counts_keys() {
                 ["name", "outcome", "state", "from", "to"].contains(&key.as_str()),
                 "{series_name} has a label {key}"
             );
-            assert!(!keys.contains(&value.as_str()), "{series_name} names a key: {labels:?}");
+            assert!(
+                !keys.contains(&value.as_str()),
+                "{series_name} names a key: {labels:?}"
+            );
         }
     }
     drop(seen);
@@ -497,11 +514,17 @@ async fn a_panicking_recorder_leaves_the_breaker_consistent() {
 // too_busy
 
 fn busy_calls(seen: &Seen, name: &str, outcome: &str) -> u64 {
-    seen.value(series::TOO_BUSY_CALLS, &[("name", name), ("outcome", outcome)]) as u64
+    seen.value(
+        series::TOO_BUSY_CALLS,
+        &[("name", name), ("outcome", outcome)],
+    ) as u64
 }
 
 fn busy_refused(seen: &Seen, name: &str, signal: &str) -> u64 {
-    seen.value(series::TOO_BUSY_REFUSED, &[("name", name), ("signal", signal)]) as u64
+    seen.value(
+        series::TOO_BUSY_REFUSED,
+        &[("name", name), ("signal", signal)],
+    ) as u64
 }
 
 fn in_flight(seen: &Seen, name: &str) -> f64 {
@@ -605,7 +628,9 @@ fn too_busy_reports_the_lag_and_lag_refusals() {
     let name = format!("{}::on_a_stalled_runtime", module_path!());
     current_thread().block_on(async {
         for _ in 0..15 {
-            on_a_stalled_runtime().await.expect("an idle runtime refused a call");
+            on_a_stalled_runtime()
+                .await
+                .expect("an idle runtime refused a call");
             sleep(ms(10)).await;
         }
         let stalls = tokio::spawn(async {
@@ -631,7 +656,10 @@ fn too_busy_reports_the_lag_and_lag_refusals() {
         }
         stalls.await.unwrap();
         assert!(refused > 0, "no call was refused while the runtime stalled");
-        assert!(peak > 0.020, "the lag gauge peaked at {peak} s during 400 ms stalls");
+        assert!(
+            peak > 0.020,
+            "the lag gauge peaked at {peak} s during 400 ms stalls"
+        );
         let seen = Seen::now();
         assert_eq!(busy_calls(&seen, &name, "admitted"), accepted);
         assert_eq!(busy_calls(&seen, &name, "refused"), refused);
@@ -705,11 +733,23 @@ async fn race_counts_calls_attempts_and_wins_by_attempt_number() {
     let name = format!("{}::raced", module_path!());
     assert_eq!(raced(&Script::new(&[Answer(0)])).await.unwrap(), 1);
     assert_eq!(raced(&Script::new(&[Hang, Answer(10)])).await.unwrap(), 2);
-    assert_eq!(raced(&Script::new(&[Hang, Hang, Answer(10)])).await.unwrap(), 3);
-    assert_eq!(raced(&Script::new(&[Hang, Answer(500), Answer(0)])).await.unwrap(), 3);
+    assert_eq!(
+        raced(&Script::new(&[Hang, Hang, Answer(10)]))
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        raced(&Script::new(&[Hang, Answer(500), Answer(0)]))
+            .await
+            .unwrap(),
+        3
+    );
     let deadline = raced(&Script::new(&[Hang, Hang, Hang])).await.unwrap_err();
     assert!(support::rejected(&deadline).is_deadline());
-    let failed = raced(&Script::new(&[Fail(0), Fail(0), Fail(0)])).await.unwrap_err();
+    let failed = raced(&Script::new(&[Fail(0), Fail(0), Fail(0)]))
+        .await
+        .unwrap_err();
     assert_eq!(failed.to_string(), "attempt 3 failed");
 
     let seen = Seen::now();

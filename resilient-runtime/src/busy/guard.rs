@@ -433,7 +433,10 @@ where
                 Ok(start) => {
                     this.admission.stage = Stage::Running(start);
                     #[cfg(feature = "metrics")]
-                    this.admission.guard.meter().admitted(this.admission.guard.max_in_flight > 0);
+                    this.admission
+                        .guard
+                        .meter()
+                        .admitted(this.admission.guard.max_in_flight > 0);
                 }
                 Err(rejected) => {
                     this.admission.stage = Stage::Done;

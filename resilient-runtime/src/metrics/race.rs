@@ -129,7 +129,12 @@ impl RaceMetrics {
     /// The call returned an error: `deadline` when it is the deadline's refusal.
     pub(crate) fn failed(&self, deadline: bool) {
         quietly(|| {
-            if deadline { &self.deadline } else { &self.error }.increment(1);
+            if deadline {
+                &self.deadline
+            } else {
+                &self.error
+            }
+            .increment(1);
         });
     }
 
