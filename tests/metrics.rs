@@ -13,7 +13,7 @@ use std::future::pending;
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use futures::FutureExt;
 use metrics::{
@@ -37,7 +37,7 @@ use support::{current_thread, ms, poll_once, secs, BoxError};
 type Labels = Vec<(String, String)>;
 
 /// Every series seen so far, by name and (sorted) labels.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Seen {
     /// Counters' totals and gauges' levels (the sum of every snapshot's value).
     values: HashMap<(String, Labels), f64>,
@@ -72,8 +72,8 @@ fn labels_of(labels: &[(&str, &str)]) -> Labels {
 }
 
 impl Seen {
-    /// Takes a snapshot and adds it up.
-    fn now() -> MutexGuard<'static, Seen> {
+    /// Takes a snapshot and adds it up: every series seen so far.
+    fn now() -> Seen {
         let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
         for (key, _, _, value) in SNAPSHOTTER.snapshot().into_vec() {
             let key = key.key();
@@ -97,7 +97,7 @@ impl Seen {
                     .extend(samples.iter().map(|s| s.0)),
             }
         }
-        seen
+        seen.clone()
     }
 
     /// The value of a registered series; panics when it was never registered.
@@ -202,7 +202,6 @@ async fn breaker_calls_count_by_outcome() {
             "{outcome} registered at zero"
         );
     }
-    drop(seen);
 
     for _ in 0..3 {
         ok(&b).await.unwrap();
@@ -255,7 +254,6 @@ async fn breaker_transitions_move_the_state_gauge() {
     let seen = Seen::now();
     assert_eq!(states(&seen, name), [0.0, 1.0, 0.0, 0.0, 0.0]);
     assert_eq!(transitions(&seen, name, "closed", "open"), 1);
-    drop(seen);
     assert!(ok(&b).await.is_err());
     assert_eq!(calls(&Seen::now(), name, "refused"), 1);
 
@@ -270,13 +268,11 @@ async fn breaker_transitions_move_the_state_gauge() {
         let seen = Seen::now();
         assert_eq!(states(&seen, name), [0.0, 0.0, 1.0, 0.0, 0.0]);
         assert_eq!(transitions(&seen, name, "open", "half_open"), 1);
-        drop(seen);
         probe.await.unwrap();
     }
     let seen = Seen::now();
     assert_eq!(states(&seen, name), [1.0, 0.0, 0.0, 0.0, 0.0]);
     assert_eq!(transitions(&seen, name, "half_open", "closed"), 1);
-    drop(seen);
 
     b.force_open();
     assert_eq!(states(&Seen::now(), name), [0.0, 0.0, 0.0, 1.0, 0.0]);
@@ -296,7 +292,6 @@ async fn breaker_transitions_move_the_state_gauge() {
         assert_eq!(transitions(&seen, name, from, to), 1, "{from} -> {to}");
     }
     assert_eq!(transitions(&seen, name, "half_open", "open"), 0);
-    drop(seen);
 
     // A breaker dropped stops counting; one made again under the name counts again.
     drop(b);
@@ -342,7 +337,6 @@ async fn a_keyed_family_is_labelled_by_its_name_and_its_gauge_counts_keys() {
             );
         }
     }
-    drop(seen);
 
     // Eviction: the three closed keys go, the open one stays.
     assert_eq!(hosts.evict_idle() + hosts.evict_idle(), 3);
@@ -559,7 +553,6 @@ async fn too_busy_counts_in_flight_calls_and_refusals_by_signal() {
     assert_eq!(busy_refused(&seen, &name, "in_flight"), 3);
     assert_eq!(busy_refused(&seen, &name, "lag"), 0);
     assert_eq!(busy_refused(&seen, &name, "latency"), 0);
-    drop(seen);
 
     a_go.send(()).unwrap();
     a.await.unwrap();
@@ -651,7 +644,6 @@ fn too_busy_reports_the_lag_and_lag_refusals() {
             }
             let seen = Seen::now();
             peak = peak.max(seen.peak(series::TOO_BUSY_LAG, &[]));
-            drop(seen);
             sleep(ms(10)).await;
         }
         stalls.await.unwrap();
