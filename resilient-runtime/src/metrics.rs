@@ -3,15 +3,20 @@
 //! Prometheus exporter `metrics-exporter-prometheus`, StatsD, ...) and the series below appear.
 //!
 //! ```
+//! use metrics_exporter_prometheus::PrometheusBuilder;
+//! use resilient_runtime::{Breaker, Rejected};
+//!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! use resilient_runtime::{metrics, Breaker, Rejected};
+//! // The recorder first: a site registers its handles when it is created.
+//! let prometheus = PrometheusBuilder::new().install_recorder().unwrap();
 //!
-//! // Install the recorder before the sites are created (here, before `build`).
-//! let breaker = Breaker::builder("docs-metrics").build().unwrap();
+//! let breaker = Breaker::builder("inventory").build().unwrap();
 //! let _: Result<(), Rejected> = breaker.call(async { Ok(()) }).await;
-//! // One more `resilient_breaker_calls_total{name="docs-metrics",outcome="success"}`.
-//! assert_eq!(metrics::BREAKER_CALLS, "resilient_breaker_calls_total");
+//!
+//! let scrape = prometheus.render(); // what a `/metrics` endpoint would serve
+//! assert!(scrape.contains(r#"resilient_breaker_calls_total{name="inventory",outcome="success"} 1"#));
+//! assert!(scrape.contains(r#"resilient_breaker_state{name="inventory",state="closed"} 1"#));
 //! # }
 //! ```
 //!
@@ -27,8 +32,9 @@
 //! same name share one set of handles.
 //!
 //! Series whose labels are all known up front (every outcome, state and signal) are registered
-//! with the site, so they are exported at zero before the first event; a transition's series and
-//! a win's series of a given attempt number are registered when they first happen.
+//! with the site, so counters and gauges are exported at zero before the first event; a
+//! transition's series and the win series of an attempt number are registered when they first
+//! happen, with the recorder installed then.
 //!
 //! # Series
 //!
@@ -63,10 +69,14 @@
 //! * **A recorder that panics** (registering a handle, or adding to one) loses that update and
 //!   nothing else: the panic is caught, the policy's state and the call go on as if no recorder
 //!   were installed. A breaker whose recorder panics on every change still opens, half-opens and
-//!   closes as its rules say. Handles whose registration panicked are no-ops.
-//! * **Cost**: with a recorder installed, a call adds to one to three cached handles (each a
-//!   call through the recorder's handle); with none installed, each is a branch on an empty
-//!   handle. `benches/benches/metrics_cost.rs` measures both.
+//!   closes as its rules say, and handles whose registration panicked are no-ops:
+//!   `a_panicking_recorder_leaves_the_breaker_consistent` (`tests/metrics.rs`). Under
+//!   `panic = "abort"` such a panic ends the process, as any panic does.
+//! * **Cost**: a call only adds to cached handles: one for a breaker's outcome, one for a guard's
+//!   admission or refusal (plus the in-flight gauge up and down with `max_in_flight`, a histogram
+//!   sample with `max_latency`), three for a raced call answered by its first attempt. With no
+//!   recorder installed, each is a branch on an empty handle. `benches/benches/metrics_cost.rs`
+//!   measures both.
 //! * **Without the `metrics` feature** nothing of this module is compiled in: no field, no
 //!   branch, no dependency.
 
