@@ -826,3 +826,64 @@ async fn race_counts_budget_refusals() {
     assert_eq!(race_calls(&seen, &name, "error"), 300);
     assert_eq!(race_calls(&seen, &name, "success"), 0);
 }
+
+fn not_worth_another(error: &BoxError) -> bool {
+    error.to_string() != "fatal"
+}
+
+#[race_retry(
+    retries = 2,
+    after = "100ms",
+    total = "450ms",
+    retry_if = not_worth_another
+)]
+async fn raced_fatal(fatal: bool) -> Result<u32, BoxError> {
+    sleep(ms(5)).await;
+    if fatal {
+        Err("fatal".into())
+    } else {
+        Err("transient".into())
+    }
+}
+
+/// An error that `retry_if` says is not worth another attempt ends the call: an `error`, with
+/// one attempt.
+#[tokio::test(start_paused = true)]
+async fn race_counts_an_error_not_worth_another_attempt_as_an_error() {
+    install();
+    let name = format!("{}::raced_fatal", module_path!());
+    assert_eq!(raced_fatal(true).await.unwrap_err().to_string(), "fatal");
+    let seen = Seen::now();
+    assert_eq!(race_calls(&seen, &name, "error"), 1);
+    assert_eq!(race_calls(&seen, &name, "deadline"), 0);
+    assert_eq!(seen.value(series::RACE_ATTEMPTS, &[("name", &name)]), 1.0);
+    assert_eq!(
+        seen.histogram(series::RACE_ATTEMPT_DURATION, &[("name", &name)]),
+        [0.005]
+    );
+}
+
+#[race_retry(retries = 1, after = "p50", total = "450ms")]
+async fn raced_learning(script: &Script) -> Result<u32, BoxError> {
+    script.attempt().await
+}
+
+/// `after = "p50"`: the calls sampled for the percentile (all of the first ones) time their
+/// winners, and the histogram gets each.
+#[tokio::test(start_paused = true)]
+async fn race_records_the_winners_of_calls_sampled_for_a_percentile() {
+    install();
+    let name = format!("{}::raced_learning", module_path!());
+    for _ in 0..5 {
+        assert_eq!(
+            raced_learning(&Script::new(&[Answer(20)])).await.unwrap(),
+            1
+        );
+    }
+    let seen = Seen::now();
+    assert_eq!(
+        seen.histogram(series::RACE_ATTEMPT_DURATION, &[("name", &name)]),
+        [0.02; 5]
+    );
+    assert_eq!(wins(&seen, &name, "1"), 5);
+}
