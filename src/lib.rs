@@ -37,9 +37,11 @@
 //! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families, and the
 //! [`busy`] module's monitor settings and `TooBusy` guards, the [`race`] module's `RaceRetry`
 //! policies, `observe` and stats. With the `axum` feature, the `http` module turns refusals into
-//! 503 and 504 responses whose bodies name nothing inside the service. A refused call returns
-//! `Err(E::from(Rejected))`; [`Rejected`] says what was refused and why, and
-//! [`Rejected::find_in`] finds it inside any error that keeps it as a source.
+//! 503 and 504 responses whose bodies name nothing inside the service. With the `metrics`
+//! feature, every policy reports counters, gauges and histograms through the `metrics` facade
+//! (the `metrics` module lists them). A refused call returns `Err(E::from(Rejected))`;
+//! [`Rejected`] says what was refused and why, and [`Rejected::find_in`] finds it inside any
+//! error that keeps it as a source.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -49,6 +51,9 @@ mod attributes;
 pub use attributes::{breaker, race_retry, too_busy};
 #[cfg(feature = "axum")]
 pub use resilient_runtime::http;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use resilient_runtime::metrics;
 pub use resilient_runtime::{breaker, busy, race, settings};
 pub use resilient_runtime::{
     Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind,

@@ -4,6 +4,7 @@
 //! and its `/metrics` scraped (Prometheus) as calls fail, open the breaker and recover.
 
 use std::collections::BTreeMap;
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -20,6 +20,7 @@
 
 mod app;
 
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -3,7 +3,8 @@
 //! load shedding ([`busy`]: the runtime's lag as toobusy-js measures it, a cap on calls in
 //! flight, recent latency), raced retries under one deadline ([`race`]: staggered attempts that
 //! race instead of aborting, a shared retry budget, backoff), and the [`Rejected`] error every
-//! policy refuses a call with. With the `axum` feature, `http` turns refusals into responses.
+//! policy refuses a call with. With the `axum` feature, `http` turns refusals into responses;
+//! with the `metrics` feature, `metrics` lists the series every policy reports.
 //!
 //! Depend on the `resilient` crate, which re-exports everything here next to the attributes.
 //!
@@ -27,6 +28,9 @@ pub mod busy;
 mod config_error;
 #[cfg(feature = "axum")]
 pub mod http;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 pub mod race;
 mod random;
 mod rejected;

@@ -388,9 +388,17 @@ pub(crate) use {out, outln};
 /// `benches/README.md` (see the module docs), headed by the date, the machine and the commit; headings move down two levels to sit under the README's own. An error is
 /// reported on stderr and does not fail the run.
 pub fn publish(name: &str) {
+    publish_run(
+        name,
+        &format!("cargo bench -p resilient-benches --bench {name}"),
+    );
+}
+
+/// As [`publish`], for a benchmark run by another `command` (one that needs `--features`).
+pub fn publish_run(name: &str, command: &str) {
     let text = REPORT.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let mut body = format!(
-        "_Written by `cargo bench -p resilient-benches --bench {name}` on {}, {}, commit {}._\n\n",
+        "_Written by `{command}` on {}, {}, commit {}._\n\n",
         utc_date(),
         machine(),
         git_commit(),

@@ -197,6 +197,8 @@ where
                     Ok(permit) => permit,
                     Err(rejected) => {
                         admission.stage = Stage::Done;
+                        #[cfg(feature = "metrics")]
+                        admission.breaker.metrics.refused();
                         return Poll::Ready(Err((this.reject)(rejected)));
                     }
                 };
@@ -235,18 +237,28 @@ where
                     Counted::Error => breaker.on_error(permit),
                     Counted::Ignored => breaker.on_ignored(permit),
                 }
+                #[cfg(feature = "metrics")]
+                match counted {
+                    Counted::Success => breaker.metrics.success(),
+                    Counted::Error => breaker.metrics.error(),
+                    Counted::Ignored => breaker.metrics.ignored(),
+                }
                 return Poll::Ready(outcome);
             }
             Ok(Poll::Pending) => {}
             Err(payload) => {
                 admission.stage = Stage::Done;
                 breaker.on_error(permit);
+                #[cfg(feature = "metrics")]
+                breaker.metrics.error();
                 panic::resume_unwind(payload);
             }
         }
         if this.timer.expired(cx) {
             admission.stage = Stage::Done;
             breaker.on_error(permit);
+            #[cfg(feature = "metrics")]
+            breaker.metrics.timed_out();
             let after = breaker.limit(permit).unwrap_or_default();
             return Poll::Ready(Err((this.reject)(Rejected::new(Reason::Timeout {
                 circuit: breaker.circuit(),

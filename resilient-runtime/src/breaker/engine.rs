@@ -155,6 +155,8 @@ pub struct Breaker {
     half_open_timeout_ns: Setting,
     /// Keyed breakers: the eviction generation in which this breaker was last used.
     pub(crate) seen: AtomicU32,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: crate::metrics::breaker::Meter,
 }
 
 /// Admission to run one call, handed back with its outcome.
@@ -185,6 +187,8 @@ impl Breaker {
             timeout_ns: Setting::new(0),
             half_open_timeout_ns: Setting::new(0),
             config: ArcSwap::new(config.clone()),
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::breaker::Meter::new(&config.name),
             key,
             base: Instant::now(),
             state: AtomicU64::new(if disabled() { BYPASS } else { 0 }),
@@ -560,6 +564,13 @@ impl Breaker {
     /// Now, in ns since this breaker's base instant, plus one (so that 0 means "never").
     fn now(&self) -> u64 {
         nanos(Instant::now().saturating_duration_since(self.base)) + 1
+    }
+
+    /// The state of the word, as its last change announced it (an open time that passed is
+    /// still open).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn announced(&self) -> State {
+        state_of(self.state.load(Ordering::Acquire))
     }
 
     pub(crate) fn circuit(&self) -> Circuit {

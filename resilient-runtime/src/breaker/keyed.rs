@@ -281,9 +281,14 @@ impl Inner {
         let before = self.map.len();
         self.map.pin().retain(|_, breaker| {
             let unused = generation.wrapping_sub(breaker.seen.load(Ordering::Relaxed));
-            !((all || unused >= IDLE_GENERATIONS)
+            let evict = (all || unused >= IDLE_GENERATIONS)
                 && Arc::strong_count(breaker) == 1
-                && breaker.is_idle())
+                && breaker.is_idle();
+            #[cfg(feature = "metrics")]
+            if evict {
+                breaker.uncount();
+            }
+            !evict
         });
         let evicted = before.saturating_sub(self.map.len());
         if evicted > 0 {

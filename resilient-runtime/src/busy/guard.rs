@@ -87,6 +87,8 @@ pub struct TooBusy {
     /// on every thread and should not share a line with counters that other threads write.
     counters: Counters,
     base: OnceLock<Instant>,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::busy::BusyMetrics>>,
 }
 
 #[repr(align(128))]
@@ -150,6 +152,8 @@ impl TooBusy {
                 latency_at: AtomicU64::new(0),
             },
             base: OnceLock::new(),
+            #[cfg(feature = "metrics")]
+            metrics: OnceLock::new(),
         }
     }
 
@@ -324,11 +328,15 @@ impl TooBusy {
     fn record(&self, held: Held) {
         if held.slot {
             in_flight::give_back(&self.counters.in_flight);
+            #[cfg(feature = "metrics")]
+            self.meter().left();
         }
         if let Some(start) = held.start {
             // One clock read for both the sample and its time.
             let at = Instant::now();
             let sample = nanos(at.saturating_duration_since(start)) as f64;
+            #[cfg(feature = "metrics")]
+            self.meter().ran(sample);
             let mean = self.counters.latency_ns.load(Relaxed) as f64;
             let now = self.since_base(at).max(1);
             let last = self.counters.latency_at.load(Relaxed);
@@ -358,6 +366,8 @@ impl TooBusy {
 
     #[cold]
     fn refuse(&self, signal: BusySignal) -> Rejected {
+        #[cfg(feature = "metrics")]
+        self.meter().refused(&signal);
         tracing::debug!(target: "resilient::too_busy", guard = self.name(), ?signal, "call refused");
         Rejected::new(Reason::TooBusy {
             name: self.name(),
@@ -477,7 +487,11 @@ where
         match this.admission.stage {
             Stage::Running(_) => {}
             Stage::New => match this.admission.guard.admit() {
-                Ok(held) => this.admission.stage = Stage::Running(held),
+                Ok(held) => {
+                    this.admission.stage = Stage::Running(held);
+                    #[cfg(feature = "metrics")]
+                    this.admission.guard.meter().admitted(held.slot);
+                }
                 Err(rejected) => {
                     this.admission.stage = Stage::Done;
                     return Poll::Ready((this.refuse)(rejected));

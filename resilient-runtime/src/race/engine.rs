@@ -223,6 +223,8 @@ where
         }
         let poll = this.attempts.as_mut().poll_first(cx);
         if let Poll::Ready(Ok(_)) = &poll {
+            #[cfg(feature = "metrics")]
+            policy.meter().won(1);
             if let Some(start) = *this.start {
                 let record = *this.record;
                 let reporter = Reporter {
@@ -329,6 +331,8 @@ where
             }
         }
         let error = fatal?;
+        #[cfg(feature = "metrics")]
+        reporter.policy.meter().failed(false);
         let (timed, now) = (reporter.timed(), clock.now());
         self.attempts
             .as_mut()
@@ -413,6 +417,8 @@ where
         let launched = self.attempts.launched;
         let policy = *self.policy;
         let error = self.last_error.take();
+        #[cfg(feature = "metrics")]
+        policy.meter().failed(error.is_none());
         Some(error.unwrap_or_else(|| E::from(reporter::deadline(policy, launched))))
     }
 

@@ -123,6 +123,8 @@ pub struct RaceRetry {
     pub(crate) won_by_extra: AtomicU64,
     pub(crate) budget_refused: AtomicU64,
     pub(crate) deadlines: AtomicU64,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::race::RaceMetrics>>,
 }
 
 impl fmt::Debug for RaceRetry {
@@ -222,6 +224,8 @@ impl RaceRetry {
             won_by_extra: AtomicU64::new(0),
             budget_refused: AtomicU64::new(0),
             deadlines: AtomicU64::new(0),
+            #[cfg(feature = "metrics")]
+            metrics: OnceLock::new(),
         }
     }
 

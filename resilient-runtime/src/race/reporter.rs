@@ -32,6 +32,8 @@ const RECORD_EVERY: u32 = 8;
 pub(super) fn open(policy: &'static RaceRetry) -> bool {
     policy.register();
     policy.budget.deposit();
+    #[cfg(feature = "metrics")]
+    policy.meter().started();
     sampled(policy)
 }
 
@@ -88,6 +90,8 @@ impl Reporter {
     pub(super) fn ended(self, number: u32, started: Instant, now: Instant, outcome: Outcome) {
         let policy = self.policy;
         let elapsed = now.saturating_duration_since(started);
+        #[cfg(feature = "metrics")]
+        policy.meter().ran(elapsed);
         if let Some(q) = policy.quantile().filter(|_| self.record) {
             // Losers count with the time they ran (a lower bound): leaving them out would teach the
             // percentile that slow attempts never happen.
@@ -119,6 +123,8 @@ impl Reporter {
 
     /// Attempt `number` won: counted if it was an extra one.
     pub(super) fn won(self, number: u32) {
+        #[cfg(feature = "metrics")]
+        self.policy.meter().won(number);
         if number > 1 {
             self.policy.won_by_extra.fetch_add(1, Relaxed);
         }
@@ -127,11 +133,15 @@ impl Reporter {
     /// An extra attempt starts.
     pub(super) fn extra_started(self) {
         self.policy.extra_attempts.fetch_add(1, Relaxed);
+        #[cfg(feature = "metrics")]
+        self.policy.meter().started();
     }
 
     /// The deadline passed with no attempt successful: counted.
     pub(super) fn count_deadline(self) {
         self.policy.deadlines.fetch_add(1, Relaxed);
+        #[cfg(feature = "metrics")]
+        self.policy.meter().failed(true);
     }
 
     /// The refusal of a call whose deadline passed after `attempts` attempts (counted first with
@@ -162,6 +172,8 @@ impl Reporter {
             return true;
         }
         policy.budget_refused.fetch_add(1, Relaxed);
+        #[cfg(feature = "metrics")]
+        policy.meter().budget_refused();
         tracing::debug!(
             target: TARGET,
             name = policy.name(),

@@ -456,6 +456,7 @@ impl Overrides {
         &self.entries
     }
 
+    #[cfg(feature = "serde")]
     pub(crate) fn push(&mut self, entry: Override) {
         self.entries.push(entry);
     }

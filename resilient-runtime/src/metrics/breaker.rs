@@ -1,0 +1,192 @@
+//! A breaker's series: its handles (one set per name, shared by a keyed family's breakers) and
+//! the per-breaker part that keeps the state gauge right as breakers come and go.
+
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+
+use ::metrics::{Counter, Gauge, Unit};
+
+use super::{quietly, register, Sites, BREAKER_CALLS, BREAKER_STATE, BREAKER_TRANSITIONS};
+use crate::breaker::{Breaker, State};
+
+const STATES: [State; 5] = [
+    State::Closed,
+    State::Open,
+    State::HalfOpen,
+    State::ForcedOpen,
+    State::ForcedClosed,
+];
+
+fn index(state: State) -> usize {
+    match state {
+        State::Closed => 0,
+        State::Open => 1,
+        State::HalfOpen => 2,
+        State::ForcedOpen => 3,
+        State::ForcedClosed => 4,
+    }
+}
+
+/// A state as a label value.
+fn label(state: State) -> &'static str {
+    match state {
+        State::Closed => "closed",
+        State::Open => "open",
+        State::HalfOpen => "half_open",
+        State::ForcedOpen => "forced_open",
+        State::ForcedClosed => "forced_closed",
+    }
+}
+
+/// The handles of every breaker called `name`.
+pub(crate) struct BreakerMetrics {
+    name: Arc<str>,
+    success: Counter,
+    error: Counter,
+    ignored: Counter,
+    refused: Counter,
+    timed_out: Counter,
+    states: [Gauge; 5],
+    /// `[from][to]`, registered at the first such change.
+    transitions: [[OnceLock<Counter>; 5]; 5],
+}
+
+static SITES: Sites<BreakerMetrics> = Sites::new();
+
+fn describe() {
+    ::metrics::describe_counter!(
+        BREAKER_CALLS,
+        Unit::Count,
+        "Calls through a circuit breaker, by outcome: success, error, ignored (an error count_if did not count), refused, timed_out."
+    );
+    ::metrics::describe_counter!(
+        BREAKER_TRANSITIONS,
+        Unit::Count,
+        "Circuit breaker state changes, by from and to state."
+    );
+    ::metrics::describe_gauge!(
+        BREAKER_STATE,
+        Unit::Count,
+        "Circuit breakers of this name in each state (for a keyed family, its keys in each state)."
+    );
+}
+
+impl BreakerMetrics {
+    fn new(name: &Arc<str>) -> Self {
+        let calls = |outcome: &'static str| {
+            register(
+                || ::metrics::counter!(BREAKER_CALLS, "name" => name.to_string(), "outcome" => outcome),
+                Counter::noop,
+            )
+        };
+        BreakerMetrics {
+            name: name.clone(),
+            success: calls("success"),
+            error: calls("error"),
+            ignored: calls("ignored"),
+            refused: calls("refused"),
+            timed_out: calls("timed_out"),
+            states: STATES.map(|state| {
+                register(
+                    || ::metrics::gauge!(BREAKER_STATE, "name" => name.to_string(), "state" => label(state)),
+                    Gauge::noop,
+                )
+            }),
+            transitions: Default::default(),
+        }
+    }
+
+    #[cold]
+    fn transition(&self, from: State, to: State) -> &Counter {
+        self.transitions[index(from)][index(to)].get_or_init(|| {
+            register(
+                || {
+                    ::metrics::counter!(
+                        BREAKER_TRANSITIONS,
+                        "name" => self.name.to_string(),
+                        "from" => label(from),
+                        "to" => label(to)
+                    )
+                },
+                Counter::noop,
+            )
+        })
+    }
+}
+
+/// What one breaker holds: its name's handles, and whether it still counts in the state gauge.
+pub(crate) struct Meter {
+    site: Arc<BreakerMetrics>,
+    /// True from creation until the breaker is evicted or dropped: it counts in one state.
+    counted: AtomicBool,
+}
+
+impl Meter {
+    /// The handles of breakers called `name`; this breaker counts as closed from now.
+    pub(crate) fn new(name: &Arc<str>) -> Self {
+        let site = SITES.get(name, describe, BreakerMetrics::new);
+        quietly(|| site.states[index(State::Closed)].increment(1.0));
+        Meter {
+            site,
+            counted: AtomicBool::new(true),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn success(&self) {
+        quietly(|| self.site.success.increment(1));
+    }
+
+    #[inline(always)]
+    pub(crate) fn error(&self) {
+        quietly(|| self.site.error.increment(1));
+    }
+
+    #[inline(always)]
+    pub(crate) fn ignored(&self) {
+        quietly(|| self.site.ignored.increment(1));
+    }
+
+    #[inline(always)]
+    pub(crate) fn refused(&self) {
+        quietly(|| self.site.refused.increment(1));
+    }
+
+    #[inline(always)]
+    pub(crate) fn timed_out(&self) {
+        quietly(|| self.site.timed_out.increment(1));
+    }
+
+    /// The breaker changed from `from` to `to` (announced once per change, after it is made).
+    pub(crate) fn changed(&self, from: State, to: State) {
+        quietly(|| {
+            let site = &*self.site;
+            site.transition(from, to).increment(1);
+            if self.counted.load(Relaxed) {
+                site.states[index(from)].decrement(1.0);
+                site.states[index(to)].increment(1.0);
+            }
+        });
+    }
+
+    /// The breaker, in `state`, stops counting (evicted from its family, or dropped).
+    fn forget(&self, state: State) {
+        if self.counted.swap(false, Relaxed) {
+            quietly(|| self.site.states[index(state)].decrement(1.0));
+        }
+    }
+}
+
+impl Breaker {
+    /// The breaker leaves its family's state gauge: it was evicted. (Dropping it would do the
+    /// same, but an evicted breaker's memory is reclaimed later.)
+    pub(crate) fn uncount(&self) {
+        self.metrics.forget(self.announced());
+    }
+}
+
+impl Drop for Breaker {
+    fn drop(&mut self) {
+        self.uncount();
+    }
+}

@@ -1,0 +1,138 @@
+//! A `#[too_busy]` guard's series (one set per name, made at the guard's first call), and the
+//! runtime's lag gauge.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use ::metrics::{Counter, Gauge, Histogram, Unit};
+
+use super::{
+    quietly, register, Sites, TOO_BUSY_CALLS, TOO_BUSY_CALL_DURATION, TOO_BUSY_IN_FLIGHT,
+    TOO_BUSY_LAG, TOO_BUSY_REFUSED,
+};
+use crate::busy::TooBusy;
+use crate::rejected::BusySignal;
+
+/// The handles of every guard called `name`.
+pub(crate) struct BusyMetrics {
+    admitted: Counter,
+    refused: Counter,
+    by_lag: Counter,
+    by_in_flight: Counter,
+    by_latency: Counter,
+    in_flight: Gauge,
+    duration: Histogram,
+}
+
+static SITES: Sites<BusyMetrics> = Sites::new();
+
+fn describe() {
+    ::metrics::describe_counter!(
+        TOO_BUSY_CALLS,
+        Unit::Count,
+        "Calls through a too_busy guard, by outcome: admitted, refused."
+    );
+    ::metrics::describe_counter!(
+        TOO_BUSY_REFUSED,
+        Unit::Count,
+        "Calls a too_busy guard refused, by the signal that refused: lag, in_flight, latency."
+    );
+    ::metrics::describe_gauge!(
+        TOO_BUSY_IN_FLIGHT,
+        Unit::Count,
+        "Calls running through too_busy guards with max_in_flight."
+    );
+    ::metrics::describe_histogram!(
+        TOO_BUSY_CALL_DURATION,
+        Unit::Seconds,
+        "How long admitted calls ran, for too_busy guards with max_latency."
+    );
+}
+
+impl BusyMetrics {
+    fn new(name: &Arc<str>) -> Self {
+        let counter = |series: &'static str, key: &'static str, value: &'static str| {
+            register(
+                || ::metrics::counter!(series, "name" => name.to_string(), key => value),
+                Counter::noop,
+            )
+        };
+        BusyMetrics {
+            admitted: counter(TOO_BUSY_CALLS, "outcome", "admitted"),
+            refused: counter(TOO_BUSY_CALLS, "outcome", "refused"),
+            by_lag: counter(TOO_BUSY_REFUSED, "signal", "lag"),
+            by_in_flight: counter(TOO_BUSY_REFUSED, "signal", "in_flight"),
+            by_latency: counter(TOO_BUSY_REFUSED, "signal", "latency"),
+            in_flight: register(
+                || ::metrics::gauge!(TOO_BUSY_IN_FLIGHT, "name" => name.to_string()),
+                Gauge::noop,
+            ),
+            duration: register(
+                || ::metrics::histogram!(TOO_BUSY_CALL_DURATION, "name" => name.to_string()),
+                Histogram::noop,
+            ),
+        }
+    }
+
+    /// A call was admitted; `counted` when it took a `max_in_flight` slot.
+    #[inline(always)]
+    pub(crate) fn admitted(&self, counted: bool) {
+        quietly(|| {
+            self.admitted.increment(1);
+            if counted {
+                self.in_flight.increment(1.0);
+            }
+        });
+    }
+
+    /// A call was refused by `signal`.
+    pub(crate) fn refused(&self, signal: &BusySignal) {
+        quietly(|| {
+            self.refused.increment(1);
+            match signal {
+                BusySignal::Lag { .. } => &self.by_lag,
+                BusySignal::InFlight { .. } => &self.by_in_flight,
+                BusySignal::Latency { .. } => &self.by_latency,
+            }
+            .increment(1);
+        });
+    }
+
+    /// A call gave its `max_in_flight` slot back.
+    #[inline(always)]
+    pub(crate) fn left(&self) {
+        quietly(|| self.in_flight.decrement(1.0));
+    }
+
+    /// An admitted call ran `ns` nanoseconds (measured with `max_latency`).
+    #[inline(always)]
+    pub(crate) fn ran(&self, ns: f64) {
+        quietly(|| self.duration.record(ns / 1e9));
+    }
+}
+
+impl TooBusy {
+    /// This guard's handles, made at its first use.
+    #[inline(always)]
+    pub(crate) fn meter(&self) -> &BusyMetrics {
+        self.metrics
+            .get_or_init(|| SITES.get(self.name(), describe, BusyMetrics::new))
+    }
+}
+
+static LAG: OnceLock<Gauge> = OnceLock::new();
+
+/// A lag monitor sampled: `lag` is the smoothed lag.
+pub(crate) fn lag(lag: Duration) {
+    let gauge = LAG.get_or_init(|| {
+        quietly(|| {
+            ::metrics::describe_gauge!(
+                TOO_BUSY_LAG,
+                Unit::Seconds,
+                "The async runtime's smoothed lag, as too_busy guards see it."
+            )
+        });
+        register(|| ::metrics::gauge!(TOO_BUSY_LAG), Gauge::noop)
+    });
+    quietly(|| gauge.set(lag.as_secs_f64()));
+}

@@ -1,0 +1,159 @@
+//! A raced function's series (one set per name, made at its first call).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use ::metrics::{Counter, Histogram, Unit};
+
+use super::{
+    quietly, register, Sites, RACE_ATTEMPTS, RACE_ATTEMPT_DURATION, RACE_BUDGET_REFUSED,
+    RACE_CALLS, RACE_WINS,
+};
+use crate::race::{RaceRetry, MAX_RETRIES};
+
+/// Attempt numbers a call can have: 1 to `MAX_RETRIES + 1`.
+const ATTEMPTS: usize = MAX_RETRIES as usize + 1;
+
+/// The handles of every raced function called `name`.
+pub(crate) struct RaceMetrics {
+    name: Arc<str>,
+    success: Counter,
+    error: Counter,
+    deadline: Counter,
+    attempts: Counter,
+    budget_refused: Counter,
+    duration: Histogram,
+    /// By the number of the attempt that won, less one; registered at its first win.
+    wins: [OnceLock<Counter>; ATTEMPTS],
+}
+
+static SITES: Sites<RaceMetrics> = Sites::new();
+
+fn describe() {
+    ::metrics::describe_counter!(
+        RACE_CALLS,
+        Unit::Count,
+        "Raced calls that returned, by outcome: success, error, deadline."
+    );
+    ::metrics::describe_counter!(
+        RACE_ATTEMPTS,
+        Unit::Count,
+        "Attempts started by raced calls, the first included."
+    );
+    ::metrics::describe_counter!(
+        RACE_WINS,
+        Unit::Count,
+        "Successful raced calls, by the number of the attempt that won."
+    );
+    ::metrics::describe_counter!(
+        RACE_BUDGET_REFUSED,
+        Unit::Count,
+        "Extra attempts the retry budget did not allow."
+    );
+    ::metrics::describe_histogram!(
+        RACE_ATTEMPT_DURATION,
+        Unit::Seconds,
+        "How long timed attempts ran, losers included."
+    );
+}
+
+impl RaceMetrics {
+    fn new(name: &Arc<str>) -> Self {
+        let calls = |outcome: &'static str| {
+            register(
+                || ::metrics::counter!(RACE_CALLS, "name" => name.to_string(), "outcome" => outcome),
+                Counter::noop,
+            )
+        };
+        RaceMetrics {
+            name: name.clone(),
+            success: calls("success"),
+            error: calls("error"),
+            deadline: calls("deadline"),
+            attempts: register(
+                || ::metrics::counter!(RACE_ATTEMPTS, "name" => name.to_string()),
+                Counter::noop,
+            ),
+            budget_refused: register(
+                || ::metrics::counter!(RACE_BUDGET_REFUSED, "name" => name.to_string()),
+                Counter::noop,
+            ),
+            duration: register(
+                || ::metrics::histogram!(RACE_ATTEMPT_DURATION, "name" => name.to_string()),
+                Histogram::noop,
+            ),
+            wins: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+
+    /// An attempt started.
+    #[inline(always)]
+    pub(crate) fn started(&self) {
+        quietly(|| self.attempts.increment(1));
+    }
+
+    /// The call succeeded: attempt `number` won.
+    #[inline(always)]
+    pub(crate) fn won(&self, number: u32) {
+        quietly(|| {
+            self.success.increment(1);
+            self.wins(number).increment(1);
+        });
+    }
+
+    #[inline(always)]
+    fn wins(&self, number: u32) -> &Counter {
+        let at = (number.max(1) as usize - 1).min(ATTEMPTS - 1);
+        match self.wins[at].get() {
+            Some(counter) => counter,
+            None => self.register_wins(at),
+        }
+    }
+
+    #[cold]
+    fn register_wins(&self, at: usize) -> &Counter {
+        self.wins[at].get_or_init(|| {
+            register(
+                || {
+                    ::metrics::counter!(
+                        RACE_WINS,
+                        "name" => self.name.to_string(),
+                        "attempt" => (at + 1).to_string()
+                    )
+                },
+                Counter::noop,
+            )
+        })
+    }
+
+    /// The call returned an error: `deadline` when it is the deadline's refusal.
+    pub(crate) fn failed(&self, deadline: bool) {
+        quietly(|| {
+            if deadline {
+                &self.deadline
+            } else {
+                &self.error
+            }
+            .increment(1);
+        });
+    }
+
+    /// The budget refused an extra attempt.
+    pub(crate) fn budget_refused(&self) {
+        quietly(|| self.budget_refused.increment(1));
+    }
+
+    /// A timed attempt ran `elapsed`.
+    pub(crate) fn ran(&self, elapsed: Duration) {
+        quietly(|| self.duration.record(elapsed.as_secs_f64()));
+    }
+}
+
+impl RaceRetry {
+    /// This function's handles, made at its first use.
+    #[inline(always)]
+    pub(crate) fn meter(&self) -> &RaceMetrics {
+        self.metrics
+            .get_or_init(|| SITES.get(self.name(), describe, RaceMetrics::new))
+    }
+}

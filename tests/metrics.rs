@@ -1,0 +1,889 @@
+#![cfg(feature = "metrics")]
+//! The `metrics` feature end to end: every series the `resilient::metrics` docs list, read from
+//! `metrics-util`'s `DebuggingRecorder` installed as the global recorder, moving as documented.
+//!
+//! The recorder is installed by [`install`], which every test calls before it creates a site
+//! (handles are registered when a site is created). Each test uses sites of its own name, since
+//! the tests of this binary run in parallel on one recorder. A snapshot of the debugging recorder
+//! takes the counters' and gauges' values and resets them, so [`Seen`] adds every snapshot's
+//! values up: a counter's total, an incremented gauge's level, every histogram sample.
+
+use std::collections::HashMap;
+use std::future::pending;
+use std::panic::AssertUnwindSafe;
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use futures::FutureExt;
+use metrics::{
+    Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+    SharedString, Unit,
+};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use resilient::breaker::State;
+use resilient::busy::TooBusy;
+use resilient::metrics as series;
+use resilient::{breaker, race, race_retry, too_busy, Breaker, Rejected};
+use tokio::sync::oneshot;
+use tokio::time::sleep;
+
+mod support;
+use support::{current_thread, ms, poll_once, secs, BoxError};
+
+// ---------------------------------------------------------------------------------------------
+// Reading the recorder
+
+type Labels = Vec<(String, String)>;
+
+/// Every series seen so far, by name and (sorted) labels.
+#[derive(Clone, Default)]
+struct Seen {
+    /// Counters' totals and gauges' levels (the sum of every snapshot's value).
+    values: HashMap<(String, Labels), f64>,
+    /// The largest value a snapshot saw (for a gauge that is set rather than moved).
+    peaks: HashMap<(String, Labels), f64>,
+    histograms: HashMap<(String, Labels), Vec<f64>>,
+}
+
+static SNAPSHOTTER: LazyLock<Snapshotter> = LazyLock::new(|| {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder
+        .install()
+        .expect("no other recorder in this binary");
+    snapshotter
+});
+
+static SEEN: LazyLock<Mutex<Seen>> = LazyLock::new(Default::default);
+
+/// Installs the debugging recorder as the global one (once per binary).
+fn install() {
+    LazyLock::force(&SNAPSHOTTER);
+}
+
+fn labels_of(labels: &[(&str, &str)]) -> Labels {
+    let mut labels: Labels = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    labels.sort();
+    labels
+}
+
+impl Seen {
+    /// Takes a snapshot and adds it up: every series seen so far.
+    fn now() -> Seen {
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        for (key, _, _, value) in SNAPSHOTTER.snapshot().into_vec() {
+            let key = key.key();
+            let mut labels: Labels = key
+                .labels()
+                .map(|l| (l.key().to_string(), l.value().to_string()))
+                .collect();
+            labels.sort();
+            let id = (key.name().to_string(), labels);
+            match value {
+                DebugValue::Counter(n) => *seen.values.entry(id).or_default() += n as f64,
+                DebugValue::Gauge(v) => {
+                    let peak = seen.peaks.entry(id.clone()).or_insert(f64::MIN);
+                    *peak = peak.max(v.0);
+                    *seen.values.entry(id).or_default() += v.0;
+                }
+                DebugValue::Histogram(samples) => seen
+                    .histograms
+                    .entry(id)
+                    .or_default()
+                    .extend(samples.iter().map(|s| s.0)),
+            }
+        }
+        seen.clone()
+    }
+
+    /// The value of a registered series; panics when it was never registered.
+    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let id = (name.to_string(), labels_of(labels));
+        *self
+            .values
+            .get(&id)
+            .unwrap_or_else(|| panic!("no series {name}{labels:?}"))
+    }
+
+    fn peak(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let id = (name.to_string(), labels_of(labels));
+        *self
+            .peaks
+            .get(&id)
+            .unwrap_or_else(|| panic!("no series {name}{labels:?}"))
+    }
+
+    fn histogram(&self, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
+        let id = (name.to_string(), labels_of(labels));
+        self.histograms.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// Every series of the site called `site`: (series name, labels).
+    fn series_of(&self, site: &str) -> Vec<(String, Labels)> {
+        let of_site = |(name, labels): &(String, Labels)| {
+            labels
+                .iter()
+                .any(|(k, v)| k == "name" && v == site)
+                .then(|| (name.clone(), labels.clone()))
+        };
+        let mut all: Vec<_> = self
+            .values
+            .keys()
+            .chain(self.histograms.keys())
+            .filter_map(of_site)
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+fn calls(seen: &Seen, name: &str, outcome: &str) -> u64 {
+    seen.value(
+        series::BREAKER_CALLS,
+        &[("name", name), ("outcome", outcome)],
+    ) as u64
+}
+
+fn state(seen: &Seen, name: &str, state: &str) -> f64 {
+    seen.value(series::BREAKER_STATE, &[("name", name), ("state", state)])
+}
+
+fn states(seen: &Seen, name: &str) -> [f64; 5] {
+    [
+        "closed",
+        "open",
+        "half_open",
+        "forced_open",
+        "forced_closed",
+    ]
+    .map(|s| state(seen, name, s))
+}
+
+fn transitions(seen: &Seen, name: &str, from: &str, to: &str) -> u64 {
+    seen.values
+        .get(&(
+            series::BREAKER_TRANSITIONS.to_string(),
+            labels_of(&[("name", name), ("from", from), ("to", to)]),
+        ))
+        .copied()
+        .unwrap_or(0.0) as u64
+}
+
+async fn ok(b: &Breaker) -> Result<(), BoxError> {
+    b.call(async { Ok::<_, BoxError>(()) }).await
+}
+
+async fn fail(b: &Breaker) -> Result<(), BoxError> {
+    b.call(async { Err::<(), BoxError>("down".into()) }).await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Breakers
+
+#[tokio::test(start_paused = true)]
+async fn breaker_calls_count_by_outcome() {
+    install();
+    let name = "metrics.breaker.outcomes";
+    let b = Breaker::builder(name)
+        .error_threshold(100)
+        .timeout(ms(100))
+        .build()
+        .unwrap();
+    let seen = Seen::now();
+    for outcome in ["success", "error", "ignored", "refused", "timed_out"] {
+        assert_eq!(
+            calls(&seen, name, outcome),
+            0,
+            "{outcome} registered at zero"
+        );
+    }
+
+    for _ in 0..3 {
+        ok(&b).await.unwrap();
+    }
+    for _ in 0..2 {
+        assert!(fail(&b).await.is_err());
+    }
+    let ignored = b
+        .call_if(|_: &BoxError| false, async {
+            Err::<(), BoxError>("not counted".into())
+        })
+        .await;
+    assert!(ignored.is_err());
+    let timed_out = b.call(pending::<Result<(), BoxError>>()).await;
+    assert!(support::rejected(&timed_out.unwrap_err()).is_timeout());
+    let panicked =
+        AssertUnwindSafe(b.call(async { panic!("the body panics") as Result<(), BoxError> }))
+            .catch_unwind()
+            .await;
+    assert!(panicked.is_err());
+    b.force_open();
+    for _ in 0..4 {
+        assert!(support::rejected(&ok(&b).await.unwrap_err()).is_circuit_open());
+    }
+    b.reset();
+
+    let seen = Seen::now();
+    assert_eq!(calls(&seen, name, "success"), 3);
+    assert_eq!(calls(&seen, name, "error"), 3, "two errors and a panic");
+    assert_eq!(calls(&seen, name, "ignored"), 1);
+    assert_eq!(calls(&seen, name, "timed_out"), 1);
+    assert_eq!(calls(&seen, name, "refused"), 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn breaker_transitions_move_the_state_gauge() {
+    install();
+    let name = "metrics.breaker.transitions";
+    let b = Breaker::builder(name)
+        .error_threshold(2)
+        .error_timeout(secs(5))
+        .success_threshold(1)
+        .build()
+        .unwrap();
+    assert_eq!(states(&Seen::now(), name), [1.0, 0.0, 0.0, 0.0, 0.0]);
+
+    assert!(fail(&b).await.is_err());
+    assert!(fail(&b).await.is_err());
+    assert_eq!(b.state(), State::Open);
+    let seen = Seen::now();
+    assert_eq!(states(&seen, name), [0.0, 1.0, 0.0, 0.0, 0.0]);
+    assert_eq!(transitions(&seen, name, "closed", "open"), 1);
+    assert!(ok(&b).await.is_err());
+    assert_eq!(calls(&Seen::now(), name, "refused"), 1);
+
+    // The probe: open -> half_open when it is admitted, half_open -> closed when it succeeds.
+    sleep(secs(5)).await;
+    {
+        let mut probe = pin!(b.call(async {
+            sleep(ms(10)).await;
+            Ok::<_, BoxError>(())
+        }));
+        assert!(poll_once(probe.as_mut()).await.is_pending());
+        let seen = Seen::now();
+        assert_eq!(states(&seen, name), [0.0, 0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(transitions(&seen, name, "open", "half_open"), 1);
+        probe.await.unwrap();
+    }
+    let seen = Seen::now();
+    assert_eq!(states(&seen, name), [1.0, 0.0, 0.0, 0.0, 0.0]);
+    assert_eq!(transitions(&seen, name, "half_open", "closed"), 1);
+
+    b.force_open();
+    assert_eq!(states(&Seen::now(), name), [0.0, 0.0, 0.0, 1.0, 0.0]);
+    b.force_closed();
+    assert_eq!(states(&Seen::now(), name), [0.0, 0.0, 0.0, 0.0, 1.0]);
+    b.reset();
+    let seen = Seen::now();
+    assert_eq!(states(&seen, name), [1.0, 0.0, 0.0, 0.0, 0.0]);
+    for (from, to) in [
+        ("closed", "open"),
+        ("open", "half_open"),
+        ("half_open", "closed"),
+        ("closed", "forced_open"),
+        ("forced_open", "forced_closed"),
+        ("forced_closed", "closed"),
+    ] {
+        assert_eq!(transitions(&seen, name, from, to), 1, "{from} -> {to}");
+    }
+    assert_eq!(transitions(&seen, name, "half_open", "open"), 0);
+
+    // A breaker dropped stops counting; one made again under the name counts again.
+    drop(b);
+    assert_eq!(states(&Seen::now(), name), [0.0; 5]);
+    let again = Breaker::builder(name).build().unwrap();
+    again.force_open();
+    assert_eq!(states(&Seen::now(), name), [0.0, 0.0, 0.0, 1.0, 0.0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_keyed_family_is_labelled_by_its_name_and_its_gauge_counts_keys() {
+    install();
+    let name = "metrics.breaker.keyed";
+    let hosts = Breaker::builder(name)
+        .error_threshold(1)
+        .error_timeout(secs(60))
+        .build_keyed()
+        .unwrap();
+    let keys = ["a.example", "b.example", "c.example", "d.example"];
+    for key in keys {
+        ok(&hosts.breaker(key)).await.unwrap();
+    }
+    assert!(fail(&hosts.breaker("a.example")).await.is_err());
+    assert!(ok(&hosts.breaker("a.example")).await.is_err());
+
+    let seen = Seen::now();
+    assert_eq!(states(&seen, name), [3.0, 1.0, 0.0, 0.0, 0.0]);
+    assert_eq!(calls(&seen, name, "success"), 4);
+    assert_eq!(calls(&seen, name, "error"), 1);
+    assert_eq!(calls(&seen, name, "refused"), 1);
+    assert_eq!(transitions(&seen, name, "closed", "open"), 1);
+    let family = seen.series_of(name);
+    assert!(family.len() >= 11, "{family:?}");
+    for (series_name, labels) in &family {
+        for (key, value) in labels {
+            assert!(
+                ["name", "outcome", "state", "from", "to"].contains(&key.as_str()),
+                "{series_name} has a label {key}"
+            );
+            assert!(
+                !keys.contains(&value.as_str()),
+                "{series_name} names a key: {labels:?}"
+            );
+        }
+    }
+
+    // Eviction: the three closed keys go, the open one stays.
+    assert_eq!(hosts.evict_idle() + hosts.evict_idle(), 3);
+    assert_eq!(hosts.len(), 1);
+    assert_eq!(states(&Seen::now(), name), [0.0, 1.0, 0.0, 0.0, 0.0]);
+    // A key used again is a new breaker, counted as closed.
+    ok(&hosts.breaker("b.example")).await.unwrap();
+    assert_eq!(states(&Seen::now(), name), [1.0, 1.0, 0.0, 0.0, 0.0]);
+    drop(hosts);
+    assert_eq!(states(&Seen::now(), name), [0.0; 5]);
+}
+
+#[breaker(error_threshold = 1, error_timeout = "1s")]
+async fn through_the_attribute(fails: bool) -> Result<(), BoxError> {
+    if fails {
+        Err("down".into())
+    } else {
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attribute_site_reports_under_its_name() {
+    install();
+    through_the_attribute(false).await.unwrap();
+    assert!(through_the_attribute(true).await.is_err());
+    assert!(through_the_attribute(false).await.is_err());
+    let name = format!("{}::through_the_attribute", module_path!());
+    let seen = Seen::now();
+    assert_eq!(calls(&seen, &name, "success"), 1);
+    assert_eq!(calls(&seen, &name, "error"), 1);
+    assert_eq!(calls(&seen, &name, "refused"), 1);
+    assert_eq!(states(&seen, &name), [0.0, 1.0, 0.0, 0.0, 0.0]);
+}
+
+/// A recorder with a bug: it panics registering handles (`on_register`), or in every handle it
+/// hands out.
+struct PanickingRecorder {
+    on_register: bool,
+    panics: Arc<AtomicUsize>,
+}
+
+struct PanickingHandle(Arc<AtomicUsize>);
+
+impl PanickingHandle {
+    fn panic(&self) -> ! {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        panic!("the recorder panics");
+    }
+}
+
+impl CounterFn for PanickingHandle {
+    fn increment(&self, _: u64) {
+        self.panic()
+    }
+    fn absolute(&self, _: u64) {
+        self.panic()
+    }
+}
+
+impl GaugeFn for PanickingHandle {
+    fn increment(&self, _: f64) {
+        self.panic()
+    }
+    fn decrement(&self, _: f64) {
+        self.panic()
+    }
+    fn set(&self, _: f64) {
+        self.panic()
+    }
+}
+
+impl HistogramFn for PanickingHandle {
+    fn record(&self, _: f64) {
+        self.panic()
+    }
+}
+
+impl PanickingRecorder {
+    fn handle(&self) -> Arc<PanickingHandle> {
+        if self.on_register {
+            self.panics.fetch_add(1, Ordering::Relaxed);
+            panic!("the recorder panics registering");
+        }
+        Arc::new(PanickingHandle(self.panics.clone()))
+    }
+}
+
+impl Recorder for PanickingRecorder {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {
+        self.panics.fetch_add(1, Ordering::Relaxed);
+        panic!("the recorder panics describing");
+    }
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn register_counter(&self, _: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(self.handle())
+    }
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::from_arc(self.handle())
+    }
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(self.handle())
+    }
+}
+
+/// A breaker whose recorder panics (registering, or on every update) goes through every state as
+/// its rules say, and its calls return what they should.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_recorder_leaves_the_breaker_consistent() {
+    install();
+    for on_register in [false, true] {
+        let panics = Arc::new(AtomicUsize::new(0));
+        let recorder = PanickingRecorder {
+            on_register,
+            panics: panics.clone(),
+        };
+        let name = if on_register {
+            "metrics.breaker.panicking_registration"
+        } else {
+            "metrics.breaker.panicking_updates"
+        };
+        let b = metrics::with_local_recorder(&recorder, || {
+            Breaker::builder(name)
+                .error_threshold(1)
+                .error_timeout(secs(1))
+                .build()
+                .unwrap()
+        });
+        let changes = Arc::new(Mutex::new(Vec::new()));
+        let log = changes.clone();
+        let id = breaker::subscribe(move |change| {
+            if &*change.name == name {
+                log.lock().unwrap().push((change.from, change.to));
+            }
+        });
+        ok(&b).await.unwrap();
+        assert!(fail(&b).await.is_err());
+        assert_eq!(b.state(), State::Open);
+        assert!(support::rejected(&ok(&b).await.unwrap_err()).is_circuit_open());
+        sleep(secs(1)).await;
+        ok(&b).await.unwrap();
+        assert_eq!(b.state(), State::Closed);
+        b.force_open();
+        assert!(ok(&b).await.is_err());
+        b.reset();
+        ok(&b).await.unwrap();
+        breaker::unsubscribe(id);
+        assert_eq!(
+            *changes.lock().unwrap(),
+            [
+                (State::Closed, State::Open),
+                (State::Open, State::HalfOpen),
+                (State::HalfOpen, State::Closed),
+                (State::Closed, State::ForcedOpen),
+                (State::ForcedOpen, State::Closed),
+            ]
+        );
+        assert!(
+            panics.load(Ordering::Relaxed) >= 10,
+            "the recorder panicked {} times",
+            panics.load(Ordering::Relaxed)
+        );
+        drop(b);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// too_busy
+
+fn busy_calls(seen: &Seen, name: &str, outcome: &str) -> u64 {
+    seen.value(
+        series::TOO_BUSY_CALLS,
+        &[("name", name), ("outcome", outcome)],
+    ) as u64
+}
+
+fn busy_refused(seen: &Seen, name: &str, signal: &str) -> u64 {
+    seen.value(
+        series::TOO_BUSY_REFUSED,
+        &[("name", name), ("signal", signal)],
+    ) as u64
+}
+
+fn in_flight(seen: &Seen, name: &str) -> f64 {
+    seen.value(series::TOO_BUSY_IN_FLIGHT, &[("name", name)])
+}
+
+#[too_busy(max_in_flight = 2)]
+async fn two_at_a_time(release: oneshot::Receiver<()>) -> Result<(), Rejected> {
+    let _ = release.await;
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn too_busy_counts_in_flight_calls_and_refusals_by_signal() {
+    install();
+    let name = format!("{}::two_at_a_time", module_path!());
+    let (a_go, a_wait) = oneshot::channel();
+    let (b_go, b_wait) = oneshot::channel();
+    let mut a = pin!(two_at_a_time(a_wait));
+    let mut b = pin!(two_at_a_time(b_wait));
+    assert!(poll_once(a.as_mut()).await.is_pending());
+    assert_eq!(in_flight(&Seen::now(), &name), 1.0);
+    assert!(poll_once(b.as_mut()).await.is_pending());
+    assert_eq!(in_flight(&Seen::now(), &name), 2.0);
+    for _ in 0..3 {
+        let (_go, wait) = oneshot::channel();
+        assert!(two_at_a_time(wait).await.unwrap_err().is_too_busy());
+    }
+    let seen = Seen::now();
+    assert_eq!(busy_calls(&seen, &name, "admitted"), 2);
+    assert_eq!(busy_calls(&seen, &name, "refused"), 3);
+    assert_eq!(busy_refused(&seen, &name, "in_flight"), 3);
+    assert_eq!(busy_refused(&seen, &name, "lag"), 0);
+    assert_eq!(busy_refused(&seen, &name, "latency"), 0);
+
+    a_go.send(()).unwrap();
+    a.await.unwrap();
+    assert_eq!(in_flight(&Seen::now(), &name), 1.0);
+    drop(b_go);
+    b.await.unwrap();
+    // A call dropped while it runs gives its slot back, in the gauge too.
+    let (go, wait) = oneshot::channel();
+    {
+        let mut c = pin!(two_at_a_time(wait));
+        assert!(poll_once(c.as_mut()).await.is_pending());
+        assert_eq!(in_flight(&Seen::now(), &name), 1.0);
+    }
+    drop(go);
+    let seen = Seen::now();
+    assert_eq!(in_flight(&seen, &name), 0.0);
+    assert_eq!(busy_calls(&seen, &name, "admitted"), 3);
+    // No max_latency: no latency measured, so no samples.
+    assert!(seen
+        .histogram(series::TOO_BUSY_CALL_DURATION, &[("name", &name)])
+        .is_empty());
+}
+
+static SLOW: LazyLock<TooBusy> = LazyLock::new(|| {
+    TooBusy::builder("metrics.too_busy.latency")
+        .max_latency(ms(10))
+        .build()
+        .unwrap()
+});
+
+#[tokio::test(start_paused = true)]
+async fn too_busy_records_call_durations_where_it_measures_latency() {
+    install();
+    let name = "metrics.too_busy.latency";
+    let slow = || {
+        SLOW.call(async {
+            sleep(ms(50)).await;
+            Ok::<_, Rejected>(())
+        })
+    };
+    slow().await.unwrap();
+    let refused = slow().await.unwrap_err();
+    assert!(refused.is_too_busy(), "{refused}");
+    let seen = Seen::now();
+    assert_eq!(busy_calls(&seen, name, "admitted"), 1);
+    assert_eq!(busy_calls(&seen, name, "refused"), 1);
+    assert_eq!(busy_refused(&seen, name, "latency"), 1);
+    assert_eq!(
+        seen.histogram(series::TOO_BUSY_CALL_DURATION, &[("name", name)]),
+        [0.05]
+    );
+    // Without max_in_flight, calls in flight are not counted.
+    assert_eq!(in_flight(&seen, name), 0.0);
+}
+
+#[too_busy(max_lag = "20ms")]
+async fn on_a_stalled_runtime() -> Result<(), Rejected> {
+    Ok(())
+}
+
+/// In real time (a paused clock shows no lag): the thread that drives the runtime is blocked, the
+/// lag gauge rises above `max_lag`, and every refusal is counted under `signal="lag"`.
+#[test]
+fn too_busy_reports_the_lag_and_lag_refusals() {
+    install();
+    let name = format!("{}::on_a_stalled_runtime", module_path!());
+    current_thread().block_on(async {
+        for _ in 0..15 {
+            on_a_stalled_runtime()
+                .await
+                .expect("an idle runtime refused a call");
+            sleep(ms(10)).await;
+        }
+        let stalls = tokio::spawn(async {
+            for _ in 0..3 {
+                std::thread::sleep(ms(400));
+                sleep(ms(100)).await;
+            }
+        });
+        let (mut accepted, mut refused) = (15u64, 0u64);
+        let mut peak = 0.0f64;
+        while !stalls.is_finished() {
+            match on_a_stalled_runtime().await {
+                Ok(()) => accepted += 1,
+                Err(rejected) => {
+                    assert!(rejected.is_too_busy());
+                    refused += 1;
+                }
+            }
+            let seen = Seen::now();
+            peak = peak.max(seen.peak(series::TOO_BUSY_LAG, &[]));
+            sleep(ms(10)).await;
+        }
+        stalls.await.unwrap();
+        assert!(refused > 0, "no call was refused while the runtime stalled");
+        assert!(
+            peak > 0.020,
+            "the lag gauge peaked at {peak} s during 400 ms stalls"
+        );
+        let seen = Seen::now();
+        assert_eq!(busy_calls(&seen, &name, "admitted"), accepted);
+        assert_eq!(busy_calls(&seen, &name, "refused"), refused);
+        assert_eq!(busy_refused(&seen, &name, "lag"), refused);
+        assert_eq!(busy_refused(&seen, &name, "in_flight"), 0);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// race_retry
+
+/// What attempt k of a call does.
+#[derive(Copy, Clone, Debug)]
+enum Step {
+    /// Answers after this many ms.
+    Answer(u64),
+    /// Fails after this many ms.
+    Fail(u64),
+    /// Never ends.
+    Hang,
+}
+
+use Step::{Answer, Fail, Hang};
+
+/// One call's script: attempt k plays `steps[k - 1]`.
+struct Script {
+    steps: Vec<Step>,
+    next: AtomicUsize,
+}
+
+impl Script {
+    fn new(steps: &[Step]) -> Self {
+        Script {
+            steps: steps.to_vec(),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    async fn attempt(&self) -> Result<u32, BoxError> {
+        let k = self.next.fetch_add(1, Ordering::SeqCst);
+        match self.steps[k] {
+            Answer(after) => {
+                sleep(ms(after)).await;
+                Ok(k as u32 + 1)
+            }
+            Fail(after) => {
+                sleep(ms(after)).await;
+                Err(format!("attempt {} failed", k + 1).into())
+            }
+            Hang => pending().await,
+        }
+    }
+}
+
+#[race_retry(retries = 2, after = "100ms", total = "450ms", backoff = "off")]
+async fn raced(script: &Script) -> Result<u32, BoxError> {
+    script.attempt().await
+}
+
+fn race_calls(seen: &Seen, name: &str, outcome: &str) -> u64 {
+    seen.value(series::RACE_CALLS, &[("name", name), ("outcome", outcome)]) as u64
+}
+
+fn wins(seen: &Seen, name: &str, attempt: &str) -> u64 {
+    seen.value(series::RACE_WINS, &[("name", name), ("attempt", attempt)]) as u64
+}
+
+#[tokio::test(start_paused = true)]
+async fn race_counts_calls_attempts_and_wins_by_attempt_number() {
+    install();
+    let name = format!("{}::raced", module_path!());
+    assert_eq!(raced(&Script::new(&[Answer(0)])).await.unwrap(), 1);
+    assert_eq!(raced(&Script::new(&[Hang, Answer(10)])).await.unwrap(), 2);
+    assert_eq!(
+        raced(&Script::new(&[Hang, Hang, Answer(10)]))
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        raced(&Script::new(&[Hang, Answer(500), Answer(0)]))
+            .await
+            .unwrap(),
+        3
+    );
+    let deadline = raced(&Script::new(&[Hang, Hang, Hang])).await.unwrap_err();
+    assert!(support::rejected(&deadline).is_deadline());
+    let failed = raced(&Script::new(&[Fail(0), Fail(0), Fail(0)]))
+        .await
+        .unwrap_err();
+    assert_eq!(failed.to_string(), "attempt 3 failed");
+
+    let seen = Seen::now();
+    assert_eq!(race_calls(&seen, &name, "success"), 4);
+    assert_eq!(race_calls(&seen, &name, "deadline"), 1);
+    assert_eq!(race_calls(&seen, &name, "error"), 1);
+    assert_eq!(wins(&seen, &name, "1"), 1);
+    assert_eq!(wins(&seen, &name, "2"), 1);
+    assert_eq!(wins(&seen, &name, "3"), 2);
+    let attempts = seen.value(series::RACE_ATTEMPTS, &[("name", &name)]) as u64;
+    assert_eq!(attempts, 1 + 2 + 3 + 3 + 3 + 3);
+    let stats = race::stats(&name).unwrap();
+    assert_eq!(attempts, 6 + stats.extra_attempts);
+    assert_eq!(stats.deadlines, 1);
+    assert_eq!(
+        seen.value(series::RACE_BUDGET_REFUSED, &[("name", &name)]),
+        0.0
+    );
+    // Win series exist only for the attempt numbers that won.
+    let numbers: Vec<String> = seen
+        .series_of(&name)
+        .into_iter()
+        .filter(|(series_name, _)| series_name == series::RACE_WINS)
+        .flat_map(|(_, labels)| labels.into_iter().filter(|(k, _)| k == "attempt"))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(numbers, ["1", "2", "3"]);
+    // A fixed `after`, nothing observed: only the attempts that failed are timed (the last
+    // call's three, at once); winners and the attempts cancelled are not.
+    assert_eq!(
+        seen.histogram(series::RACE_ATTEMPT_DURATION, &[("name", &name)]),
+        [0.0; 3]
+    );
+}
+
+#[race_retry(retries = 2, after = "100ms", total = "450ms", backoff = "off")]
+async fn raced_observed(script: &Script) -> Result<u32, BoxError> {
+    script.attempt().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn race_records_the_duration_of_timed_attempts() {
+    install();
+    let name = format!("{}::raced_observed", module_path!());
+    let script = Script::new(&[Hang, Answer(30)]);
+    let (answer, attempts) = race::observe(raced_observed(&script)).await;
+    assert_eq!(answer.unwrap(), 2);
+    let mut observed: Vec<f64> = attempts.iter().map(|a| a.elapsed.as_secs_f64()).collect();
+    observed.sort_by(f64::total_cmp);
+    assert_eq!(observed, [0.03, 0.13]);
+    let mut recorded = Seen::now().histogram(series::RACE_ATTEMPT_DURATION, &[("name", &name)]);
+    recorded.sort_by(f64::total_cmp);
+    assert_eq!(recorded, observed);
+}
+
+#[race_retry(retries = 1, after = "150ms", total = "450ms", backoff = "off")]
+async fn in_an_outage() -> Result<u32, BoxError> {
+    Err("down".into())
+}
+
+/// An outage, 300 calls 10 ms apart: the budget refuses most extra attempts, and the series says
+/// as many as `race::stats`.
+#[tokio::test(start_paused = true)]
+async fn race_counts_budget_refusals() {
+    install();
+    let name = format!("{}::in_an_outage", module_path!());
+    for _ in 0..300 {
+        assert!(in_an_outage().await.is_err());
+        sleep(ms(10)).await;
+    }
+    let stats = race::stats(&name).unwrap();
+    assert!(stats.budget_refused > 200, "{stats:?}");
+    let seen = Seen::now();
+    assert_eq!(
+        seen.value(series::RACE_BUDGET_REFUSED, &[("name", &name)]) as u64,
+        stats.budget_refused
+    );
+    assert_eq!(
+        seen.value(series::RACE_ATTEMPTS, &[("name", &name)]) as u64,
+        300 + stats.extra_attempts
+    );
+    assert_eq!(race_calls(&seen, &name, "error"), 300);
+    assert_eq!(race_calls(&seen, &name, "success"), 0);
+}
+
+fn not_worth_another(error: &BoxError) -> bool {
+    error.to_string() != "fatal"
+}
+
+#[race_retry(
+    retries = 2,
+    after = "100ms",
+    total = "450ms",
+    retry_if = not_worth_another
+)]
+async fn raced_fatal(fatal: bool) -> Result<u32, BoxError> {
+    sleep(ms(5)).await;
+    if fatal {
+        Err("fatal".into())
+    } else {
+        Err("transient".into())
+    }
+}
+
+/// An error that `retry_if` says is not worth another attempt ends the call: an `error`, with
+/// one attempt.
+#[tokio::test(start_paused = true)]
+async fn race_counts_an_error_not_worth_another_attempt_as_an_error() {
+    install();
+    let name = format!("{}::raced_fatal", module_path!());
+    assert_eq!(raced_fatal(true).await.unwrap_err().to_string(), "fatal");
+    let seen = Seen::now();
+    assert_eq!(race_calls(&seen, &name, "error"), 1);
+    assert_eq!(race_calls(&seen, &name, "deadline"), 0);
+    assert_eq!(seen.value(series::RACE_ATTEMPTS, &[("name", &name)]), 1.0);
+    assert_eq!(
+        seen.histogram(series::RACE_ATTEMPT_DURATION, &[("name", &name)]),
+        [0.005]
+    );
+}
+
+#[race_retry(retries = 1, after = "p50", total = "450ms")]
+async fn raced_learning(script: &Script) -> Result<u32, BoxError> {
+    script.attempt().await
+}
+
+/// `after = "p50"`: the calls sampled for the percentile (all of the first ones) time their
+/// winners, and the histogram gets each.
+#[tokio::test(start_paused = true)]
+async fn race_records_the_winners_of_calls_sampled_for_a_percentile() {
+    install();
+    let name = format!("{}::raced_learning", module_path!());
+    for _ in 0..5 {
+        assert_eq!(
+            raced_learning(&Script::new(&[Answer(20)])).await.unwrap(),
+            1
+        );
+    }
+    let seen = Seen::now();
+    assert_eq!(
+        seen.histogram(series::RACE_ATTEMPT_DURATION, &[("name", &name)]),
+        [0.02; 5]
+    );
+    assert_eq!(wins(&seen, &name, "1"), 5);
+}
