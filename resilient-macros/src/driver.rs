@@ -154,6 +154,9 @@ pub(crate) fn run<A: Attribute>(args: TokenStream, item: TokenStream) -> TokenSt
     let (attr, given) = parse_args::<A>(args.clone(), A::NAME, &mut errors);
     attr.validate(&given, &mut errors);
     let func = func::parse(item.clone(), A::NAME, A::RETURNS, &mut errors);
+    if let Some(func) = &func {
+        func::check_settings(&attr.at_first_use(), func, &mut errors);
+    }
     let checked = func.as_ref().map(|func| attr.check_fn(func, &mut errors));
     let krate = crate::value::krate_path(attr.krate());
     let site = Stacking {
