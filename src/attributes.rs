@@ -52,6 +52,36 @@
 /// from the largest unit to the smallest, each once, such as `"1m30s"` or `"2m 30s"` (only the
 /// last part may have a fraction: `"1m30.5s"`).
 ///
+/// **Settings from code.** A number or a duration, here and in the other attributes, may also be
+/// a `const`, a `static`, a path or any other expression (a call, `2 * BASE`, a block) of the type
+/// the builder method of the argument's name takes: `u32` for counts, `f64` for `capacity`,
+/// `failure_rate` and `backoff`, `usize` for `max_keys`, `std::time::Duration` for durations.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient::{breaker, Rejected};
+///
+/// const THRESHOLD: u32 = 5;
+///
+/// #[breaker(error_threshold = THRESHOLD, timeout = Duration::from_secs(2))]
+/// async fn charge(cents: u64) -> Result<u64, Rejected> {
+///     Ok(cents)
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// # assert_eq!(charge(250).await.unwrap(), 250);
+/// # }
+/// ```
+///
+/// Such an expression is passed as written to the [`BreakerBuilder`](crate::BreakerBuilder)
+/// method (`.error_threshold(THRESHOLD)`) and evaluated once, at the first call: it may name
+/// consts, statics and functions, but not the fn's arguments (a compile error says so) nor `Self`
+/// (name the type). A literal is checked at compile time; an expression's value is checked at
+/// the first call, by the same rules with the same message, and a value they refuse is reported
+/// as an error-level `tracing` event while the calls go on (the breaker falls back to the
+/// default settings). The rules about which arguments go together still hold at compile time:
+/// `capacity = CAP` needs `timeout`, whatever `CAP` is.
+///
 /// Stacked attributes of this crate apply top to bottom: the first written is the outermost, so
 /// `#[too_busy]` above `#[breaker]` sheds load before the breaker counts anything.
 ///
@@ -138,6 +168,28 @@ pub use resilient_macros::breaker;
 /// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | off |
 /// | `max_latency = "200ms"` | refuse while this fn's recent mean latency is above it | off |
 /// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
+///
+/// `max_in_flight` may also be a `u32` expression and the durations `Duration` expressions, such
+/// as a `const`, evaluated once, at the first call, and checked then by the rules the literals
+/// are checked by at compile time (see [`#[breaker]`](macro@crate::breaker), "Settings from
+/// code"): a value they refuse is an error-level `tracing` event, and the guard falls back to
+/// the defaults (the lag signal).
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient::{too_busy, Rejected};
+///
+/// const LIMIT: u32 = 256;
+///
+/// #[too_busy(max_in_flight = LIMIT, max_latency = Duration::from_millis(200))]
+/// async fn handler() -> Result<(), Rejected> {
+///     Ok(())
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// # handler().await.unwrap();
+/// # }
+/// ```
 ///
 /// A signal is on when it is named:
 ///
@@ -230,6 +282,30 @@ pub use resilient_macros::too_busy;
 /// | `backoff_max = "100ms"` | the most one wait may be | none (the next staggered start bounds it) |
 /// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
 /// | `crate = "..."` | the path of this crate, if renamed | `::resilient` |
+///
+/// `retries` may also be a `u32` expression, `budget` and `backoff_factor` `f64` expressions, and
+/// `after`, `total`, `each`, `backoff` and `backoff_max` `Duration` expressions (an `after`
+/// expression is a fixed delay; a percentile is a literal, as is `"off"`), such as a `const`,
+/// evaluated once, at the first call, and checked then by the rules the literals are checked by
+/// at compile time (see [`#[breaker]`](macro@crate::breaker), "Settings from code"): a value they
+/// refuse is an error-level `tracing` event, and each call then runs its body once, with no
+/// deadline.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient::{race_retry, Rejected};
+///
+/// const TOTAL: Duration = Duration::from_millis(450);
+///
+/// #[race_retry(after = TOTAL / 3, total = TOTAL)]
+/// async fn lookup(id: u64) -> Result<u64, Rejected> {
+///     Ok(id)
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// # assert_eq!(lookup(7).await.unwrap(), 7);
+/// # }
+/// ```
 ///
 /// Semantics: attempt 1 starts at once; attempt k + 1 starts `after` after attempt k started, or
 /// sooner when an attempt fails: after that failure's backoff; the first `Ok` is returned and

@@ -6,8 +6,9 @@
 //!   (argument syntax, `crate = "..."`, duration literals), shown on `#[breaker]`;
 //! - `ui/axum/fail/`: cases that need the `axum` feature, run when it is on, as with
 //!   `cargo test --all-features`;
-//! - `ui/race_retry/pass/`: the one shape that needs a crate of its own (`crate = "crate::..."`
-//!   names a path from the crate root).
+//! - `ui/<attribute>/pass/`: shapes that need a crate of their own: `crate = "crate::..."` names
+//!   a path from the crate root, and settings written as consts, paths and expressions name items
+//!   of the crate (`exprs.rs`, one per attribute).
 //!
 //! Every other shape that must compile and run is an ordinary test, `tests/shapes_*.rs`.
 //!
@@ -17,7 +18,9 @@
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
-    t.pass("tests/ui/race_retry/pass/*.rs");
+    for attribute in ["breaker", "race_retry", "too_busy"] {
+        t.pass(format!("tests/ui/{attribute}/pass/*.rs"));
+    }
     for attribute in ["common", "breaker", "race_retry", "too_busy"] {
         t.compile_fail(format!("tests/ui/{attribute}/fail/*.rs"));
     }

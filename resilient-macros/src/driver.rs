@@ -62,6 +62,18 @@ macro_rules! arguments {
                 self.krate.as_ref()
             }
 
+            fn at_first_use(&self) -> Vec<(&'static str, &syn::Expr)> {
+                let mut out = Vec::new();
+                $(
+                    if let Some(expr) = self.$field.as_ref().and_then(|value| {
+                        $crate::value::AtFirstUse::at_first_use(&value.value)
+                    }) {
+                        out.push((arguments!(@name $field $($rename)?), expr));
+                    }
+                )*
+                out
+            }
+
             fn value_span(&self, name: &str) -> Option<proc_macro2::Span> {
                 $(
                     if name == arguments!(@name $field $($rename)?) {
@@ -85,6 +97,10 @@ pub(crate) trait Arguments: darling::FromMeta + Default {
 
     /// `crate = "..."`, when given.
     fn krate(&self) -> Option<&Spanned<LitStr>>;
+
+    /// The arguments written as an expression evaluated at the site's first use (a `const`, a
+    /// call), with that expression.
+    fn at_first_use(&self) -> Vec<(&'static str, &syn::Expr)>;
 
     /// The span of argument `name`'s value, when it was read.
     fn value_span(&self, name: &str) -> Option<Span>;
@@ -138,6 +154,9 @@ pub(crate) fn run<A: Attribute>(args: TokenStream, item: TokenStream) -> TokenSt
     let (attr, given) = parse_args::<A>(args.clone(), A::NAME, &mut errors);
     attr.validate(&given, &mut errors);
     let func = func::parse(item.clone(), A::NAME, A::RETURNS, &mut errors);
+    if let Some(func) = &func {
+        func::check_settings(&attr.at_first_use(), func, &mut errors);
+    }
     let checked = func.as_ref().map(|func| attr.check_fn(func, &mut errors));
     let krate = crate::value::krate_path(attr.krate());
     let site = Stacking {
@@ -179,13 +198,16 @@ pub(crate) struct Stacking<'a> {
 pub(crate) struct Given(Vec<(String, Span)>);
 
 impl Given {
-    /// The arguments written whose value was not read (malformed): the rules count them as given.
-    pub(crate) fn unread<A: Arguments>(&self, args: &A) -> Vec<&'static str> {
-        A::NAMES
+    /// The arguments written whose value the rules cannot read: a malformed one, and an
+    /// expression the builder checks at first use. The rules count them as given (for the rules
+    /// about presence) and skip their values.
+    pub(crate) fn written<A: Arguments>(&self, args: &A) -> Vec<&'static str> {
+        let unread = A::NAMES
             .iter()
             .copied()
-            .filter(|name| self.span(name).is_some() && args.value_span(name).is_none())
-            .collect()
+            .filter(|name| self.span(name).is_some() && args.value_span(name).is_none());
+        let expressions = args.at_first_use().into_iter().map(|(name, _)| name);
+        unread.chain(expressions).collect()
     }
 
     /// The span of argument `name`'s name, when it was written.

@@ -279,3 +279,118 @@ pub(crate) fn defer(func: &ItemFn, site: Stacking<'_>) -> Option<TokenStream> {
     func.attrs.insert(at, myself);
     Some(quote::ToTokens::into_token_stream(func))
 }
+
+/// Refuses a setting written as an expression (`timeout = Duration::from_millis(ms)`) that names
+/// one of the fn's arguments or `self`: settings are evaluated once, at the site's first use,
+/// outside any call. (rustc would say "attempt to use a non-constant value in a constant".) An
+/// expression that binds names of its own (`let`, a closure) is left to the compiler.
+pub(crate) fn check_settings(
+    settings: &[(&'static str, &syn::Expr)],
+    func: &ItemFn,
+    errors: &mut Errors,
+) {
+    let arguments = argument_names(func);
+    for (name, expr) in settings {
+        let tokens = quote::ToTokens::to_token_stream(expr);
+        if binds_names(tokens.clone()) {
+            continue;
+        }
+        if let Some(local) = names_local(tokens, &arguments) {
+            errors.push(
+                local.span(),
+                format_args!(
+                    "`{name}` is evaluated once, at the first call, so it cannot use the argument `{local}`; write a literal, or an expression over consts, statics and fns"
+                ),
+            );
+        }
+    }
+}
+
+/// The names the fn's arguments bind.
+fn argument_names(func: &ItemFn) -> Vec<String> {
+    fn each(pat: &syn::Pat, out: &mut Vec<String>) {
+        match pat {
+            syn::Pat::Ident(ident) => {
+                out.push(ident.ident.to_string());
+                if let Some((_, sub)) = &ident.subpat {
+                    each(sub, out);
+                }
+            }
+            syn::Pat::Tuple(tuple) => tuple.elems.iter().for_each(|p| each(p, out)),
+            syn::Pat::TupleStruct(tuple) => tuple.elems.iter().for_each(|p| each(p, out)),
+            syn::Pat::Struct(s) => s.fields.iter().for_each(|field| each(&field.pat, out)),
+            syn::Pat::Slice(slice) => slice.elems.iter().for_each(|p| each(p, out)),
+            syn::Pat::Reference(reference) => each(&reference.pat, out),
+            syn::Pat::Paren(paren) => each(&paren.pat, out),
+            syn::Pat::Type(typed) => each(&typed.pat, out),
+            _ => {}
+        }
+    }
+    let mut out = vec!["self".to_owned()];
+    for input in &func.sig.inputs {
+        if let syn::FnArg::Typed(typed) = input {
+            each(&typed.pat, &mut out);
+        }
+    }
+    out
+}
+
+/// Whether the tokens bind names (`let`, a closure's `|..|`), which could shadow an argument's.
+fn binds_names(tokens: TokenStream) -> bool {
+    use proc_macro2::TokenTree;
+    tokens.into_iter().any(|token| match token {
+        TokenTree::Ident(ident) => ident == "let",
+        TokenTree::Punct(punct) => punct.as_char() == '|',
+        TokenTree::Group(group) => binds_names(group.stream()),
+        TokenTree::Literal(_) => false,
+    })
+}
+
+/// The first of `names` the tokens use as a variable: not a field or method after `.`, a path
+/// segment next to `::`, a macro's name, nor a struct field's name before `:`.
+fn names_local(tokens: TokenStream, names: &[String]) -> Option<proc_macro2::Ident> {
+    use proc_macro2::TokenTree;
+    let punct = |token: Option<&TokenTree>, c: char| matches!(token, Some(TokenTree::Punct(p)) if p.as_char() == c);
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            TokenTree::Ident(ident) => {
+                let before = |n: usize| i.checked_sub(n).and_then(|at| tokens.get(at));
+                let field_or_path =
+                    punct(before(1), '.') || (punct(before(1), ':') && punct(before(2), ':'));
+                let named_next = punct(tokens.get(i + 1), '!') || punct(tokens.get(i + 1), ':');
+                if !field_or_path && !named_next && names.iter().any(|name| ident == name) {
+                    return Some(ident.clone());
+                }
+            }
+            TokenTree::Group(group) => {
+                if let Some(local) = names_local(group.stream(), names) {
+                    return Some(local);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(expr: &str) -> Option<String> {
+        let names = ["ms".to_owned(), "self".to_owned()];
+        names_local(expr.parse().unwrap(), &names).map(|ident| ident.to_string())
+    }
+
+    #[test]
+    fn a_setting_that_names_an_argument_is_found() {
+        assert_eq!(local("Duration::from_millis(ms)").as_deref(), Some("ms"));
+        assert_eq!(local("2 * { ms }").as_deref(), Some("ms"));
+        assert_eq!(local("self.limit").as_deref(), Some("self"));
+        // Paths, fields, macros and struct fields of that name are not the argument.
+        assert_eq!(local("config::ms + ms::LIMIT + self::LIMIT"), None);
+        assert_eq!(local("CONFIG.ms + ms!() + Limits { ms: 3 }.ms"), None);
+        assert!(binds_names("{ let ms = 3; ms }".parse().unwrap()));
+    }
+}

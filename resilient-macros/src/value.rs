@@ -2,6 +2,11 @@
 //! [`Spanned`] value: durations ("450ms", "1m30s"), whole numbers, numbers, strings, crate paths,
 //! expressions. Every refusal says what to write instead and points at the token to change.
 //!
+//! A number or a duration may also be any other expression (a `const`, a call, a block): [`Or`]
+//! reads it as [`OrExpr::Expr`], which the expansion passes unchanged to the builder method of
+//! the argument's name, so that the compiler checks its type and the builder its range, at the
+//! site's first use.
+//!
 //! Each attribute declares its arguments once with `crate::driver::arguments!`, which makes a
 //! `#[derive(FromMeta)]` struct whose fields (`Option<Spanned<T>>`) are read with
 //! [`Value::arg`].
@@ -22,9 +27,87 @@ pub(crate) struct Spanned<T> {
     pub(crate) span: Span,
 }
 
-/// The value of an argument that was read, without its spans.
-pub(crate) fn of<T: Copy>(arg: &Option<Spanned<T>>) -> Option<T> {
-    arg.as_ref().map(|arg| arg.value)
+/// The literal value of an argument, without its spans: `None` when left out or an expression
+/// (which the rules cannot read; see [`AtFirstUse`]).
+pub(crate) fn of<T: Copy>(arg: &Option<Spanned<OrExpr<T>>>) -> Option<T> {
+    match arg.as_ref().map(|arg| &arg.value) {
+        Some(OrExpr::Literal(value)) => Some(*value),
+        _ => None,
+    }
+}
+
+/// A number or duration argument: a literal, read and checked at compile time, or any other
+/// expression, passed unchanged to the builder method of the argument's name.
+#[derive(Clone, Debug)]
+pub(crate) enum OrExpr<T> {
+    Literal(T),
+    Expr(Expr),
+}
+
+impl<T> OrExpr<T> {
+    /// The builder call's argument: the literal's tokens, or the expression as written (its
+    /// spans kept, so that a type error points at it).
+    pub(crate) fn tokens(&self, literal: impl FnOnce(&T) -> TokenStream) -> TokenStream {
+        match self {
+            OrExpr::Literal(value) => literal(value),
+            OrExpr::Expr(expr) => expr.to_token_stream(),
+        }
+    }
+}
+
+/// The literal form `V` reads (also a literal it refuses, such as `timeout = 2`), or any other
+/// expression.
+pub(crate) struct Or<V>(pub(crate) V);
+
+impl<V: Value> Value for Or<V> {
+    type Out = OrExpr<V::Out>;
+
+    fn expected(&self) -> String {
+        self.0.expected()
+    }
+
+    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(Self::Out, Span)> {
+        if written_as_literal(expr) {
+            let (value, span) = self.0.parse(name, expr)?;
+            Ok((OrExpr::Literal(value), span))
+        } else {
+            Ok((OrExpr::Expr(expr.clone()), expr.span()))
+        }
+    }
+}
+
+/// A literal, or a negated one (`-1`, which the literal forms refuse with what is valid).
+fn written_as_literal(expr: &Expr) -> bool {
+    match expr {
+        Expr::Lit(_) => true,
+        Expr::Group(group) => written_as_literal(&group.expr),
+        Expr::Unary(unary) => {
+            matches!(unary.op, syn::UnOp::Neg(_)) && written_as_literal(&unary.expr)
+        }
+        _ => false,
+    }
+}
+
+/// The expression an argument's value is evaluated from at the site's first use, if any: a
+/// number or duration written as an expression. (`key`, `count_if` and `retry_if` are
+/// expressions too, but of each call, not of the site's settings.)
+pub(crate) trait AtFirstUse {
+    fn at_first_use(&self) -> Option<&Expr> {
+        None
+    }
+}
+
+impl AtFirstUse for LitStr {}
+
+impl AtFirstUse for Expr {}
+
+impl<T> AtFirstUse for OrExpr<T> {
+    fn at_first_use(&self) -> Option<&Expr> {
+        match self {
+            OrExpr::Expr(expr) => Some(expr),
+            OrExpr::Literal(_) => None,
+        }
+    }
 }
 
 /// How one kind of value is read from an argument's expression.
@@ -240,6 +323,15 @@ pub(crate) fn krate_path(krate: Option<&Spanned<LitStr>>) -> TokenStream {
             .map_or_else(|e| e.to_compile_error(), |p| p.into_token_stream()),
         None => quote::quote!(::resilient),
     }
+}
+
+/// `|builder| builder.a(..).b(..)`: the closure that applies an attribute's settings to its
+/// policy's builder on the site's first use. The parameter is hygienic, so that an expression
+/// in the settings cannot name it; the closure captures nothing (it is a `fn` pointer), so an
+/// expression that names a local of the fn (an argument) is a compile error.
+pub(crate) fn configure(builder: &str, options: &[TokenStream]) -> TokenStream {
+    let builder = proc_macro2::Ident::new(builder, Span::mixed_site());
+    quote::quote!(|#builder| #builder #(#options)*)
 }
 
 /// `::core::time::Duration::from_xxx(n)` in the largest unit that states `d` exactly.

@@ -42,7 +42,8 @@ pub struct BreakerOptions<'a> {
     pub idle_timeout: Option<Duration>,
     /// `max_keys`: keyed only, the most keys held at once.
     pub max_keys: Option<u64>,
-    /// Arguments written whose value could not be read: they count as given.
+    /// Arguments written whose value could not be read (malformed, or an expression checked at
+    /// first use): they count as given.
     pub written: &'a [&'a str],
 }
 

@@ -5,8 +5,10 @@
 //! For each policy, a plain struct holds the options as given ([`BreakerOptions`],
 //! [`RaceRetryOptions`], [`TooBusyOptions`]) and a function returns every [`Violation`] of its
 //! rules at once ([`breaker`], [`race_retry`], [`too_busy`]). An option left out is `None`; the
-//! `written` list names arguments that were written but whose value could not be read (a
-//! malformed literal), so that a rule about an argument's presence does not report it missing.
+//! `written` list names arguments that were written but whose value cannot be read at compile
+//! time (a malformed literal, or an expression such as a `const` that the builder checks at
+//! first use), so that a rule about an argument's presence does not report it missing while the
+//! rules about its value are skipped.
 //!
 //! ```
 //! use std::time::Duration;

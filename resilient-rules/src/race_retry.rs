@@ -45,7 +45,8 @@ pub struct RaceRetryOptions<'a> {
     pub backoff_factor: Option<f64>,
     /// `backoff_max`: the most one wait may be.
     pub backoff_max: Option<Duration>,
-    /// Arguments written whose value could not be read: they count as given.
+    /// Arguments written whose value could not be read (malformed, or an expression checked at
+    /// first use): they count as given.
     pub written: &'a [&'a str],
 }
 

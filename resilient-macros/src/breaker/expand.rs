@@ -14,13 +14,13 @@
 //! }
 //! ```
 
-use proc_macro2::{Delimiter, Group, Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::{Expr, ItemFn};
 
 use super::ast::Breaker;
 use crate::func;
-use crate::value::duration_tokens;
+use crate::value::{duration_tokens, OrExpr};
 
 pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     let ItemFn {
@@ -47,7 +47,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
         ),
     };
     let options = options(attr);
-    let configure = quote!(|breaker| breaker #(#options)*);
+    let configure = crate::value::configure("breaker", &options);
     let site = match attr.key.as_ref().map(|key| &key.value) {
         None => quote! {
             #marker
@@ -160,60 +160,63 @@ fn first_last(expr: &Expr) -> (Span, Span) {
     (first, spans.last().unwrap_or(first))
 }
 
-/// The builder calls for every argument given, in the order of the attribute's documentation.
+/// The builder calls for every argument given, in the order of the attribute's documentation: a
+/// literal as the value it was read as, an expression as written.
 fn options(attr: &Breaker) -> Vec<TokenStream> {
-    let mut out = Vec::new();
-    let mut push = |method: &str, value: TokenStream| {
+    let count = |v: &OrExpr<u32>| v.tokens(|n| Literal::u32_unsuffixed(*n).into_token_stream());
+    let number = |v: &OrExpr<f64>| v.tokens(|n| Literal::f64_unsuffixed(*n).into_token_stream());
+    let duration = |v: &OrExpr<std::time::Duration>| v.tokens(|d| duration_tokens(*d));
+    let keys = |v: &OrExpr<u64>| v.tokens(|n| Literal::u64_unsuffixed(*n).into_token_stream());
+    [
+        (
+            "error_threshold",
+            attr.error_threshold.as_ref().map(|v| count(&v.value)),
+        ),
+        (
+            "failure_rate",
+            attr.failure_rate.as_ref().map(|v| number(&v.value)),
+        ),
+        (
+            "min_calls",
+            attr.min_calls.as_ref().map(|v| count(&v.value)),
+        ),
+        (
+            "error_window",
+            attr.error_window.as_ref().map(|v| duration(&v.value)),
+        ),
+        (
+            "error_timeout",
+            attr.error_timeout.as_ref().map(|v| duration(&v.value)),
+        ),
+        ("capacity", attr.capacity.as_ref().map(|v| number(&v.value))),
+        ("timeout", attr.timeout.as_ref().map(|v| duration(&v.value))),
+        (
+            "half_open_timeout",
+            attr.half_open_timeout.as_ref().map(|v| duration(&v.value)),
+        ),
+        (
+            "success_threshold",
+            attr.success_threshold.as_ref().map(|v| count(&v.value)),
+        ),
+        (
+            "half_open_calls",
+            attr.half_open_calls.as_ref().map(|v| count(&v.value)),
+        ),
+        ("backoff", attr.backoff.as_ref().map(|v| number(&v.value))),
+        (
+            "max_error_timeout",
+            attr.max_error_timeout.as_ref().map(|v| duration(&v.value)),
+        ),
+        (
+            "idle_timeout",
+            attr.idle_timeout.as_ref().map(|v| duration(&v.value)),
+        ),
+        ("max_keys", attr.max_keys.as_ref().map(|v| keys(&v.value))),
+    ]
+    .into_iter()
+    .filter_map(|(method, value)| {
         let method = syn::Ident::new(method, Span::call_site());
-        out.push(quote!(.#method(#value)));
-    };
-    let count = |v: u64| proc_macro2::Literal::u64_unsuffixed(v).into_token_stream();
-    let number = |v: f64| {
-        let mut lit = proc_macro2::Literal::f64_unsuffixed(v);
-        lit.set_span(Span::call_site());
-        lit.into_token_stream()
-    };
-    if let Some(v) = &attr.error_threshold {
-        push("error_threshold", count(v.value.into()));
-    }
-    if let Some(v) = &attr.failure_rate {
-        push("failure_rate", number(v.value));
-    }
-    if let Some(v) = &attr.min_calls {
-        push("min_calls", count(v.value.into()));
-    }
-    if let Some(v) = &attr.error_window {
-        push("error_window", duration_tokens(v.value));
-    }
-    if let Some(v) = &attr.error_timeout {
-        push("error_timeout", duration_tokens(v.value));
-    }
-    if let Some(v) = &attr.capacity {
-        push("capacity", number(v.value));
-    }
-    if let Some(v) = &attr.timeout {
-        push("timeout", duration_tokens(v.value));
-    }
-    if let Some(v) = &attr.half_open_timeout {
-        push("half_open_timeout", duration_tokens(v.value));
-    }
-    if let Some(v) = &attr.success_threshold {
-        push("success_threshold", count(v.value.into()));
-    }
-    if let Some(v) = &attr.half_open_calls {
-        push("half_open_calls", count(v.value.into()));
-    }
-    if let Some(v) = &attr.backoff {
-        push("backoff", number(v.value));
-    }
-    if let Some(v) = &attr.max_error_timeout {
-        push("max_error_timeout", duration_tokens(v.value));
-    }
-    if let Some(v) = &attr.idle_timeout {
-        push("idle_timeout", duration_tokens(v.value));
-    }
-    if let Some(v) = &attr.max_keys {
-        push("max_keys", count(v.value));
-    }
-    out
+        value.map(|value| quote!(.#method(#value)))
+    })
+    .collect()
 }

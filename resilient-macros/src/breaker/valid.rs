@@ -10,7 +10,7 @@ use crate::value::of;
 /// Every rule `#[breaker]`'s arguments break.
 pub(crate) fn validate(args: &Breaker, given: &Given, errors: &mut Errors) {
     let name = args.name.as_ref().map(|name| name.value.value());
-    let unread = given.unread(args);
+    let written = given.written(args);
     let options = BreakerOptions {
         name: name.as_deref(),
         key: given.span("key").is_some(),
@@ -28,7 +28,7 @@ pub(crate) fn validate(args: &Breaker, given: &Given, errors: &mut Errors) {
         max_error_timeout: of(&args.max_error_timeout),
         idle_timeout: of(&args.idle_timeout),
         max_keys: of(&args.max_keys),
-        written: &unread,
+        written: &written,
     };
     report(resilient_rules::breaker(&options), args, given, errors);
 }

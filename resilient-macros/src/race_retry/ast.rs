@@ -1,24 +1,25 @@
 //! The arguments of `#[race_retry(...)]`, each kept with its span, and the values only it takes:
 //! `after` (a duration or a percentile), `budget` and `backoff` (a value or `"off"`), `retries`
-//! and `backoff_factor` (with their bounds).
+//! and `backoff_factor` (with their bounds). Each of these may also be an expression (`OrExpr`):
+//! a `Duration` for `after` (a fixed delay), an `f64` for `budget`, a `Duration` for `backoff`.
 
 use proc_macro2::Span;
 use syn::{Expr, Lit};
 
 use crate::driver::arguments;
-use crate::value::{self, Count, Duration, Expression, Number, Str, Value};
+use crate::value::{self, Count, Duration, Expression, Number, Or, OrExpr, Str, Value};
 
 arguments! {
     /// `#[race_retry(...)]`'s arguments, in the order of its documentation.
     pub(crate) struct RaceRetry {
-        retries: u32 = Count::NEW,
-        after: After = AfterValue,
-        total: std::time::Duration = Duration,
-        each: std::time::Duration = Duration,
-        budget: Budget = BudgetValue,
-        backoff: Backoff = BackoffValue,
-        backoff_factor: f64 = Factor,
-        backoff_max: std::time::Duration = Duration,
+        retries: OrExpr<u32> = Or(Count::NEW),
+        after: OrExpr<After> = Or(AfterValue),
+        total: OrExpr<std::time::Duration> = Or(Duration),
+        each: OrExpr<std::time::Duration> = Or(Duration),
+        budget: OrExpr<Budget> = Or(BudgetValue),
+        backoff: OrExpr<Backoff> = Or(BackoffValue),
+        backoff_factor: OrExpr<f64> = Or(Factor),
+        backoff_max: OrExpr<std::time::Duration> = Or(Duration),
         retry_if: Expr = Expression("is_transient"),
     }
 }

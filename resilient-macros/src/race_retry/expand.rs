@@ -4,13 +4,15 @@
 //! async fn lookup(&self, id: u64, key: &str) -> Result<User, DbError> {
 //!     {
 //!         fn race_site() {}
-//!         static RACE: ::resilient::__private::RaceRetry = ::resilient::__private::RaceRetry::lazy(
+//!         static RACE: ::resilient::__private::RaceSite = ::resilient::__private::RaceSite::new(
 //!             || ::resilient::__private::name_of(race_site),
-//!             2,
-//!             ::resilient::__private::After::Fixed(::core::time::Duration::from_millis(150)),
-//!             ::core::time::Duration::from_millis(450),
+//!             |race| {
+//!                 race.retries(2)
+//!                     .after(::resilient::__private::After::Fixed(::core::time::Duration::from_millis(150)))
+//!                     .total(::core::time::Duration::from_millis(450))
+//!             },
 //!         );
-//!         &RACE
+//!         RACE.race()
 //!     }
 //!     .run(move || {
 //!         let id = ::resilient::__private::attempt_arg(&id);
@@ -26,6 +28,10 @@
 //! }
 //! ```
 //!
+//! The policy is built on the first call, by `RaceRetry::builder` and the settings as its calls; a
+//! setting written as an expression (`total = TOTAL`) is passed as written, checked by the builder
+//! then (a non-literal `after` is a fixed delay: `After::Fixed(expr)`).
+//!
 //! With `retry_if = is_transient`, the attempt closure is bound first (`let attempt = move || ..;`)
 //! and the call is `.run_if(|error| (is_transient)(error), attempt)`; see `expand` for why. A `mut`
 //! argument loses its `mut` in the signature and keeps it in each attempt's copy.
@@ -38,7 +44,7 @@ use syn::{Expr, ItemFn, Pat};
 use super::ast::{After, Backoff, Budget, RaceRetry};
 use super::bindings::{drop_mut, rename_self, Binding};
 use crate::func;
-use crate::value::duration_tokens;
+use crate::value::{duration_tokens, OrExpr};
 
 pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -> TokenStream {
     let krate = crate::value::krate_path(attr.krate.as_ref());
@@ -60,46 +66,8 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
     } = func;
     let (attrs, inner) = func::split_attrs(attrs);
     drop_mut(&mut sig);
-    let retries = Literal::u32_unsuffixed(attr.retries.as_ref().map_or(2, |r| r.value));
-    let total = duration_tokens(
-        attr.total
-            .as_ref()
-            .map_or_else(Default::default, |t| t.value),
-    );
-    let after = match attr.after.as_ref().map(|a| a.value) {
-        Some(After::Fixed(d)) => {
-            let d = duration_tokens(d);
-            quote!(#krate::__private::After::Fixed(#d))
-        }
-        Some(After::Percentile(q)) => quote!(#krate::__private::After::Percentile(#q)),
-        None => quote!(#krate::__private::After::Percentile(0.95)),
-    };
-    let mut options = Vec::new();
-    if let Some(each) = &attr.each {
-        let d = duration_tokens(each.value);
-        options.push(quote!(.with_each(#d)));
-    }
-    match attr.budget.as_ref().map(|b| b.value) {
-        Some(Budget::Share(share)) => options.push(quote!(.with_budget(#share))),
-        Some(Budget::Off) => options.push(quote!(.no_budget())),
-        None => {}
-    }
-    match attr.backoff.as_ref().map(|b| b.value) {
-        Some(Backoff::Base(base)) => {
-            let d = duration_tokens(base);
-            options.push(quote!(.backoff(#d)));
-        }
-        Some(Backoff::Off) => options.push(quote!(.no_backoff())),
-        None => {}
-    }
-    if let Some(factor) = &attr.backoff_factor {
-        let f = factor.value;
-        options.push(quote!(.backoff_factor(#f)));
-    }
-    if let Some(max) = &attr.backoff_max {
-        let d = duration_tokens(max.value);
-        options.push(quote!(.backoff_max(#d)));
-    }
+    let options = options(attr, &krate);
+    let configure = crate::value::configure("race", &options);
     let copies = bindings.iter().map(
         |Binding {
              ident,
@@ -161,15 +129,71 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
             #setup
             {
                 fn race_site() {}
-                static RACE: #krate::__private::RaceRetry = #krate::__private::RaceRetry::lazy(
+                static RACE: #krate::__private::RaceSite = #krate::__private::RaceSite::new(
                     || #krate::__private::name_of(race_site),
-                    #retries,
-                    #after,
-                    #total,
-                ) #(#options)*;
-                &RACE
+                    #configure,
+                );
+                RACE.race()
             }
             .#run
         }
     }
+}
+
+/// The builder calls for every argument given, in the order of the attribute's documentation: a
+/// literal as the value it was read as, an expression as written (for `after`, a fixed delay).
+fn options(attr: &RaceRetry, krate: &TokenStream) -> Vec<TokenStream> {
+    let duration = |v: &OrExpr<std::time::Duration>| v.tokens(|d| duration_tokens(*d));
+    let mut options = Vec::new();
+    if let Some(retries) = &attr.retries {
+        let n = retries
+            .value
+            .tokens(|n| Literal::u32_unsuffixed(*n).into_token_stream());
+        options.push(quote!(.retries(#n)));
+    }
+    if let Some(after) = &attr.after {
+        let after = match &after.value {
+            OrExpr::Literal(After::Fixed(d)) => {
+                let d = duration_tokens(*d);
+                quote!(#krate::__private::After::Fixed(#d))
+            }
+            OrExpr::Literal(After::Percentile(q)) => {
+                quote!(#krate::__private::After::Percentile(#q))
+            }
+            OrExpr::Expr(d) => quote!(#krate::__private::After::Fixed(#d)),
+        };
+        options.push(quote!(.after(#after)));
+    }
+    if let Some(total) = &attr.total {
+        let d = duration(&total.value);
+        options.push(quote!(.total(#d)));
+    }
+    if let Some(each) = &attr.each {
+        let d = duration(&each.value);
+        options.push(quote!(.each(#d)));
+    }
+    match attr.budget.as_ref().map(|b| &b.value) {
+        Some(OrExpr::Literal(Budget::Share(share))) => options.push(quote!(.budget(#share))),
+        Some(OrExpr::Literal(Budget::Off)) => options.push(quote!(.no_budget())),
+        Some(OrExpr::Expr(share)) => options.push(quote!(.budget(#share))),
+        None => {}
+    }
+    match attr.backoff.as_ref().map(|b| &b.value) {
+        Some(OrExpr::Literal(Backoff::Base(base))) => {
+            let d = duration_tokens(*base);
+            options.push(quote!(.backoff(#d)));
+        }
+        Some(OrExpr::Literal(Backoff::Off)) => options.push(quote!(.no_backoff())),
+        Some(OrExpr::Expr(base)) => options.push(quote!(.backoff(#base))),
+        None => {}
+    }
+    if let Some(factor) = &attr.backoff_factor {
+        let f = factor.value.tokens(|f| f.into_token_stream());
+        options.push(quote!(.backoff_factor(#f)));
+    }
+    if let Some(max) = &attr.backoff_max {
+        let d = duration(&max.value);
+        options.push(quote!(.backoff_max(#d)));
+    }
+    options
 }

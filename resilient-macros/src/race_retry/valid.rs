@@ -13,7 +13,7 @@ use crate::value::of;
 pub(crate) fn validate(args: &RaceRetry, given: &Given, errors: &mut Errors) {
     let budget = of(&args.budget);
     let backoff = of(&args.backoff);
-    let unread = given.unread(args);
+    let written = given.written(args);
     let options = RaceRetryOptions {
         name: None,
         retries: of(&args.retries),
@@ -35,7 +35,7 @@ pub(crate) fn validate(args: &RaceRetry, given: &Given, errors: &mut Errors) {
         no_backoff: matches!(backoff, Some(Backoff::Off)),
         backoff_factor: of(&args.backoff_factor),
         backoff_max: of(&args.backoff_max),
-        written: &unread,
+        written: &written,
     };
     report(resilient_rules::race_retry(&options), args, given, errors);
 }

@@ -4,16 +4,20 @@
 //! async fn handler(req: Request) -> Result<Response, AppError> {
 //!     {
 //!         fn too_busy_site() {}
-//!         static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::lazy(
+//!         static TOO_BUSY: ::resilient::__private::TooBusySite = ::resilient::__private::TooBusySite::new(
 //!             || ::resilient::__private::name_of(too_busy_site),
-//!         )
-//!         .max_in_flight(256);
-//!         ::resilient::__private::BusySite(&TOO_BUSY)
+//!             |guard| guard.max_in_flight(256),
+//!         );
+//!         TOO_BUSY.guard()
 //!     }
 //!     .call(async move { /* the original body */ })
 //!     .await
 //! }
 //! ```
+//!
+//! The guard is built on the first call, by `TooBusy::builder` and the settings as its calls
+//! (`|guard| guard` with none); a setting written as an expression (`max_in_flight = LIMIT`) is
+//! passed as written, checked by the builder then.
 //!
 //! A return type other than `Result<T, E>` (`impl IntoResponse`, `Response`) is refused through
 //! `resilient::busy::Refuse`: the call is `.respond(..)`.
@@ -38,17 +42,20 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
     let (attrs, inner) = func::split_attrs(attrs);
     let mut options = Vec::new();
     if let Some(v) = &attr.max_lag {
-        let d = duration_tokens(v.value);
+        let d = v.value.tokens(|d| duration_tokens(*d));
         options.push(quote!(.max_lag(#d)));
     }
     if let Some(v) = &attr.max_in_flight {
-        let n = proc_macro2::Literal::u32_unsuffixed(v.value);
+        let n = v
+            .value
+            .tokens(|n| proc_macro2::Literal::u32_unsuffixed(*n).into_token_stream());
         options.push(quote!(.max_in_flight(#n)));
     }
     if let Some(v) = &attr.max_latency {
-        let d = duration_tokens(v.value);
+        let d = v.value.tokens(|d| duration_tokens(*d));
         options.push(quote!(.max_latency(#d)));
     }
+    let configure = crate::value::configure("guard", &options);
     let ret_span = func::error_type_span(&func);
     // An `impl IntoResponse` body is turned into a `Response` (the `axum` feature), through
     // which a refusal can be a 503.
@@ -72,9 +79,9 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
             #(#inner)*
             {
                 fn too_busy_site() {}
-                static TOO_BUSY: #krate::__private::TooBusy =
-                    #krate::__private::TooBusy::lazy(#name) #(#options)*;
-                #krate::__private::BusySite(&TOO_BUSY)
+                static TOO_BUSY: #krate::__private::TooBusySite =
+                    #krate::__private::TooBusySite::new(#name, #configure);
+                TOO_BUSY.guard()
             }
             .#call
             .await

@@ -5,14 +5,15 @@ use resilient_rules::TooBusyOptions;
 
 use super::ast::TooBusy;
 use crate::driver::{report, Errors, Given};
+use crate::value::of;
 
 /// Every rule `#[too_busy]`'s arguments break.
 pub(crate) fn validate(args: &TooBusy, given: &Given, errors: &mut Errors) {
     let options = TooBusyOptions {
         name: None,
-        max_lag: args.max_lag.as_ref().map(|arg| arg.value),
-        max_in_flight: args.max_in_flight.as_ref().map(|arg| arg.value),
-        max_latency: args.max_latency.as_ref().map(|arg| arg.value),
+        max_lag: of(&args.max_lag),
+        max_in_flight: of(&args.max_in_flight),
+        max_latency: of(&args.max_latency),
     };
     report(resilient_rules::too_busy(&options), args, given, errors);
 }

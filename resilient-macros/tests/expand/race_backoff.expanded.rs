@@ -1,19 +1,24 @@
 async fn fetch(id: u64) -> Result<Row, DbError> {
     {
         fn race_site() {}
-        static RACE: ::resilient::__private::RaceRetry = ::resilient::__private::RaceRetry::lazy(
-                || ::resilient::__private::name_of(race_site),
-                3,
-                ::resilient::__private::After::Fixed(
-                    ::core::time::Duration::from_millis(100),
-                ),
-                ::core::time::Duration::from_secs(1),
-            )
-            .no_budget()
-            .backoff(::core::time::Duration::from_millis(20))
-            .backoff_factor(3f64)
-            .backoff_max(::core::time::Duration::from_millis(150));
-        &RACE
+        static RACE: ::resilient::__private::RaceSite = ::resilient::__private::RaceSite::new(
+            || ::resilient::__private::name_of(race_site),
+            |race| {
+                race
+                    .retries(3)
+                    .after(
+                        ::resilient::__private::After::Fixed(
+                            ::core::time::Duration::from_millis(100),
+                        ),
+                    )
+                    .total(::core::time::Duration::from_secs(1))
+                    .no_budget()
+                    .backoff(::core::time::Duration::from_millis(20))
+                    .backoff_factor(3f64)
+                    .backoff_max(::core::time::Duration::from_millis(150))
+            },
+        );
+        RACE.race()
     }
         .run(move || {
             let id = ::resilient::__private::attempt_arg(&id);
@@ -31,15 +36,16 @@ async fn fetch(id: u64) -> Result<Row, DbError> {
 async fn at_once(id: u64) -> Result<Row, DbError> {
     {
         fn race_site() {}
-        static RACE: ::resilient::__private::RaceRetry = ::resilient::__private::RaceRetry::lazy(
-                || ::resilient::__private::name_of(race_site),
-                2,
-                ::resilient::__private::After::Percentile(0.95),
-                ::core::time::Duration::from_millis(450),
-            )
-            .with_budget(0.2f64)
-            .no_backoff();
-        &RACE
+        static RACE: ::resilient::__private::RaceSite = ::resilient::__private::RaceSite::new(
+            || ::resilient::__private::name_of(race_site),
+            |race| {
+                race
+                    .total(::core::time::Duration::from_millis(450))
+                    .budget(0.2f64)
+                    .no_backoff()
+            },
+        );
+        RACE.race()
     }
         .run(move || {
             let id = ::resilient::__private::attempt_arg(&id);

@@ -2,17 +2,22 @@ impl Directory {
     async fn lookup(&self, id: UserId, region: &str) -> Result<User, DbError> {
         {
             fn race_site() {}
-            static RACE: ::resilient::__private::RaceRetry = ::resilient::__private::RaceRetry::lazy(
-                    || ::resilient::__private::name_of(race_site),
-                    2,
-                    ::resilient::__private::After::Fixed(
-                        ::core::time::Duration::from_millis(150),
-                    ),
-                    ::core::time::Duration::from_millis(450),
-                )
-                .with_each(::core::time::Duration::from_millis(300))
-                .with_budget(0.1f64);
-            &RACE
+            static RACE: ::resilient::__private::RaceSite = ::resilient::__private::RaceSite::new(
+                || ::resilient::__private::name_of(race_site),
+                |race| {
+                    race
+                        .retries(2)
+                        .after(
+                            ::resilient::__private::After::Fixed(
+                                ::core::time::Duration::from_millis(150),
+                            ),
+                        )
+                        .total(::core::time::Duration::from_millis(450))
+                        .each(::core::time::Duration::from_millis(300))
+                        .budget(0.1f64)
+                },
+            );
+            RACE.race()
         }
             .run(move || {
                 let id = ::resilient::__private::attempt_arg(&id);

@@ -15,13 +15,15 @@ async fn fetch<K: Clone + Display>(
     };
     {
         fn race_site() {}
-        static RACE: ::resilient::__private::RaceRetry = ::resilient::__private::RaceRetry::lazy(
+        static RACE: ::resilient::__private::RaceSite = ::resilient::__private::RaceSite::new(
             || ::resilient::__private::name_of(race_site),
-            2,
-            ::resilient::__private::After::Percentile(0.95f64),
-            ::core::time::Duration::from_secs(1),
+            |race| {
+                race
+                    .after(::resilient::__private::After::Percentile(0.95f64))
+                    .total(::core::time::Duration::from_secs(1))
+            },
         );
-        &RACE
+        RACE.race()
     }
         .run_if(|error| (DbError::is_transient)(error), attempt)
         .await

@@ -2,9 +2,11 @@
 pub async fn search(query: String) -> Result<Hits, AppError> {
     {
         fn too_busy_site() {}
-        static TOO_BUSY: ::resilient::__private::TooBusy = ::resilient::__private::TooBusy::lazy(||
-        ::resilient::__private::name_of(too_busy_site));
-        ::resilient::__private::BusySite(&TOO_BUSY)
+        static TOO_BUSY: ::resilient::__private::TooBusySite = ::resilient::__private::TooBusySite::new(
+            || ::resilient::__private::name_of(too_busy_site),
+            |guard| guard,
+        );
+        TOO_BUSY.guard()
     }
         .call(async move {
             if false {
