@@ -19,7 +19,10 @@ type Scrape = BTreeMap<(String, BTreeMap<String, String>), f64>;
 
 fn parse(text: &str) -> Scrape {
     let mut samples = Scrape::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let (series, value) = line.rsplit_once(' ').unwrap();
         let (name, labels) = match series.split_once('{') {
             Some((name, labels)) => (name, labels.trim_end_matches('}')),
@@ -54,8 +57,11 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
     // The environment overrides the file: `race_retry."*".budget` is 0.2 in the file.
     std::env::set_var("RESILIENT_RACE_RETRY__BUDGET", "0.3");
     let prometheus = PrometheusBuilder::new().install_recorder().unwrap();
-    app::load_settings(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/service/resilient.toml"))
-        .unwrap();
+    app::load_settings(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/service/resilient.toml"
+    ))
+    .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let state = Arc::new(app::App {
@@ -77,16 +83,33 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
     };
     let scrape = || async { parse(&get("/metrics").await.1) };
     let calls = |s: &Scrape, outcome: &str| {
-        sample(s, "resilient_breaker_calls_total", &[("name", "inventory"), ("outcome", outcome)])
+        sample(
+            s,
+            "resilient_breaker_calls_total",
+            &[("name", "inventory"), ("outcome", outcome)],
+        )
     };
     let state_is = |s: &Scrape, state: &str| {
-        sample(s, "resilient_breaker_state", &[("name", "inventory"), ("state", state)])
+        sample(
+            s,
+            "resilient_breaker_state",
+            &[("name", "inventory"), ("state", state)],
+        )
     };
 
-    assert_eq!(get("/items/7").await, (200, "item 7: 70 in stock at 106\n".into()));
+    assert_eq!(
+        get("/items/7").await,
+        (200, "item 7: 70 in stock at 106\n".into())
+    );
     let settings = get("/settings").await.1;
-    assert!(settings.contains("breaker inventory error_threshold = 3 ("), "{settings}");
-    assert!(settings.contains("resilient.toml:8)"), "the file's line: {settings}");
+    assert!(
+        settings.contains("breaker inventory error_threshold = 3 ("),
+        "{settings}"
+    );
+    assert!(
+        settings.contains("resilient.toml:8)"),
+        "the file's line: {settings}"
+    );
     assert!(
         settings.contains("race_retry app::price budget = \"0.3\" (environment variable RESILIENT_RACE_RETRY__BUDGET)")
             || settings.contains("budget = \"0.3\" (environment variable RESILIENT_RACE_RETRY__BUDGET)"),
@@ -125,7 +148,10 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
         .unwrap();
     assert_eq!(refused.status().as_u16(), 422);
     let why = refused.text().await.unwrap();
-    assert!(why.starts_with("code: breaker `inventory`, `error_timeout`: "), "{why}");
+    assert!(
+        why.starts_with("code: breaker `inventory`, `error_timeout`: "),
+        "{why}"
+    );
     let changed = client
         .put(format!("{base}/settings/breaker/inventory/error_timeout"))
         .body("200ms")
@@ -144,7 +170,11 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
         sample(
             &s,
             "resilient_breaker_transitions_total",
-            &[("name", "inventory"), ("from", "half_open"), ("to", "closed")]
+            &[
+                ("name", "inventory"),
+                ("from", "half_open"),
+                ("to", "closed")
+            ]
         ),
         1.0
     );

@@ -73,10 +73,7 @@ async fn price(item: u64) -> Result<u64, AppError> {
 
 /// The handler: sheds load when the runtime lags.
 #[too_busy]
-async fn item(
-    State(app): State<Arc<App>>,
-    Path(id): Path<u64>,
-) -> Result<String, AppError> {
+async fn item(State(app): State<Arc<App>>, Path(id): Path<u64>) -> Result<String, AppError> {
     let stock = inventory(&app.upstream, id).await?;
     let price = price(id).await?;
     Ok(format!("item {id}: {stock} in stock at {price}\n"))

@@ -30,7 +30,10 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The recorder goes in first: each site registers its series when it is set up.
     let prometheus = PrometheusBuilder::new().install_recorder()?;
-    app::load_settings(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/service/resilient.toml"))?;
+    app::load_settings(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/service/resilient.toml"
+    ))?;
 
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());
     let demo = std::env::args().any(|a| a == "--demo");
@@ -67,7 +70,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let post = |path: &'static str| {
         let client = client.clone();
         let base = base.clone();
-        async move { client.post(format!("{base}{path}")).send().await.map(|_| println!("POST {path}")) }
+        async move {
+            client
+                .post(format!("{base}{path}"))
+                .send()
+                .await
+                .map(|_| println!("POST {path}"))
+        }
     };
     get("/items/7").await?;
     post("/upstream/fail").await?;
@@ -86,8 +95,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nsettings in force:");
     print!("{}", get("/settings").await?);
     println!("\nthe breaker's series:");
-    let metrics = client.get(format!("{base}/metrics")).send().await?.text().await?;
-    for line in metrics.lines().filter(|l| l.starts_with("resilient_breaker") && l.contains("inventory")) {
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    for line in metrics
+        .lines()
+        .filter(|l| l.starts_with("resilient_breaker") && l.contains("inventory"))
+    {
         println!("{line}");
     }
     server.abort();

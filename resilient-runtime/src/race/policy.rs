@@ -101,6 +101,8 @@ enum Name {
 pub struct RaceRetry {
     name: Name,
     named: OnceLock<&'static str>,
+    /// Set once the policy is in `REGISTRY` (by its first call).
+    registered: OnceLock<()>,
     /// The settings, as calls read them (and run-time settings change them). `after` is a
     /// fixed delay in ns, or a percentile when `quantile_ppb` (the quantile in parts per
     /// billion) is not 0; `each_ns` is 0 without `each`, its ns plus one with it; `u64::MAX`
@@ -205,6 +207,7 @@ impl RaceRetry {
         RaceRetry {
             name,
             named: OnceLock::new(),
+            registered: OnceLock::new(),
             retries: AtomicU32::new(if retries > MAX_RETRIES {
                 MAX_RETRIES
             } else {
@@ -434,18 +437,20 @@ impl RaceRetry {
     /// Makes the stats reachable by name, on the first call.
     #[inline]
     pub(crate) fn register(&'static self) {
-        if self.named.get().is_none() {
+        if self.registered.get().is_none() {
             self.register_slow();
         }
     }
 
     #[cold]
     fn register_slow(&'static self) {
-        let _ = self.name();
-        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-        if !registry.iter().any(|r| std::ptr::eq(*r, self)) {
-            registry.push(self);
-        }
+        self.registered.get_or_init(|| {
+            let _ = self.name();
+            REGISTRY
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(self);
+        });
     }
 
     /// Races attempts made by `make` (called once per attempt; each call's future is one
