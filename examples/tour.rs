@@ -6,12 +6,14 @@
 //!
 //! The "upstreams" here are async functions that sleep, fail or hang on demand, so the tour needs
 //! no network. Read it top to bottom: each section shows one attribute and prints what it does.
-//! The focused examples (`breaker`, `race_retry`, `too_busy_axum`) do the same over real HTTP.
+//! The focused examples (`breaker`, `race_retry`, `too_busy_axum`, `service`) do the same over
+//! real HTTP.
 
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use resilient::race;
+use resilient::settings::{self, Policy};
 use resilient::{breaker, race_retry, too_busy, Rejected};
 
 /// One error type for the whole program. Every attribute needs `E: From<Rejected>`: that is how a
@@ -315,6 +317,32 @@ async fn stacking_tour() {
     set_upstream(HEALTHY, "healthy");
 }
 
+/// Every setting of an attribute is the default of a named site, overridden at run time from
+/// code (here), a configuration file or the environment (`RESILIENT_BREAKER__PROFILES__...`).
+async fn settings_tour() {
+    println!("\n5. Settings by name at run time (resilient::settings)");
+    let profiles = resilient::breaker::get("profiles").expect("called above");
+    println!(
+        "  profiles is {}, for {:?} after its last error",
+        profiles.state(),
+        profiles.error_timeout()
+    );
+    settings::set(Policy::Breaker, "profiles", "error_timeout", "5s").expect("a valid value");
+    println!(
+        "  set error_timeout = \"5s\": still {}, now for {:?}",
+        profiles.state(),
+        profiles.error_timeout()
+    );
+    let refused = settings::set(Policy::Breaker, "profiles", "error_threshold", 0).unwrap_err();
+    println!("  set error_threshold = 0: refused, {refused}");
+    for e in settings::effective(Policy::Breaker, "profiles").unwrap_or_default() {
+        if let Some(value) = e.value {
+            println!("  {} = {value} (from {})", e.setting, e.source);
+        }
+    }
+    settings::unset(Policy::Breaker, "profiles", "error_timeout").expect("back to the attribute");
+}
+
 // The lag section needs the runtime's only thread to be the one the job blocks.
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -323,5 +351,6 @@ async fn main() {
     too_busy_tour().await;
     race_retry_tour().await;
     stacking_tour().await;
+    settings_tour().await;
     println!("\nThat is every policy; the tests in tests/ check each behaviour shown here.");
 }

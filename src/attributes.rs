@@ -78,9 +78,15 @@
 /// consts, statics and functions, but not the fn's arguments (a compile error says so) nor `Self`
 /// (name the type). A literal is checked at compile time; an expression's value is checked at
 /// the first call, by the same rules with the same message, and a value they refuse is reported
-/// as an error-level `tracing` event while the calls go on (the breaker falls back to the
-/// default settings). The rules about which arguments go together still hold at compile time:
+/// as an error-level `tracing` event while the calls go on (each setting refused falls back to
+/// its default). The rules about which arguments go together still hold at compile time:
 /// `capacity = CAP` needs `timeout`, whatever `CAP` is.
+///
+/// **Settings at run time.** The arguments are the defaults of the breaker's named site: the
+/// [`settings`](mod@crate::settings) module overrides each of them by the same name, for this
+/// breaker or for every one, from code, a configuration file or the environment
+/// (`RESILIENT_BREAKER__<NAME>__<SETTING>`), without a rebuild; a change reaches the live
+/// breaker and keeps its state.
 ///
 /// Stacked attributes of this crate apply top to bottom: the first written is the outermost, so
 /// `#[too_busy]` above `#[breaker]` sheds load before the breaker counts anything.
@@ -172,8 +178,10 @@ pub use resilient_macros::breaker;
 /// `max_in_flight` may also be a `u32` expression and the durations `Duration` expressions, such
 /// as a `const`, evaluated once, at the first call, and checked then by the rules the literals
 /// are checked by at compile time (see [`#[breaker]`](macro@crate::breaker), "Settings from
-/// code"): a value they refuse is an error-level `tracing` event, and the guard falls back to
-/// the defaults (the lag signal).
+/// code"): a value they refuse is an error-level `tracing` event, and that signal is left out
+/// (with none left, the guard checks the lag, as `#[too_busy]` does). Each setting can also be
+/// overridden by name at run time ([`settings`](mod@crate::settings),
+/// `RESILIENT_TOO_BUSY__<SITE>__<SETTING>`), the fn's path being the site's name.
 ///
 /// ```
 /// use std::time::Duration;
@@ -288,8 +296,10 @@ pub use resilient_macros::too_busy;
 /// expression is a fixed delay; a percentile is a literal, as is `"off"`), such as a `const`,
 /// evaluated once, at the first call, and checked then by the rules the literals are checked by
 /// at compile time (see [`#[breaker]`](macro@crate::breaker), "Settings from code"): a value they
-/// refuse is an error-level `tracing` event, and each call then runs its body once, with no
-/// deadline.
+/// refuse is an error-level `tracing` event and falls back to its default (`total` has none: with
+/// `total` refused, each call runs its body once, with no deadline). Each setting can also be
+/// overridden by name at run time ([`settings`](mod@crate::settings),
+/// `RESILIENT_RACE_RETRY__<SITE>__<SETTING>`), the fn's path being the site's name.
 ///
 /// ```
 /// use std::time::Duration;

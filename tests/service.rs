@@ -57,10 +57,13 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
     // The environment overrides the file: `race_retry."*".budget` is 0.2 in the file.
     std::env::set_var("RESILIENT_RACE_RETRY__BUDGET", "0.3");
     let prometheus = PrometheusBuilder::new().install_recorder().unwrap();
-    app::load_settings(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/service/resilient.toml"
-    ))
+    app::load_settings(
+        "examples/service/resilient.toml",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/service/resilient.toml"
+        ),
+    )
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -111,9 +114,10 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
         "the file's line: {settings}"
     );
     assert!(
-        settings.contains("race_retry app::price budget = \"0.3\" (environment variable RESILIENT_RACE_RETRY__BUDGET)")
-            || settings.contains("budget = \"0.3\" (environment variable RESILIENT_RACE_RETRY__BUDGET)"),
-        "{settings}"
+        settings.contains(
+            "race_retry service::app::price budget = \"0.3\" (environment variable RESILIENT_RACE_RETRY__BUDGET)"
+        ),
+        "the environment over the file: {settings}"
     );
     let s = scrape().await;
     assert_eq!(calls(&s, "success"), 1.0);

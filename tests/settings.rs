@@ -3,12 +3,14 @@
 //! refused with their source named while the previous value stays in force.
 //!
 //! The layers are process-wide, so every test here runs alone (`serial`) and leaves the file and
-//! environment layers empty.
+//! environment layers empty. (Each test has a runtime of its own, so holding the lock across
+//! its awaits blocks nothing but the other tests.)
+#![allow(clippy::await_holding_lock)]
 
 use std::pin::pin;
 use std::time::Duration;
 
-use resilient::breaker::{State, DEFAULT_ERROR_TIMEOUT};
+use resilient::breaker::State;
 use resilient::settings::{self, Effective, Overrides, Policy, Source, Value, ALL};
 use resilient::{breaker, race_retry, too_busy, Rejected};
 use tokio::sync::oneshot;
@@ -123,7 +125,7 @@ error_threshold = 7
         resilient::breaker::get("settings::file")
             .unwrap()
             .error_timeout(),
-        DEFAULT_ERROR_TIMEOUT,
+        resilient::breaker::DEFAULT_ERROR_TIMEOUT,
         "loading another file takes the previous file's values away"
     );
 }

@@ -142,11 +142,12 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-/// Loads the settings file at `path` (TOML): the file layer of `resilient::settings`. The
-/// environment's `RESILIENT_...` variables are read when the first site is set up.
-pub fn load_settings(path: &str) -> Result<(), Box<dyn std::error::Error>> {
+/// Loads the settings file (TOML) at `path`, called `name` in messages: the file layer of
+/// `resilient::settings`. The environment's `RESILIENT_...` variables are read when the first
+/// site is set up.
+pub fn load_settings(name: &str, path: &str) -> Result<(), Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(path)?;
-    let overrides = settings::Overrides::from_toml(path, &text)?;
-    settings::load(path, &overrides)?;
+    let overrides = settings::Overrides::from_toml(name, &text)?;
+    settings::load(name, &overrides)?;
     Ok(())
 }

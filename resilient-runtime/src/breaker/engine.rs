@@ -179,6 +179,17 @@ impl Breaker {
     }
 
     pub(crate) fn new(config: Arc<Config>, key: Option<Arc<str>>) -> Self {
+        Self::of_family(config, key, None)
+    }
+
+    /// A breaker of `family` (its handles shared), or a breaker of its own.
+    pub(crate) fn of_family(
+        config: Arc<Config>,
+        key: Option<Arc<str>>,
+        family: Option<&super::keyed::Family>,
+    ) -> Self {
+        #[cfg(not(feature = "metrics"))]
+        let _ = family;
         let window = Window::new(config.rule, nanos(config.window));
         let breaker = Breaker {
             name: config.name.clone(),
@@ -188,7 +199,10 @@ impl Breaker {
             half_open_timeout_ns: Setting::new(0),
             config: ArcSwap::new(config.clone()),
             #[cfg(feature = "metrics")]
-            metrics: crate::metrics::breaker::Meter::new(&config.name),
+            metrics: match family {
+                Some(family) => crate::metrics::breaker::Meter::of(family.metrics.clone()),
+                None => crate::metrics::breaker::Meter::new(&config.name),
+            },
             key,
             base: Instant::now(),
             state: AtomicU64::new(if disabled() { BYPASS } else { 0 }),

@@ -39,8 +39,16 @@ pub struct KeyedBreaker {
     inner: Arc<Inner>,
 }
 
+/// What a family's breakers share besides their options.
+pub(crate) struct Family {
+    /// The family's series: one set for every key.
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Arc<crate::metrics::breaker::BreakerMetrics>,
+}
+
 struct Inner {
     name: Arc<str>,
+    family: Family,
     /// The options in force, which a new key's breaker starts with.
     config: ArcSwap<Config>,
     map: Map,
@@ -74,6 +82,10 @@ impl KeyedBreaker {
         KeyedBreaker {
             inner: Arc::new(Inner {
                 name: config.name.clone(),
+                family: Family {
+                    #[cfg(feature = "metrics")]
+                    metrics: crate::metrics::breaker::handles(&config.name),
+                },
                 config: ArcSwap::new(config),
                 // Blocking resizes: an incremental resize left unfinished makes every lookup
                 // search two tables.
@@ -214,10 +226,14 @@ impl KeyedBreaker {
                 max_keys = config.max_keys,
                 "keyed breaker is full and no key is idle; this key's breaker is not kept"
             );
-            return Arc::new(Breaker::new(config, Some(Arc::from(key))));
+            return Arc::new(Breaker::of_family(
+                config,
+                Some(Arc::from(key)),
+                Some(&inner.family),
+            ));
         }
         let key: Arc<str> = Arc::from(key);
-        let fresh = Breaker::new(config.clone(), Some(key.clone()));
+        let fresh = Breaker::of_family(config.clone(), Some(key.clone()), Some(&inner.family));
         fresh
             .seen
             .store(inner.generation.load(Ordering::Relaxed), Ordering::Relaxed);

@@ -114,6 +114,12 @@ impl BreakerMetrics {
     }
 }
 
+/// The handles of every breaker called `name` (taken once per name, under a lock: a keyed
+/// family takes them once for all its keys).
+pub(crate) fn handles(name: &Arc<str>) -> Arc<BreakerMetrics> {
+    SITES.get(name, describe, BreakerMetrics::new)
+}
+
 /// What one breaker holds: its name's handles, and whether it still counts in the state gauge.
 pub(crate) struct Meter {
     site: Arc<BreakerMetrics>,
@@ -124,7 +130,11 @@ pub(crate) struct Meter {
 impl Meter {
     /// The handles of breakers called `name`; this breaker counts as closed from now.
     pub(crate) fn new(name: &Arc<str>) -> Self {
-        let site = SITES.get(name, describe, BreakerMetrics::new);
+        Meter::of(handles(name))
+    }
+
+    /// A breaker of the family whose handles are `site`; it counts as closed from now.
+    pub(crate) fn of(site: Arc<BreakerMetrics>) -> Self {
         quietly(|| site.states[index(State::Closed)].increment(1.0));
         Meter {
             site,

@@ -185,6 +185,21 @@ impl Budget {
     }
 }
 
+/// Milli-tokens per call for `share`: at least one with a budget, 0 without.
+const fn deposit_of(share: Option<f64>) -> u64 {
+    match share {
+        Some(share) => {
+            let deposit = (share * TOKEN as f64) as u64;
+            if deposit == 0 {
+                1
+            } else {
+                deposit
+            }
+        }
+        None => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,20 +308,5 @@ mod tests {
     fn no_budget_never_refuses() {
         let b = leak(Budget::new(None));
         assert!((0..1000).all(|_| b.withdraw(Duration::ZERO)));
-    }
-}
-
-/// Milli-tokens per call for `share`: at least one with a budget, 0 without.
-const fn deposit_of(share: Option<f64>) -> u64 {
-    match share {
-        Some(share) => {
-            let deposit = (share * TOKEN as f64) as u64;
-            if deposit == 0 {
-                1
-            } else {
-                deposit
-            }
-        }
-        None => 0,
     }
 }

@@ -125,9 +125,8 @@ pub(crate) fn usable<O: Options>(mut options: O) -> Option<O> {
             setting = first.argument(),
             "a setting of the attribute breaks a rule; its default applies"
         );
-        if options.get(first.argument()).is_none() {
-            return None;
-        }
+        // A setting the attribute does not give (a required one) cannot be left to its default.
+        options.get(first.argument())?;
         options.unset(first.argument());
     }
     None
@@ -499,10 +498,7 @@ pub(crate) fn attach<O: Options, T: Target<O>>(attribute: O, target: T) {
     read_env_once(&mut store);
     let mut overrides = overrides_for(&store.layers, site.policy(), site.name());
     let mut left_out = Vec::new();
-    loop {
-        let Err(faults) = site.configure(&refs(&overrides), true) else {
-            break;
-        };
+    while let Err(faults) = site.configure(&refs(&overrides), true) {
         if overrides.is_empty() {
             // The attribute's options were checked by `usable`: cannot happen.
             tracing::error!(target: "resilient::settings", site = site.name(), ?faults, "a site's own options failed");
@@ -541,13 +537,12 @@ pub(crate) fn attach<O: Options, T: Target<O>>(attribute: O, target: T) {
     store.sites.push(Attached { site, left_out });
 }
 
+/// One override of a layer, as tests read it: policy, site, setting, value, source.
 #[cfg(test)]
-pub(crate) fn env_layer_for_tests(
-    vars: Vec<(&str, &str)>,
-) -> (
-    Vec<(Policy, String, &'static str, Value, Source)>,
-    Vec<SettingError>,
-) {
+pub(crate) type Found = (Policy, String, &'static str, Value, Source);
+
+#[cfg(test)]
+pub(crate) fn env_layer_for_tests(vars: Vec<(&str, &str)>) -> (Vec<Found>, Vec<SettingError>) {
     let (layer, errors) = env_layer(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
     (
         layer
