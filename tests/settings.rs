@@ -345,6 +345,19 @@ async fn a_bad_value_is_refused_with_its_source_and_the_old_value_stays() {
         "{every}"
     );
 
+    // A misspelt site is kept (it may be set up later) and listed by `unmatched`.
+    settings::set(Policy::Breaker, "settings::lvie", "error_threshold", 5).unwrap();
+    assert!(settings::unmatched()
+        .iter()
+        .any(|(p, s, n, src)| (*p, s.as_str(), *n, src)
+            == (
+                Policy::Breaker,
+                "settings::lvie",
+                "error_threshold",
+                &Source::Code
+            )));
+    settings::unset(Policy::Breaker, "settings::lvie", "error_threshold").unwrap();
+
     let typo = settings::set(Policy::Breaker, site, "error_treshold", 5).unwrap_err();
     assert!(
         typo.to_string().contains("did you mean `error_threshold`?"),

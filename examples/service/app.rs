@@ -79,7 +79,8 @@ async fn item(State(app): State<Arc<App>>, Path(id): Path<u64>) -> Result<String
     Ok(format!("item {id}: {stock} in stock at {price}\n"))
 }
 
-/// The settings in force at every live site, each with where it comes from.
+/// The settings in force at every live site, each with where it comes from, then the overrides
+/// that no live site has taken (a site not called yet, or a misspelt name).
 async fn show_settings() -> String {
     let mut out = String::new();
     for (policy, site) in settings::sites() {
@@ -88,6 +89,9 @@ async fn show_settings() -> String {
                 out += &format!("{policy} {site} {} = {value} ({})\n", e.setting, e.source);
             }
         }
+    }
+    for (policy, site, setting, source) in settings::unmatched() {
+        out += &format!("no live {policy} `{site}` (yet) for {setting} ({source})\n");
     }
     out
 }

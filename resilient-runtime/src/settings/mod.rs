@@ -99,6 +99,9 @@
 //! * Nothing here is on a call's path: changes and the first call of a site take a lock; calls
 //!   read their settings from atomics (a breaker's rule from a pointer swapped whole).
 //! * A refused change changes nothing; a site never runs with settings that break a rule.
+//! * Nothing is dropped silently: an override for a site that does not exist (yet) is kept for
+//!   when it does, and [`unmatched`] lists the ones no live site has taken, such as a misspelt
+//!   name.
 
 mod env;
 mod store;
@@ -112,7 +115,7 @@ mod toml_file;
 use std::fmt;
 use std::sync::Arc;
 
-pub use store::{effective, load, load_env, set, sites, unset};
+pub use store::{effective, load, load_env, set, sites, unmatched, unset};
 pub use value::Value;
 
 pub(crate) use store::{attach, usable, Options, Target};

@@ -480,6 +480,33 @@ pub fn effective(policy: Policy, site: &str) -> Option<Vec<Effective>> {
     )
 }
 
+/// The overrides for a named site that no live site has taken: the policy, the site as written,
+/// the setting and its source. A site is set up by its first call, so before then its overrides
+/// are listed here too; after a warm-up, what is left is most likely a misspelt name.
+pub fn unmatched() -> Vec<(Policy, String, &'static str, Source)> {
+    let store = store();
+    let mut out = Vec::new();
+    for (layer, overrides) in store.layers.iter().enumerate() {
+        for ((policy, site, setting), (_, source)) in &overrides.entries {
+            if site == ALL {
+                continue;
+            }
+            let taken = store.sites.iter().any(|s| {
+                s.site.policy() == *policy
+                    && if layer == ENV {
+                        env::spell(s.site.name()) == *site
+                    } else {
+                        s.site.name() == site
+                    }
+            });
+            if !taken {
+                out.push((*policy, site.clone(), *setting, source.clone()));
+            }
+        }
+    }
+    out
+}
+
 /// The live sites: each policy and name, in the order they were set up.
 pub fn sites() -> Vec<(Policy, String)> {
     store()
