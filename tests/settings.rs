@@ -497,3 +497,46 @@ async fn a_keyed_family_takes_a_change_on_every_key() {
     settings::unset(Policy::Breaker, "settings::keyed", "error_timeout").unwrap();
     assert_eq!(family.breaker("a").error_timeout(), Duration::from_secs(10));
 }
+
+/// `Overrides` deserializes from any serde format: JSON here.
+#[cfg(feature = "serde")]
+#[test]
+fn overrides_deserialize_from_any_format() {
+    let json = r#"{
+        "breaker": { "payments": { "error_threshold": 5, "timeout": "2s" } },
+        "too_busy": { "*": { "max_in_flight": "off" } }
+    }"#;
+    let overrides: Overrides = serde_json::from_str(json).unwrap();
+    let entries: Vec<_> = overrides
+        .entries()
+        .iter()
+        .map(|e| {
+            (
+                e.policy,
+                e.site.as_str(),
+                e.setting.as_str(),
+                e.value.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            (
+                Policy::Breaker,
+                "payments",
+                "error_threshold",
+                Value::Int(5)
+            ),
+            (Policy::Breaker, "payments", "timeout", "2s".into()),
+            (Policy::TooBusy, "*", "max_in_flight", "off".into()),
+        ]
+    );
+    let unknown = serde_json::from_str::<Overrides>(r#"{"breakr": {}}"#).unwrap_err();
+    assert!(
+        unknown.to_string().starts_with(
+            "`breakr` is not a policy; the policies are breaker, race_retry, too_busy"
+        ),
+        "{unknown}"
+    );
+}
