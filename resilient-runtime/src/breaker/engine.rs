@@ -143,8 +143,8 @@ pub struct Breaker {
     state: AtomicU64,
     /// Time of the last error (ns since `base`, plus one); the open time counts from it.
     last_error: AtomicU64,
-    /// The window of the rule in force: kept when the settings change but the rule does not.
-    window: ArcSwap<Window>,
+    /// The windows of the rules: counts kept when the settings change but the rule does not.
+    window: Window,
     /// True when `timeout` or `half_open_timeout` is set: read beside `state`, so that a call
     /// without a timeout does not visit the configuration.
     timed: AtomicBool,
@@ -207,7 +207,7 @@ impl Breaker {
             base: Instant::now(),
             state: AtomicU64::new(if disabled() { BYPASS } else { 0 }),
             last_error: AtomicU64::new(0),
-            window: ArcSwap::from_pointee(window),
+            window,
             seen: AtomicU32::new(0),
         };
         breaker.hot_settings(&config);
@@ -220,12 +220,11 @@ impl Breaker {
         let old = self.config.load();
         let same_rule = old.rule == config.rule
             && (matches!(config.rule, Rule::Count { .. }) || old.window == config.window);
+        self.config.store(config.clone());
         if !same_rule {
-            self.window
-                .store(Arc::new(Window::new(config.rule, nanos(config.window))));
+            self.window.reset(config.rule, nanos(config.window));
         }
         self.hot_settings(&config);
-        self.config.store(config);
     }
 
     /// The settings a call reads without visiting the configuration.
@@ -364,9 +363,7 @@ impl Breaker {
 
     fn rate_success(&self, e: u32) {
         if epoch(self.state.load(Ordering::Relaxed)) == e {
-            if let Window::Rate(window) = &**self.window.load() {
-                window.record_success(|| self.now());
-            }
+            self.window.rate.record_success(|| self.now());
         }
     }
 
@@ -379,17 +376,14 @@ impl Breaker {
         let word = self.state.load(Ordering::Acquire);
         match permit {
             Permit::Closed { epoch: e } if epoch(word) == e && word & PHASE == CLOSED => {
-                let window = self.window.load();
-                let trips = match (&**window, self.config.load().rule) {
-                    (Window::Count(window), _) => window.record_error(now, self.window_floor(now)),
-                    (Window::Rate(window), Rule::Rate { rate, min_calls }) => {
-                        window.record_error(now);
-                        let (calls, errors) = window.totals(now);
+                let window = &self.window;
+                let trips = match self.config.load().rule {
+                    Rule::Count { .. } => window.count.record_error(now, self.window_floor(now)),
+                    Rule::Rate { rate, min_calls } => {
+                        window.rate.record_error(now);
+                        let (calls, errors) = window.rate.totals(now);
                         calls >= u64::from(min_calls) && errors as f64 >= rate * calls as f64
                     }
-                    // The settings changed from the rate rule to the count rule between the two
-                    // loads: the new window is on its way.
-                    (Window::Rate(_), Rule::Count { .. }) => false,
                 };
                 if trips && self.swap(word, enter(word, OPEN)).is_ok() {
                     // Whatever the window held is history once the breaker opens: it closes
@@ -425,7 +419,7 @@ impl Breaker {
             if success && successes >= u64::from(self.config.load().success_threshold) {
                 // Clear (again) before closing: a call admitted before the breaker opened may have
                 // written to the window after it was cleared on opening.
-                self.window.load().clear();
+                self.window.clear();
                 match self.swap(word, enter(word, CLOSED) & !STREAKS) {
                     Ok(()) => return,
                     Err(seen) => word = seen,
@@ -474,7 +468,7 @@ impl Breaker {
 
     /// Closes the breaker, lifts any forcing and forgets every counted error.
     pub fn reset(&self) {
-        self.window.load().clear();
+        self.window.clear();
         self.update(|w| enter(w & !(FORCED | STREAKS), CLOSED));
     }
 
@@ -502,10 +496,10 @@ impl Breaker {
                 half_opens_in = Some(Duration::from_nanos(until - now));
             }
         }
-        let (recent_errors, recent_calls) = match &**self.window.load() {
-            Window::Count(window) => (window.recent(self.window_floor(now)), None),
-            Window::Rate(window) => {
-                let (calls, errors) = window.totals(now);
+        let (recent_errors, recent_calls) = match self.config.load().rule {
+            Rule::Count { .. } => (self.window.count.recent(self.window_floor(now)), None),
+            Rule::Rate { .. } => {
+                let (calls, errors) = self.window.rate.totals(now);
                 (errors, Some(calls))
             }
         };

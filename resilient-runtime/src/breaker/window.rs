@@ -1,31 +1,54 @@
 //! The windows a closed breaker counts in: a ring of error times (count rule) and striped time
-//! buckets of calls and errors (rate rule). Both are lock-free; the count rule's ring is allocated
-//! once, at the first error, and the rate rule's buckets at creation.
+//! buckets of calls and errors (rate rule). Both are lock-free and both are allocated on first
+//! use: the count rule's ring at the first error, the rate rule's buckets when the breaker starts
+//! under the rate rule (or changes to it). A change of rule re-sizes them in place, so that the
+//! calls' path reaches them without an indirection.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::ArcSwapOption;
 
 use super::config::Rule;
 
-pub(crate) enum Window {
-    Count(CountWindow),
-    Rate(RateWindow),
+/// The windows of both rules; the breaker's rule says which one counts.
+pub(crate) struct Window {
+    pub(crate) count: CountWindow,
+    pub(crate) rate: RateWindow,
 }
 
 impl Window {
-    pub(crate) fn clear(&self) {
-        match self {
-            Window::Count(window) => window.clear(),
-            Window::Rate(window) => window.clear(),
+    pub(crate) fn new(rule: Rule, window_ns: u64) -> Self {
+        let window = Window {
+            count: CountWindow::new(match rule {
+                Rule::Count { threshold } => threshold,
+                Rule::Rate { .. } => 1,
+            }),
+            rate: RateWindow::new(window_ns),
+        };
+        if let Rule::Rate { .. } = rule {
+            window.rate.stripes();
         }
+        window
     }
 
-    pub(crate) fn new(rule: Rule, window_ns: u64) -> Self {
+    /// Forgets every count: done when the breaker opens, closes or is reset.
+    pub(crate) fn clear(&self) {
+        self.count.clear();
+        self.rate.clear();
+    }
+
+    /// The rule is now `rule`, over `window_ns`: the counts start afresh, sized for it.
+    pub(crate) fn reset(&self, rule: Rule, window_ns: u64) {
         match rule {
-            Rule::Count { threshold } => Window::Count(CountWindow::new(threshold)),
-            Rule::Rate { .. } => Window::Rate(RateWindow::new(window_ns)),
+            Rule::Count { threshold } => self.count.resize(threshold),
+            Rule::Rate { .. } => {
+                self.rate.resize(window_ns);
+                self.rate.stripes();
+            }
         }
+        self.clear();
     }
 }
 
@@ -35,9 +58,10 @@ impl Window {
 /// The ring (8 bytes per unit of `threshold`) is allocated at the first error, so that the many
 /// breakers of a keyed family that never see an error cost nothing for it.
 pub(crate) struct CountWindow {
-    threshold: u32,
-    /// Error times in ns since the breaker's base, plus one; 0 means "no error".
-    ring: OnceLock<Box<[AtomicU64]>>,
+    threshold: AtomicU32,
+    /// Error times in ns since the breaker's base, plus one; 0 means "no error". Replaced (and
+    /// made again at the next error) when `threshold` changes.
+    ring: ArcSwapOption<Box<[AtomicU64]>>,
     /// Errors recorded so far; `seq % ring.len()` is the next slot.
     seq: AtomicU64,
 }
@@ -45,19 +69,46 @@ pub(crate) struct CountWindow {
 impl CountWindow {
     fn new(threshold: u32) -> Self {
         CountWindow {
-            threshold: threshold.max(1),
-            ring: OnceLock::new(),
+            threshold: AtomicU32::new(threshold.max(1)),
+            ring: ArcSwapOption::const_empty(),
             seq: AtomicU64::new(0),
         }
     }
 
+    /// A new threshold: the ring is made again, of the new size, at the next error.
+    fn resize(&self, threshold: u32) {
+        self.threshold.store(threshold.max(1), Relaxed);
+        self.ring.store(None);
+    }
+
     /// Records an error at `now`; true when `threshold` errors now lie at or after `floor`.
     pub(crate) fn record_error(&self, now: u64, floor: u64) -> bool {
-        let ring = self
-            .ring
-            .get_or_init(|| (0..self.threshold).map(|_| AtomicU64::new(0)).collect());
+        let threshold = self.threshold.load(Relaxed) as usize;
+        let current = self.ring.load();
+        match &*current {
+            Some(ring) if ring.len() == threshold => Self::record(ring, &self.seq, now, floor),
+            _ => {
+                let fresh: Arc<Box<[AtomicU64]>> =
+                    Arc::new((0..threshold).map(|_| AtomicU64::new(0)).collect());
+                let previous = self.ring.compare_and_swap(&current, Some(fresh.clone()));
+                let won = match (&*previous, &*current) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    _ => false,
+                };
+                // Another error made it first: count in the ring in place.
+                let ring = match &*previous {
+                    Some(seen) if !won => seen.clone(),
+                    _ => fresh,
+                };
+                Self::record(&ring, &self.seq, now, floor)
+            }
+        }
+    }
+
+    fn record(ring: &[AtomicU64], seq: &AtomicU64, now: u64, floor: u64) -> bool {
         let n = ring.len() as u64;
-        let seq = self.seq.fetch_add(1, Relaxed);
+        let seq = seq.fetch_add(1, Relaxed);
         ring[(seq % n) as usize].store(now, Relaxed);
         let oldest = ring[((seq + 1) % n) as usize].load(Relaxed);
         oldest != 0 && oldest >= floor
@@ -65,20 +116,23 @@ impl CountWindow {
 
     /// Forgets every error: done when the breaker closes or is reset.
     pub(crate) fn clear(&self) {
-        for time in self.ring.get().into_iter().flat_map(|ring| ring.iter()) {
-            time.store(0, Relaxed);
+        if let Some(ring) = &*self.ring.load() {
+            for time in ring.iter() {
+                time.store(0, Relaxed);
+            }
         }
     }
 
     /// Errors recorded at or after `floor`.
     pub(crate) fn recent(&self, floor: u64) -> u64 {
-        self.ring
-            .get()
-            .into_iter()
-            .flat_map(|ring| ring.iter())
-            .map(|t| t.load(Relaxed))
-            .filter(|&t| t != 0 && t >= floor)
-            .count() as u64
+        match &*self.ring.load() {
+            Some(ring) => ring
+                .iter()
+                .map(|t| t.load(Relaxed))
+                .filter(|&t| t != 0 && t >= floor)
+                .count() as u64,
+            None => 0,
+        }
     }
 }
 
@@ -91,8 +145,8 @@ const TAG_MASK: u64 = (1 << 22) - 1;
 /// Calls and errors in `BUCKETS` time buckets that together span the window. Each thread writes to
 /// its own stripe, so two threads completing calls at once do not fight over one cache line.
 pub(crate) struct RateWindow {
-    bucket_ns: u64,
-    stripes: Box<[Stripe]>,
+    bucket_ns: AtomicU64,
+    stripes: OnceLock<Box<[Stripe]>>,
 }
 
 /// One bucket word: the bucket's index (low 22 bits) | calls (21 bits) | errors (21 bits).
@@ -149,20 +203,38 @@ fn stripe_count() -> usize {
 impl RateWindow {
     fn new(window_ns: u64) -> Self {
         RateWindow {
-            bucket_ns: (window_ns / BUCKETS).max(1),
-            stripes: (0..stripe_count())
+            bucket_ns: AtomicU64::new((window_ns / BUCKETS).max(1)),
+            stripes: OnceLock::new(),
+        }
+    }
+
+    /// A new window length (the counts are cleared with it).
+    fn resize(&self, window_ns: u64) {
+        self.bucket_ns.store((window_ns / BUCKETS).max(1), Relaxed);
+    }
+
+    fn bucket_ns(&self) -> u64 {
+        self.bucket_ns.load(Relaxed)
+    }
+
+    /// The stripes, made on first use.
+    #[inline]
+    fn stripes(&self) -> &[Stripe] {
+        self.stripes.get_or_init(|| {
+            (0..stripe_count())
                 .map(|_| Stripe {
                     buckets: Default::default(),
                     latest: AtomicU64::new(0),
                     pending: AtomicU64::new(0),
                     since: AtomicU64::new(0),
                 })
-                .collect(),
-        }
+                .collect()
+        })
     }
 
     fn stripe(&self) -> &Stripe {
-        &self.stripes[stripe_of_this_thread() & (self.stripes.len() - 1)]
+        let stripes = self.stripes();
+        &stripes[stripe_of_this_thread() & (stripes.len() - 1)]
     }
 
     /// Records one success; reads the clock (`now`, ns since the breaker's base) only when this
@@ -172,15 +244,15 @@ impl RateWindow {
         let stripe = self.stripe();
         let before = stripe.pending.fetch_add(1, Relaxed);
         if before == 0 {
-            stripe.since.store(now() / self.bucket_ns, Relaxed);
+            stripe.since.store(now() / self.bucket_ns(), Relaxed);
         } else if before + 1 >= BATCH {
-            self.flush(stripe, now() / self.bucket_ns);
+            self.flush(stripe, now() / self.bucket_ns());
         }
     }
 
     /// Records one error at `now`, exactly.
     pub(crate) fn record_error(&self, now: u64) {
-        self.add(self.stripe(), now / self.bucket_ns, 1, 1);
+        self.add(self.stripe(), now / self.bucket_ns(), 1, 1);
     }
 
     /// Attributes a stripe's pending successes, spread evenly from their first bucket to `index`.
@@ -237,13 +309,14 @@ impl RateWindow {
     /// (calls, errors) in the buckets that make up the window ending at `now`, after attributing
     /// every thread's pending successes.
     pub(crate) fn totals(&self, now: u64) -> (u64, u64) {
-        let index = now / self.bucket_ns;
-        for stripe in self.stripes.iter() {
+        let index = now / self.bucket_ns();
+        let stripes = self.stripes();
+        for stripe in stripes {
             self.flush(stripe, index);
         }
         let first = (index + 1).saturating_sub(BUCKETS);
         let (mut calls, mut errors) = (0, 0);
-        for stripe in self.stripes.iter() {
+        for stripe in stripes {
             if stripe.latest.load(Relaxed) < first {
                 continue;
             }
@@ -261,7 +334,7 @@ impl RateWindow {
     /// Forgets every call: done when the breaker opens or is reset, so that it closes with a clean
     /// window.
     pub(crate) fn clear(&self) {
-        for stripe in self.stripes.iter() {
+        for stripe in self.stripes.get().into_iter().flatten() {
             for bucket in &stripe.buckets {
                 bucket.store(0, Relaxed);
             }

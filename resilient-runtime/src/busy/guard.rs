@@ -249,11 +249,14 @@ impl TooBusy {
     #[inline(always)]
     fn admit(&self) -> Result<Held, Rejected> {
         let own_lag_ns = self.max_lag_ns.load(Relaxed);
-        let lag_alone =
-            self.max_in_flight.load(Relaxed) == 0 && self.max_latency_ns.load(Relaxed) == 0;
+        let limits = Limits {
+            in_flight: self.max_in_flight.load(Relaxed),
+            latency_ns: self.max_latency_ns.load(Relaxed),
+        };
+        let lag_alone = limits.in_flight == 0 && limits.latency_ns == 0;
         if !lag_alone && own_lag_ns == 0 {
             // Other signals named, lag not: the runtime's lag is not looked at.
-            return self.admit_slow(None, 0);
+            return self.admit_slow(None, 0, limits);
         }
         let lag_ns = current_lag_ns();
         let max_lag_ns = if own_lag_ns != 0 {
@@ -266,11 +269,16 @@ impl TooBusy {
         if lag_alone && lag_ns.is_none_or(|lag| lag <= max_lag_ns) {
             return Ok(Held::NOTHING);
         }
-        self.admit_slow(lag_ns, max_lag_ns)
+        self.admit_slow(lag_ns, max_lag_ns, limits)
     }
 
     #[inline(never)]
-    fn admit_slow(&self, lag_ns: Option<u64>, max_lag_ns: u64) -> Result<Held, Rejected> {
+    fn admit_slow(
+        &self,
+        lag_ns: Option<u64>,
+        max_lag_ns: u64,
+        limits: Limits,
+    ) -> Result<Held, Rejected> {
         if let Some(lag_ns) = lag_ns {
             let (lag, max_lag) = (
                 Duration::from_nanos(lag_ns),
@@ -280,7 +288,7 @@ impl TooBusy {
                 return Err(self.refuse(BusySignal::Lag { lag, max_lag }));
             }
         }
-        let max_latency_ns = self.max_latency_ns.load(Relaxed);
+        let max_latency_ns = limits.latency_ns;
         if max_latency_ns != 0 {
             let max_latency = Duration::from_nanos(max_latency_ns);
             let mean = self.counters.latency_ns.load(Relaxed);
@@ -297,12 +305,17 @@ impl TooBusy {
                 }
             }
         }
-        let limit = self.max_in_flight.load(Relaxed);
+        let limit = limits.in_flight;
         if limit > 0 && !in_flight::take(&self.counters.in_flight, limit) {
             return Err(self.refuse(BusySignal::InFlight { limit }));
         }
         Ok(Held {
-            start: (max_latency_ns != 0).then(Instant::now),
+            // Plus one: 0 means "not measured".
+            start_ns: if max_latency_ns != 0 {
+                self.elapsed_ns() + 1
+            } else {
+                0
+            },
             slot: limit > 0,
         })
     }
@@ -312,7 +325,7 @@ impl TooBusy {
     /// it ran toward `max_latency`.
     #[inline(always)]
     fn done(&self, held: Held) {
-        if !held.slot && held.start.is_none() {
+        if !held.slot && held.start_ns == 0 {
             return;
         }
         self.record(held);
@@ -331,14 +344,14 @@ impl TooBusy {
             #[cfg(feature = "metrics")]
             self.meter().left();
         }
-        if let Some(start) = held.start {
+        if held.start_ns != 0 {
             // One clock read for both the sample and its time.
-            let at = Instant::now();
-            let sample = nanos(at.saturating_duration_since(start)) as f64;
+            let at = self.since_base(Instant::now());
+            let sample = at.saturating_sub(held.start_ns - 1) as f64;
             #[cfg(feature = "metrics")]
             self.meter().ran(sample);
             let mean = self.counters.latency_ns.load(Relaxed) as f64;
-            let now = self.since_base(at).max(1);
+            let now = at.max(1);
             let last = self.counters.latency_at.load(Relaxed);
             // The first sample, or the first after a quiet horizon (such as the one call let
             // through while refusing), starts the mean afresh: a function that became fast again
@@ -387,18 +400,26 @@ impl fmt::Debug for TooBusy {
     }
 }
 
+/// `max_in_flight` and `max_latency` (in ns) as one call read them; 0 where not set.
+#[derive(Copy, Clone)]
+struct Limits {
+    in_flight: u32,
+    latency_ns: u64,
+}
+
 /// What an admitted call holds until it is over.
 #[derive(Copy, Clone, Debug)]
 struct Held {
-    /// When it was admitted, where latency is measured.
-    start: Option<Instant>,
+    /// Where latency is measured, when it was admitted: ns since the guard's base, plus one
+    /// (0: not measured). A number rather than an `Instant`, so that a call's future stays small.
+    start_ns: u64,
     /// It took a `max_in_flight` slot (the limit may change while it runs).
     slot: bool,
 }
 
 impl Held {
     const NOTHING: Held = Held {
-        start: None,
+        start_ns: 0,
         slot: false,
     };
 }
