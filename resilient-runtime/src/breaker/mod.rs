@@ -73,6 +73,7 @@
 //! # }
 //! ```
 
+mod blocking;
 mod call;
 mod config;
 mod engine;

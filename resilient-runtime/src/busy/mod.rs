@@ -77,6 +77,7 @@
 
 #[cfg(feature = "axum")]
 mod axum;
+mod blocking;
 mod guard;
 mod in_flight;
 #[cfg(all(test, resilient_loom))]
