@@ -213,7 +213,11 @@ async fn a_blocking_fn_and_an_async_fn_share_one_breaker_by_name() {
     );
 }
 
-#[breaker(name = "blocking::settings", error_threshold = 5, error_timeout = "30s")]
+#[breaker(
+    name = "blocking::settings",
+    error_threshold = 5,
+    error_timeout = "30s"
+)]
 fn configured() -> Result<(), BoxError> {
     Err("failed".into())
 }
@@ -229,7 +233,9 @@ fn run_time_settings_reach_a_blocking_site() {
     .unwrap();
     configured().unwrap_err();
     assert_eq!(
-        resilient::breaker::get("blocking::settings").unwrap().state(),
+        resilient::breaker::get("blocking::settings")
+            .unwrap()
+            .state(),
         State::Open
     );
     assert!(rejected(&configured().unwrap_err()).is_circuit_open());

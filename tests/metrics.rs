@@ -891,7 +891,11 @@ async fn race_records_the_winners_of_calls_sampled_for_a_percentile() {
 // ---------------------------------------------------------------------------------------------
 // Blocking calls
 
-#[breaker(name = "metrics.blocking.breaker", error_threshold = 2, error_timeout = "30s")]
+#[breaker(
+    name = "metrics.blocking.breaker",
+    error_threshold = 2,
+    error_timeout = "30s"
+)]
 fn blocking_query(ok: bool) -> Result<(), BoxError> {
     if ok {
         Ok(())

@@ -158,7 +158,9 @@ pub(crate) fn run<A: Attribute>(args: TokenStream, item: TokenStream) -> TokenSt
     if let Some(func) = &func {
         func::check_settings(&attr.at_first_use(), func, &mut errors);
     }
-    let checked = func.as_ref().map(|func| attr.check_fn(func, &given, &mut errors));
+    let checked = func
+        .as_ref()
+        .map(|func| attr.check_fn(func, &given, &mut errors));
     let krate = crate::value::krate_path(attr.krate());
     let site = Stacking {
         name: A::NAME,
