@@ -33,9 +33,9 @@
 /// | `error_threshold = 3` | count rule: opens when this many errors fall within `error_window` | 3 |
 /// | `error_window = "10s"` | the window errors (or calls) are counted in | `error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout` |
 /// | `error_timeout = "30s"` | how long it stays open, from the last error | 10 s |
-/// | `capacity = 0.75` | instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` | none |
-/// | `timeout = "60s"` | bounds every call; an expired call counts as an error and returns a timeout `Rejected` | none |
-/// | `half_open_timeout = "1s"` | a shorter bound for probes while half-open | `timeout` |
+/// | `capacity = 0.75` | instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` (so `async fn` only) | none |
+/// | `timeout = "60s"` | bounds every call; an expired call counts as an error and returns a timeout `Rejected`; `async fn` only | none |
+/// | `half_open_timeout = "1s"` | a shorter bound for probes while half-open; `async fn` only | `timeout` |
 /// | `success_threshold = 2` | successful probes that close it | 1 |
 /// | `half_open_calls = 1` | probes allowed at once while half-open | 1 |
 /// | `failure_rate = 0.5` | rate rule instead: opens on an error when `errors / calls >= rate` ... | none |
@@ -208,7 +208,7 @@ pub use resilient_macros::breaker;
 ///
 /// | argument | meaning | default |
 /// |---|---|---|
-/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it) | `resilient::busy::max_lag()`, 70 ms, when no signal is named |
+/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only | `resilient::busy::max_lag()`, 70 ms, when no signal is named |
 /// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | off |
 /// | `max_latency = "200ms"` | refuse while this fn's recent mean latency is above it | off |
 /// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
