@@ -326,3 +326,15 @@ fn a_timeout_from_the_settings_does_not_bound_a_blocking_call() {
     assert_eq!(b.timeout(), Some(ms(1)));
     assert_eq!(b.state(), State::Closed);
 }
+
+#[breaker(name = "blocking::impl_trait", error_threshold = 5)]
+fn shown(n: &str) -> Result<impl std::fmt::Display, BoxError> {
+    let n: u32 = n.parse()?;
+    Ok(n + 1)
+}
+
+#[test]
+fn a_return_type_with_impl_trait() {
+    assert_eq!(shown("1").unwrap().to_string(), "2");
+    assert!(shown("x").is_err());
+}
