@@ -1,6 +1,6 @@
 //! The attributes, re-exported with their documentation (tested here, against the facade).
 
-/// A circuit breaker around an `async fn`, with Semian's semantics.
+/// A circuit breaker around an `async fn` or a blocking fn, with Semian's semantics.
 ///
 /// ```
 /// use resilient::{breaker, Rejected};
@@ -33,9 +33,9 @@
 /// | `error_threshold = 3` | count rule: opens when this many errors fall within `error_window` | 3 |
 /// | `error_window = "10s"` | the window errors (or calls) are counted in | `error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout` |
 /// | `error_timeout = "30s"` | how long it stays open, from the last error | 10 s |
-/// | `capacity = 0.75` | instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` | none |
-/// | `timeout = "60s"` | bounds every call; an expired call counts as an error and returns a timeout `Rejected` | none |
-/// | `half_open_timeout = "1s"` | a shorter bound for probes while half-open | `timeout` |
+/// | `capacity = 0.75` | instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` (so `async fn` only) | none |
+/// | `timeout = "60s"` | bounds every call; an expired call counts as an error and returns a timeout `Rejected`; `async fn` only | none |
+/// | `half_open_timeout = "1s"` | a shorter bound for probes while half-open; `async fn` only | `timeout` |
 /// | `success_threshold = 2` | successful probes that close it | 1 |
 /// | `half_open_calls = 1` | probes allowed at once while half-open | 1 |
 /// | `failure_rate = 0.5` | rate rule instead: opens on an error when `errors / calls >= rate` ... | none |
@@ -91,9 +91,9 @@
 /// Stacked attributes of this crate apply top to bottom: the first written is the outermost, so
 /// `#[too_busy]` above `#[breaker]` sheds load before the breaker counts anything.
 ///
-/// The function must be an `async fn` (free or a method; generics, `&self` and `impl Trait`
-/// arguments are fine) returning `Result<T, E>` with `E: From<resilient::Rejected>`. While the
-/// breaker is open the body does not run and the call returns `Err(E::from(Rejected))`.
+/// The function is an `async fn` or a blocking fn (free or a method; generics, `&self` and
+/// `impl Trait` arguments are fine) returning `Result<T, E>` with `E: From<resilient::Rejected>`.
+/// While the breaker is open the body does not run and the call returns `Err(E::from(Rejected))`.
 ///
 /// The expansion is short; `cargo expand` shows something like:
 ///
@@ -114,6 +114,43 @@
 ///
 /// `breaker_site` only marks where the fn is: its path (`my_app::fetch`, or
 /// `my_app::Client::fetch` in an `impl`) is the breaker's default name.
+///
+/// # Blocking functions
+///
+/// On a fn that is not `async` (a client such as `ureq`, `postgres` or `diesel`), the body runs
+/// on the caller's thread through [`Breaker::call_blocking`](crate::Breaker::call_blocking),
+/// with the same rules, arguments, names, run-time settings and metrics: a blocking
+/// `#[breaker(name = "db")]` and an async one share the breaker `db`. No tokio runtime is
+/// needed. The body becomes a closure called at once (`.call_blocking(move || -> Result<T, E> {
+/// .. })`), so `return`, `?`, `&self` and borrowed arguments work as in the fn.
+///
+/// ```
+/// use resilient::{breaker, Rejected};
+///
+/// type BoxError = Box<dyn std::error::Error + Send + Sync>;
+///
+/// #[breaker(error_threshold = 2, error_timeout = "30s")]
+/// fn query(id: u32) -> Result<u32, BoxError> {
+///     if id == 0 {
+///         return Err("no such row".into());
+///     }
+///     let row: u32 = "42".parse()?;
+///     Ok(row + id)
+/// }
+///
+/// assert_eq!(query(1).unwrap(), 43);
+/// assert!(query(0).is_err());
+/// assert!(query(0).is_err()); // the second error within 30 s opens it
+/// let refused = query(1).unwrap_err();
+/// assert!(refused.downcast_ref::<Rejected>().unwrap().is_circuit_open());
+/// ```
+///
+/// Nothing can interrupt a blocking call, so `timeout` and `half_open_timeout` (and `capacity`,
+/// which needs `timeout`) are compile errors on a blocking fn: bound the work inside it (a socket
+/// or client timeout), or make the fn `async`. A `timeout` given to such a site at run time, or
+/// to a breaker shared with async fns, does not apply to its blocking calls. A blocking body that
+/// panics counts as an error (a probe that panics re-opens the breaker and gives its slot back),
+/// and the panic goes on to the caller (`tests/blocking.rs`).
 ///
 /// # Guarantees
 ///
@@ -141,7 +178,8 @@
 pub use resilient_macros::breaker;
 
 /// Load shedding at an `async fn`'s entry when the runtime lags, as toobusy-js does for Node's
-/// event loop, with the signals its users asked for.
+/// event loop, with the signals its users asked for; at a blocking fn's entry, by calls in flight
+/// and latency.
 ///
 /// ```
 /// use resilient::{too_busy, Rejected};
@@ -170,7 +208,7 @@ pub use resilient_macros::breaker;
 ///
 /// | argument | meaning | default |
 /// |---|---|---|
-/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it) | `resilient::busy::max_lag()`, 70 ms, when no signal is named |
+/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only | `resilient::busy::max_lag()`, 70 ms, when no signal is named |
 /// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | off |
 /// | `max_latency = "200ms"` | refuse while this fn's recent mean latency is above it | off |
 /// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
@@ -219,6 +257,36 @@ pub use resilient_macros::breaker;
 /// `503 Service Unavailable` with a `Retry-After` header and a body that names nothing inside the
 /// service (the full message goes to `tracing`; see `resilient::http`, which also turns a
 /// `Rejected` kept inside an `anyhow::Error` or any error's `source()` chain into that response).
+///
+/// # Blocking functions
+///
+/// On a fn that is not `async`, the body runs on the caller's thread through
+/// [`TooBusy::call_blocking`](crate::busy::TooBusy::call_blocking): `max_in_flight` and
+/// `max_latency` work as for an async fn (a panicking body gives its slot back), and no tokio
+/// runtime is needed. The runtime's lag can only be measured by an async runtime, so a blocking
+/// fn needs `max_in_flight` or `max_latency` (`#[too_busy]` alone is a compile error, and so is
+/// `max_lag`), and it returns `Result<T, E>`.
+///
+/// ```
+/// use std::sync::Barrier;
+/// use resilient::{too_busy, Rejected};
+///
+/// #[too_busy(max_in_flight = 1)]
+/// fn render(inside: &Barrier, done: &Barrier) -> Result<&'static str, Rejected> {
+///     inside.wait();
+///     done.wait();
+///     Ok("pdf")
+/// }
+///
+/// let (inside, done) = (Barrier::new(2), Barrier::new(2));
+/// std::thread::scope(|s| {
+///     let first = s.spawn(|| render(&inside, &done));
+///     inside.wait(); // the first call holds the one slot
+///     assert!(render(&inside, &done).unwrap_err().is_too_busy());
+///     done.wait();
+///     assert_eq!(first.join().unwrap().unwrap(), "pdf");
+/// });
+/// ```
 ///
 /// # Guarantees
 ///
@@ -336,7 +404,9 @@ pub use resilient_macros::too_busy;
 /// and `&self` methods work. Every attempt gets its own copy of each argument: references and
 /// `&self` are copied, owned values cloned (so they must be `Clone`), an owned `self` too (`self`,
 /// `mut self`, `self: Arc<Self>`). `&mut self` (`Pin<&mut Self>` too) and `&mut` arguments cannot
-/// be shared by attempts running at once and are compile errors that name the argument.
+/// be shared by attempts running at once and are compile errors that name the argument. For the
+/// same reason the fn must be `async`: a blocking fn is a compile error (call blocking code with
+/// `tokio::task::spawn_blocking` inside an `async fn`, or put `#[breaker]` alone on it).
 ///
 /// Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
 /// `resilient::race_retry`; durations in whole microseconds: `started_us`, `elapsed_us`), as is

@@ -887,3 +887,63 @@ async fn race_records_the_winners_of_calls_sampled_for_a_percentile() {
     );
     assert_eq!(wins(&seen, &name, "1"), 5);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Blocking calls
+
+#[breaker(
+    name = "metrics.blocking.breaker",
+    error_threshold = 2,
+    error_timeout = "30s"
+)]
+fn blocking_query(ok: bool) -> Result<(), BoxError> {
+    if ok {
+        Ok(())
+    } else {
+        Err("down".into())
+    }
+}
+
+#[test]
+fn blocking_breaker_calls_count_by_outcome() {
+    install();
+    let name = "metrics.blocking.breaker";
+    blocking_query(true).unwrap();
+    let panicked = std::panic::catch_unwind(|| {
+        breaker::get(name)
+            .unwrap()
+            .call_blocking(|| -> Result<(), BoxError> { panic!("the body panics") })
+    });
+    assert!(panicked.is_err());
+    blocking_query(false).unwrap_err();
+    assert!(support::rejected(&blocking_query(true).unwrap_err()).is_circuit_open());
+    let seen = Seen::now();
+    assert_eq!(calls(&seen, name, "success"), 1);
+    assert_eq!(calls(&seen, name, "error"), 2, "an error and a panic");
+    assert_eq!(calls(&seen, name, "refused"), 1);
+    assert_eq!(state(&seen, name, "open"), 1.0);
+}
+
+#[too_busy(max_in_flight = 1, max_latency = "10s")]
+fn blocking_render(nested: bool) -> Result<(), Rejected> {
+    if nested {
+        assert!(blocking_render(false).unwrap_err().is_too_busy());
+    }
+    Ok(())
+}
+
+#[test]
+fn blocking_too_busy_counts_in_flight_calls_refusals_and_durations() {
+    install();
+    let name = format!("{}::blocking_render", module_path!());
+    blocking_render(true).unwrap();
+    let seen = Seen::now();
+    assert_eq!(busy_calls(&seen, &name, "admitted"), 1);
+    assert_eq!(busy_refused(&seen, &name, "in_flight"), 1);
+    assert_eq!(in_flight(&seen, &name), 0.0);
+    assert_eq!(
+        seen.histogram(series::TOO_BUSY_CALL_DURATION, &[("name", &name)])
+            .len(),
+        1
+    );
+}

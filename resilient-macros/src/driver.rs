@@ -138,8 +138,9 @@ pub(crate) trait Attribute: Arguments {
     /// The checks across arguments (`valid.rs`).
     fn validate(&self, given: &Given, errors: &mut Errors);
 
-    /// The attribute's own checks on the fn, beyond those of [`func::parse`] (none by default).
-    fn check_fn(&self, _func: &ItemFn, _errors: &mut Errors) -> Self::Checked {
+    /// The attribute's own checks on the fn, beyond those of [`func::parse`] (none by default),
+    /// with the arguments as written (`given`) for an error about one of them on this fn.
+    fn check_fn(&self, _func: &ItemFn, _given: &Given, _errors: &mut Errors) -> Self::Checked {
         Self::Checked::default()
     }
 
@@ -157,7 +158,9 @@ pub(crate) fn run<A: Attribute>(args: TokenStream, item: TokenStream) -> TokenSt
     if let Some(func) = &func {
         func::check_settings(&attr.at_first_use(), func, &mut errors);
     }
-    let checked = func.as_ref().map(|func| attr.check_fn(func, &mut errors));
+    let checked = func
+        .as_ref()
+        .map(|func| attr.check_fn(func, &given, &mut errors));
     let krate = crate::value::krate_path(attr.krate());
     let site = Stacking {
         name: A::NAME,

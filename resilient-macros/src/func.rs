@@ -1,4 +1,5 @@
-//! The annotated item: an `async fn` (free function or method) that returns a `Result`.
+//! The annotated item: a fn (free function or method, `async` or blocking) that returns a
+//! `Result`.
 
 use proc_macro2::TokenStream;
 use syn::spanned::Spanned as _;
@@ -38,7 +39,7 @@ pub(crate) fn parse(
                 Err(_) => errors.push(
                     error.span(),
                     format_args!(
-                        "`#[{macro_name}]` goes on an `async fn` (a free function or a method with a body)"
+                        "`#[{macro_name}]` goes on a fn with a body (a free function or a method)"
                     ),
                 ),
             }
@@ -46,15 +47,6 @@ pub(crate) fn parse(
         }
     };
     let sig = &func.sig;
-    if sig.asyncness.is_none() {
-        errors.push(
-            sig.fn_token.span,
-            format_args!(
-                "`#[{macro_name}]` needs an `async fn`: write `async fn {}`",
-                sig.ident
-            ),
-        );
-    }
     match (&sig.output, returns) {
         (ReturnType::Default, Returns::Result) => errors.push(
             sig.ident.span(),
@@ -97,7 +89,7 @@ const NOT_RESULTS: &[&str] = &[
 /// A path type may be a `Result` or an alias of one (`io::Result<T>`, `anyhow::Result<T>`), which
 /// the compiler checks; anything else (a tuple, a reference, `impl Trait`, `u32`, `Option<T>`,
 /// ...) cannot be.
-fn could_be_result(ty: &Type) -> bool {
+pub(crate) fn could_be_result(ty: &Type) -> bool {
     match ty {
         Type::Path(path) => path
             .path
@@ -132,6 +124,29 @@ pub(crate) fn async_body(func: &ItemFn, krate: &TokenStream) -> TokenStream {
             }
         },
         _ => quote::quote!(async move #block),
+    }
+}
+
+/// Whether the fn is blocking (not `async`): its body then runs in a closure called at once.
+pub(crate) fn is_blocking(func: &ItemFn) -> bool {
+    func.sig.asyncness.is_none()
+}
+
+/// The body of a blocking fn as a `move` closure that returns the fn's return type, so that
+/// every `return` and `?` in it leaves the closure as it left the fn, and the tail expression and
+/// early returns are coercion sites as they were (`Ok(&self.name)` for `Result<&str, E>`). The
+/// closure is called at once, so borrowed arguments and `&self` are captured as they are. A
+/// return type that mentions `impl Trait` cannot be written on a closure: it is left out.
+pub(crate) fn blocking_body(func: &ItemFn) -> TokenStream {
+    let stmts = &func.block.stmts;
+    match return_type(func) {
+        Some(ret) if !mentions_impl(quote::ToTokens::to_token_stream(ret)) => quote::quote! {
+            move || -> #ret { #(#stmts)* }
+        },
+        _ => {
+            let block = &func.block;
+            quote::quote!(move || #block)
+        }
     }
 }
 

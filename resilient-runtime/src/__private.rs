@@ -99,6 +99,31 @@ impl<B: Deref<Target = Breaker>> Site<B> {
     }
 }
 
+impl<B: Deref<Target = Breaker>> Site<B> {
+    /// The call of a blocking fn: [`Breaker::call_blocking`] (no timer: `#[breaker]` refuses
+    /// `timeout` on a blocking fn, and one added by a run-time setting does not apply).
+    #[inline]
+    pub fn call_blocking<T, E, F>(self, body: F) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+    {
+        self.0.call_blocking(body)
+    }
+
+    /// [`call_blocking`](Self::call_blocking) with `count_if`. The body comes first, so that the
+    /// compiler learns the error type from it before it checks the predicate.
+    #[inline]
+    pub fn call_blocking_if<T, E, F, P>(self, body: F, counts: P) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+        P: FnMut(&E) -> bool,
+    {
+        self.0.call_blocking_if(counts, body)
+    }
+}
+
 /// A `#[breaker]` without `key`: one breaker per name, looked up once.
 pub struct BreakerSite {
     name: fn() -> &'static str,
@@ -267,6 +292,16 @@ impl BusySite {
         E: FromRejected,
     {
         self.0.call(body)
+    }
+
+    /// The call of a blocking fn: [`TooBusy::call_blocking`].
+    #[inline(always)]
+    pub fn call_blocking<T, E, F>(self, body: F) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+    {
+        self.0.call_blocking(body)
     }
 
     /// The call of a fn that returns another type a call can be refused through (a response):

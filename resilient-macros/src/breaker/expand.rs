@@ -13,6 +13,16 @@
 //!     .await
 //! }
 //! ```
+//!
+//! A blocking fn (not `async`) runs its body in a closure called at once, which keeps every
+//! `return` and `?` of the body as they were:
+//!
+//! ```ignore
+//! fn fetch(id: u64) -> Result<Row, DbError> {
+//!     { /* the site, as above */ }
+//!         .call_blocking(move || -> Result<Row, DbError> { /* the original body */ })
+//! }
+//! ```
 
 use proc_macro2::{Delimiter, Group, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
@@ -68,6 +78,21 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     // The `call` token carries the return type's span, so that a return type the breaker cannot
     // refuse through is reported there.
     let ret_span = func::error_type_span(&func);
+    if func::is_blocking(&func) {
+        // A blocking fn: its body in a closure, called at once through the breaker.
+        let body = func::blocking_body(&func);
+        let call = match attr.count_if.as_ref().map(|counts| &counts.value) {
+            None => quote_spanned!(ret_span=> call_blocking(#body)),
+            Some(counts) => quote_spanned!(ret_span=> call_blocking_if(#body, #counts)),
+        };
+        return quote! {
+            #(#attrs)*
+            #vis #sig {
+                #(#inner)*
+                { #site }.#call
+            }
+        };
+    }
     // A timer lives inside the call's future only where the attribute configures a timeout.
     let timed = attr.timeout.is_some() || attr.half_open_timeout.is_some();
     let body = func::async_body(&func, &krate);

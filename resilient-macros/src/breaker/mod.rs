@@ -26,6 +26,12 @@ impl Attribute for ast::Breaker {
         valid::validate(self, given, errors);
     }
 
+    fn check_fn(&self, func: &ItemFn, given: &Given, errors: &mut Errors) {
+        if crate::func::is_blocking(func) {
+            valid::blocking(given, errors);
+        }
+    }
+
     fn expand(&self, (): (), func: ItemFn) -> TokenStream {
         expand::expand(self, func)
     }

@@ -32,3 +32,21 @@ pub(crate) fn validate(args: &Breaker, given: &Given, errors: &mut Errors) {
     };
     report(resilient_rules::breaker(&options), args, given, errors);
 }
+
+/// The rules of a blocking fn's arguments: nothing can interrupt a blocking call, so neither
+/// `timeout` nor `half_open_timeout` can bound it; each is refused at its name. Rules about the
+/// fn, not about the options: a breaker built from code serves blocking and async calls alike
+/// (`Breaker::call_blocking` runs unbounded), so the builders have no such rule and these are not
+/// `resilient_rules`'.
+pub(crate) fn blocking(given: &Given, errors: &mut Errors) {
+    for argument in ["timeout", "half_open_timeout"] {
+        if let Some(span) = given.span(argument) {
+            errors.push(
+                span,
+                format_args!(
+                    "`{argument}` cannot bound a blocking fn: nothing can interrupt it; bound the call inside (e.g. a socket or client timeout), or make the fn `async`"
+                ),
+            );
+        }
+    }
+}

@@ -29,7 +29,16 @@ impl Attribute for ast::RaceRetry {
         valid::validate(self, given, errors);
     }
 
-    fn check_fn(&self, func: &ItemFn, errors: &mut Errors) -> Vec<bindings::Binding> {
+    fn check_fn(
+        &self,
+        func: &ItemFn,
+        _given: &Given,
+        errors: &mut Errors,
+    ) -> Vec<bindings::Binding> {
+        if crate::func::is_blocking(func) {
+            valid::blocking(func, errors);
+            return Vec::new();
+        }
         bindings::bindings(func, errors)
     }
 

@@ -39,3 +39,12 @@ pub(crate) fn validate(args: &RaceRetry, given: &Given, errors: &mut Errors) {
     };
     report(resilient_rules::race_retry(&options), args, given, errors);
 }
+
+/// `#[race_retry]` on a blocking fn, refused at its `fn` token. A rule about the fn, not about
+/// the options: the builders never see a fn, so it is not one of `resilient_rules`.
+pub(crate) fn blocking(func: &syn::ItemFn, errors: &mut Errors) {
+    errors.push(
+        func.sig.fn_token.span,
+        "`#[race_retry]` needs an `async fn`: it races attempts inside one task, which a blocking fn cannot do; make the fn `async` (call blocking code with `tokio::task::spawn_blocking`), or use `#[breaker]` alone",
+    );
+}

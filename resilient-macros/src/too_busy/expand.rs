@@ -19,6 +19,9 @@
 //! (`|guard| guard` with none); a setting written as an expression (`max_in_flight = LIMIT`) is
 //! passed as written, checked by the builder then.
 //!
+//! A blocking fn (not `async`) calls `.call_blocking(move || -> Result<T, E> { /* the original
+//! body */ })`, with no `.await`.
+//!
 //! A return type other than `Result<T, E>` (`impl IntoResponse`, `Response`) is refused through
 //! `resilient::busy::Refuse`: the call is `.respond(..)`.
 
@@ -72,6 +75,14 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
         Some(ty) if func::is_result(ty) => quote_spanned!(ret_span=> call(#body)),
         _ => quote_spanned!(ret_span=> respond(#body)),
     };
+    // A blocking fn (which returns a `Result`, checked in `valid`): its body in a closure, called
+    // at once through the guard.
+    let (call, wait) = if func::is_blocking(&func) {
+        let body = func::blocking_body(&func);
+        (quote_spanned!(ret_span=> call_blocking(#body)), quote!())
+    } else {
+        (call, quote!(.await))
+    };
     let name = quote!(|| #krate::__private::name_of(too_busy_site));
     quote! {
         #(#attrs)*
@@ -84,7 +95,7 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
                 TOO_BUSY.guard()
             }
             .#call
-            .await
+            #wait
         }
     }
     .into_token_stream()

@@ -26,6 +26,12 @@ impl Attribute for ast::TooBusy {
         valid::validate(self, given, errors);
     }
 
+    fn check_fn(&self, func: &ItemFn, given: &Given, errors: &mut Errors) {
+        if crate::func::is_blocking(func) {
+            valid::blocking(func, given, errors);
+        }
+    }
+
     fn expand(&self, (): (), func: ItemFn) -> TokenStream {
         expand::expand(self, func)
     }

@@ -17,3 +17,34 @@ pub(crate) fn validate(args: &TooBusy, given: &Given, errors: &mut Errors) {
     };
     report(resilient_rules::too_busy(&options), args, given, errors);
 }
+
+/// The rules of a blocking fn's arguments: the runtime's lag can only be measured by an async
+/// runtime, so `max_lag` is refused at its name and `max_in_flight` or `max_latency` is required
+/// (at the attribute); the refusal goes through `Result<T, E>` (at the return type). Rules about
+/// the fn, not about the options: a guard built from code serves blocking and async calls alike
+/// (`TooBusy::call_blocking` ignores the lag), so the builders have no such rule and these are not
+/// `resilient_rules`'.
+pub(crate) fn blocking(func: &syn::ItemFn, given: &Given, errors: &mut Errors) {
+    if let Some(span) = given.span("max_lag") {
+        errors.push(
+            span,
+            "`max_lag` does not apply to a blocking fn: the runtime's lag can only be measured by an async runtime; remove it and keep `max_in_flight` or `max_latency`, or make the fn `async`",
+        );
+    }
+    if given.span("max_in_flight").is_none() && given.span("max_latency").is_none() {
+        errors.push(
+            proc_macro2::Span::call_site(),
+            "`#[too_busy]` on a blocking fn needs `max_in_flight` or `max_latency`: the runtime's lag can only be measured by an async runtime; add `max_in_flight = N`, or make the fn `async`",
+        );
+    }
+    if let Some(ty) = crate::func::return_type(func) {
+        // A type that cannot be a `Result` at all is refused by `func::parse` already.
+        let refusable = matches!(ty, syn::Type::ImplTrait(_)) || crate::func::could_be_result(ty);
+        if refusable && !crate::func::is_result(ty) {
+            errors.add(syn::Error::new_spanned(
+                ty,
+                "`#[too_busy]` on a blocking fn refuses a call through `Result<T, E>` with `E: From<resilient::Rejected>`; return that, or make the fn `async`",
+            ));
+        }
+    }
+}

@@ -42,6 +42,10 @@
 //! * **No time driver**: a breaker without `timeout` runs on any executor. With `timeout`, a call
 //!   polled outside a tokio runtime, or on one built without `enable_time`, panics with tokio's
 //!   message (as `tokio::time::timeout` does) and gives its slot back.
+//! * **Blocking calls** ([`Breaker::call_blocking`]) follow the same rules on the caller's thread,
+//!   with no runtime needed: a body that panics counts as an error (a probe that panics
+//!   re-opens, its slot comes back) and the panic goes on. `timeout` and `half_open_timeout`
+//!   cannot interrupt them and do not apply to them (`tests/blocking.rs`).
 //! * **Keyed families** never evict a breaker that calls in flight still hold: their outcomes land
 //!   on the breaker that the key's later calls use. At most one eviction sweep waits at a time.
 //! * **Settings**: `error_threshold`, `success_threshold` and `half_open_calls` are at most 65535;
@@ -73,6 +77,7 @@
 //! # }
 //! ```
 
+mod blocking;
 mod call;
 mod config;
 mod engine;

@@ -249,10 +249,7 @@ impl TooBusy {
     #[inline(always)]
     fn admit(&self) -> Result<Held, Rejected> {
         let own_lag_ns = self.max_lag_ns.load(Relaxed);
-        let limits = Limits {
-            in_flight: self.max_in_flight.load(Relaxed),
-            latency_ns: self.max_latency_ns.load(Relaxed),
-        };
+        let limits = self.limits();
         let lag_alone = limits.in_flight == 0 && limits.latency_ns == 0;
         if !lag_alone && own_lag_ns == 0 {
             // Other signals named, lag not: the runtime's lag is not looked at.
@@ -272,8 +269,17 @@ impl TooBusy {
         self.admit_slow(lag_ns, max_lag_ns, limits)
     }
 
+    /// `max_in_flight` and `max_latency` as a call reads them, once.
+    #[inline(always)]
+    pub(super) fn limits(&self) -> Limits {
+        Limits {
+            in_flight: self.max_in_flight.load(Relaxed),
+            latency_ns: self.max_latency_ns.load(Relaxed),
+        }
+    }
+
     #[inline(never)]
-    fn admit_slow(
+    pub(super) fn admit_slow(
         &self,
         lag_ns: Option<u64>,
         max_lag_ns: u64,
@@ -324,7 +330,7 @@ impl TooBusy {
     /// or its body panicked) after its body was dropped. Gives its slot back, and counts the time
     /// it ran toward `max_latency`.
     #[inline(always)]
-    fn done(&self, held: Held) {
+    pub(super) fn done(&self, held: Held) {
         if !held.slot && held.start_ns == 0 {
             return;
         }
@@ -334,7 +340,7 @@ impl TooBusy {
     /// `done` for a call dropped while running.
     #[cold]
     #[inline(never)]
-    fn abandoned(&self, held: Held) {
+    pub(super) fn abandoned(&self, held: Held) {
         self.done(held);
     }
 
@@ -402,19 +408,19 @@ impl fmt::Debug for TooBusy {
 
 /// `max_in_flight` and `max_latency` (in ns) as one call read them; 0 where not set.
 #[derive(Copy, Clone)]
-struct Limits {
-    in_flight: u32,
-    latency_ns: u64,
+pub(super) struct Limits {
+    pub(super) in_flight: u32,
+    pub(super) latency_ns: u64,
 }
 
 /// What an admitted call holds until it is over.
 #[derive(Copy, Clone, Debug)]
-struct Held {
+pub(super) struct Held {
     /// Where latency is measured, when it was admitted: ns since the guard's base, plus one
     /// (0: not measured). A number rather than an `Instant`, so that a call's future stays small.
     start_ns: u64,
     /// It took a `max_in_flight` slot (the limit may change while it runs).
-    slot: bool,
+    pub(super) slot: bool,
 }
 
 impl Held {

@@ -68,6 +68,10 @@
 //!   A runtime's monitor retires when it shuts down and is reused by the next, so there are never
 //!   more monitors than runtimes alive at once:
 //!   `runtimes_that_come_and_go_reuse_retired_monitors` (`busy::monitor`'s unit tests).
+//! * **Blocking calls** ([`TooBusy::call_blocking`]). `max_in_flight` and `max_latency` apply as
+//!   to async calls and a panicking body gives its slot back, with no runtime needed; the lag
+//!   is not looked at, so a guard with the lag signal alone admits every blocking call:
+//!   `a_panicking_blocking_body_gives_its_slot_back` (`tests/blocking.rs`).
 //! * **Settings at their extremes.** A `max_lag` or `max_latency` beyond `u64::MAX` nanoseconds
 //!   (584 years) is as good as infinite (it does not wrap), and an [`interval`] of
 //!   `Duration::MAX` panics nowhere: `settings_at_their_extremes_neither_panic_nor_wrap`. A
@@ -77,6 +81,7 @@
 
 #[cfg(feature = "axum")]
 mod axum;
+mod blocking;
 mod guard;
 mod in_flight;
 #[cfg(all(test, resilient_loom))]

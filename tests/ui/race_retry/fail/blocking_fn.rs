@@ -1,4 +1,4 @@
-// `#[race_retry]` needs an `async fn`.
+// `#[race_retry]` races attempts inside one task: a blocking fn is refused at its `fn` token.
 use resilient::{race_retry, Rejected};
 
 #[race_retry(total = "450ms")]
