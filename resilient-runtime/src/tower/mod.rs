@@ -37,3 +37,18 @@ pub fn authority_of<B>(request: &http::Request<B>) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+/// With the `axum` feature: the response for a layer's error, for axum's `HandleErrorLayer`
+/// (axum's `Router::layer` takes services whose error is `Infallible`). A refusal is the 503 (with
+/// `Retry-After`) or 504 of [`http`](crate::http), naming nothing inside the service; any other
+/// error is a bare `500 Internal Server Error`, its message sent to `tracing` (target
+/// `resilient::http`, level `debug`).
+#[cfg(feature = "axum")]
+pub async fn error_response(error: BoxError) -> axum_core::response::Response {
+    use axum_core::response::IntoResponse;
+
+    crate::http::response_for(&*error).unwrap_or_else(|| {
+        tracing::debug!(target: "resilient::http", %error, "an inner service failed");
+        http::StatusCode::INTERNAL_SERVER_ERROR.into_response()
+    })
+}
