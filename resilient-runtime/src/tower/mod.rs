@@ -144,8 +144,10 @@
 //! [`AttemptService`]). Attempt 1 uses the service that `poll_ready` readied; each later one
 //! clones the service, waits for its `poll_ready` and calls it. For `http::Request<B>`, `B` must
 //! be `Clone` (`Empty`, `Full<Bytes>`, `String`): a streaming body cannot be sent twice. A
-//! request type that is not `Clone` is a compile error at the call, "the trait bound `Upload:
-//! Clone` is not satisfied ... required for `Upload` to implement `AttemptRequest`".
+//! request type that is not `Clone` is a compile error at the call: "the race layer sends each
+//! attempt its own copy of the request: `Upload` must be Clone" (and likewise for the service).
+//! Through method syntax (`svc.oneshot(req)`), rustc only says that the trait bounds of
+//! `RaceRetryService` were not satisfied; `Service::call(&mut svc, req)` shows the message.
 //! [`RaceRetryLayer::retry_if`] narrows the errors worth another attempt. Past `total`, the call
 //! is a [`Rejected`](crate::Rejected) whose [`is_deadline`](crate::Rejected::is_deadline) is true.
 //! The first `Ok` wins, whatever it holds: an HTTP 503 is an answer, not a failure (map the

@@ -24,6 +24,9 @@ use crate::{ConfigError, Rejected};
 )]
 pub trait AttemptRequest: Clone {}
 
+// Not recommended: the compiler then reports `AttemptRequest`, with its message, rather than
+// the `Clone` bound behind it.
+#[diagnostic::do_not_recommend]
 impl<T: Clone> AttemptRequest for T {}
 
 /// Each attempt's own copy of the service: implemented by every `Clone` type. It exists for the
@@ -35,6 +38,7 @@ impl<T: Clone> AttemptRequest for T {}
 )]
 pub trait AttemptService: Clone {}
 
+#[diagnostic::do_not_recommend]
 impl<T: Clone> AttemptService for T {}
 
 /// Which errors are worth another attempt: every one ([`Always`], the default), or those for
