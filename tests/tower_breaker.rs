@@ -343,3 +343,15 @@ impl Service<()> for PanicsInCall {
         std::future::ready(Err(failing()))
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_classifier_counts_as_an_error_and_the_panic_goes_on() {
+    let layer =
+        BreakerLayer::from_builder(Breaker::builder("tower::classifier_panics").error_threshold(1))
+            .unwrap()
+            .failure_if(|_: &Reply| panic!("the classifier panics"));
+    let mut svc = layer.layer_service(service_fn(|_: ()| async { Ok::<u16, std::io::Error>(200) }));
+    let call = svc.ready().await.unwrap().call(());
+    assert!(tokio::spawn(call).await.unwrap_err().is_panic());
+    assert_eq!(svc.breaker().state(), State::Open);
+}

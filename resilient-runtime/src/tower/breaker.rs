@@ -124,7 +124,9 @@ impl<F> fmt::Debug for PerKey<F> {
 ///   keyed family of the layer's name.
 ///
 /// The breaker (or the family) is registered when the layer first wraps a service, with the
-/// layer's options if the name is new; every service the layer makes shares it.
+/// layer's options if the name is new; every service the layer makes shares it. Should the name
+/// belong to the other kind (a keyed family, for a layer without `key_by`), the service gets a
+/// breaker of its own, unregistered, and a `tracing` warning says so.
 #[derive(Clone)]
 pub struct BreakerLayer<C = AnyError, K = Unkeyed> {
     name: Arc<str>,

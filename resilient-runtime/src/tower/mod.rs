@@ -101,8 +101,8 @@
 //! ```
 //!
 //! A request's slot is held from the first poll of its response future until that future
-//! completes or is dropped (a client gone, a timeout), exactly as [`TooBusy::call`] holds it:
-//! the layer's future is that call.
+//! completes or is dropped (a client gone, a timeout), exactly as
+//! [`TooBusy::call`](crate::busy::TooBusy::call) holds it: the layer's future is that call.
 //!
 //! # Raced retries
 //!
