@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use resilient::race::RaceRetry;
 use resilient::tower::RaceRetryLayer;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, Service};
 
 /// A service that cannot be cloned: the race layer cannot give each attempt its own.
 struct Pool;
@@ -25,5 +25,6 @@ impl Service<u32> for Pool {
 
 fn main() {
     let layer = RaceRetryLayer::new(RaceRetry::builder("ui").total(Duration::from_secs(1))).unwrap();
-    let _ = ServiceExt::oneshot(layer.layer(Pool), 7);
+    let mut svc = layer.layer(Pool);
+    let _ = Service::call(&mut svc, 7);
 }
