@@ -182,3 +182,42 @@ fn invalid_options_are_a_config_error() {
         RaceRetryLayer::new(RaceRetry::builder("tower::race::invalid").retries(2)).unwrap_err();
     assert!(error.to_string().contains("total"), "{error}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn over_a_breaker_a_refusal_is_an_answer_when_retry_if_says_so() {
+    use resilient::tower::{BoxError, BreakerLayer};
+    use resilient::{Breaker, Rejected};
+
+    let mut svc = tower::ServiceBuilder::new()
+        .layer(
+            RaceRetryLayer::new(
+                RaceRetry::builder("tower::race::over_breaker")
+                    .retries(2)
+                    .after(After::Fixed(ms(50)))
+                    .total(ms(500))
+                    .no_budget()
+                    .no_backoff(),
+            )
+            .unwrap()
+            .retry_if(|error: &BoxError| Rejected::find_in(&**error).is_none()),
+        )
+        .layer(
+            BreakerLayer::from_builder(
+                Breaker::builder("tower::race::over_breaker").error_threshold(1),
+            )
+            .unwrap(),
+        )
+        .service(service_fn(|_: ()| async {
+            Err::<(), _>(std::io::Error::other("down"))
+        }));
+    // Attempt 1 fails and opens the breaker; attempt 2 is refused by it, which ends the call.
+    let error = svc.ready().await.unwrap().call(()).await.unwrap_err();
+    assert!(
+        Rejected::find_in(&*error).unwrap().is_circuit_open(),
+        "{error}"
+    );
+    let start = tokio::time::Instant::now();
+    let error = svc.ready().await.unwrap().call(()).await.unwrap_err();
+    assert!(Rejected::find_in(&*error).unwrap().is_circuit_open());
+    assert_eq!(start.elapsed(), ms(0), "refused at once, not retried");
+}
