@@ -39,7 +39,8 @@
 //! policies, `observe` and stats. With the `axum` feature, the `http` module turns refusals into
 //! 503 and 504 responses whose bodies name nothing inside the service. With the `metrics`
 //! feature, every policy reports counters, gauges and histograms through the `metrics` facade
-//! (the `metrics` module lists them). Every setting of every attribute can be overridden by name
+//! (the `metrics` module lists them). With the `tower` feature, the `tower` module has the
+//! three policies as tower layers, by name, for clients and servers. Every setting of every attribute can be overridden by name
 //! at run time, from code, a configuration file or the environment, without a rebuild (the
 //! [`settings`] module). A refused call returns `Err(E::from(Rejected))`;
 //! [`Rejected`] says what was refused and why, and [`Rejected::find_in`] finds it inside any
@@ -56,6 +57,9 @@ pub use resilient_runtime::http;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub use resilient_runtime::metrics;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use resilient_runtime::tower;
 pub use resilient_runtime::{breaker, busy, race, settings};
 pub use resilient_runtime::{
     Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind,

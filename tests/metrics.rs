@@ -947,3 +947,36 @@ fn blocking_too_busy_counts_in_flight_calls_refusals_and_durations() {
         1
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tower layers: the series of the name, with no code of their own
+
+#[cfg(feature = "tower")]
+#[tokio::test(start_paused = true)]
+async fn a_tower_breaker_layer_reports_under_its_name() {
+    use tower::{Layer, Service, ServiceExt};
+
+    install();
+    let name = "metrics.tower.breaker";
+    let layer =
+        resilient::tower::BreakerLayer::from_builder(Breaker::builder(name).error_threshold(1))
+            .unwrap()
+            .http_server_errors();
+    let mut svc = layer.layer(tower::service_fn(|status: u16| async move {
+        Ok::<_, std::convert::Infallible>(
+            http::Response::builder().status(status).body(()).unwrap(),
+        )
+    }));
+    let before = Seen::now();
+    svc.ready().await.unwrap().call(200).await.unwrap();
+    svc.ready().await.unwrap().call(500).await.unwrap();
+    assert!(svc.ready().await.unwrap().call(200).await.is_err());
+    let seen = Seen::now();
+    for outcome in ["success", "error", "refused"] {
+        assert_eq!(
+            calls(&seen, name, outcome) - calls(&before, name, outcome),
+            1,
+            "{outcome}"
+        );
+    }
+}
