@@ -48,7 +48,8 @@
 
 use std::cell::{Cell, RefCell};
 use std::hint::black_box;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt as _};
@@ -213,6 +214,7 @@ where
 
 const BREAKER: &str = "breaker";
 const SHEDDING: &str = "load shedding";
+const RACE: &str = "raced retries";
 
 fn contenders(lock: &str) -> Vec<Contender> {
     let version = |name: &str| crate_version(lock, name);
@@ -250,7 +252,80 @@ fn contenders(lock: &str) -> Vec<Contender> {
             .concurrency_limit(MAX_IN_FLIGHT)
             .service(bare()),
     ));
+    // Raced retries.
+    all.extend(ours_race());
+    // tower's hedge: its usual settings (p95 of the last full period of 1 s, at least 32 data
+    // points), every request cloned. `Hedge` is not `Clone`: threads share one behind a `Mutex`.
+    all.push(contender(
+        format!(
+            "tower {} `Hedge` (p95, 32 points, period 1 s), shared behind a `Mutex`",
+            version("tower")
+        ),
+        Role::Peer(RACE),
+        Locked::new(tower::hedge::Hedge::new(
+            bare(),
+            HedgeAll,
+            32,
+            0.95,
+            Duration::from_secs(1),
+        )),
+    ));
     all
+}
+
+/// Tower's hedge policy: every request may be cloned and hedged.
+#[derive(Clone, Copy, Debug)]
+struct HedgeAll;
+
+impl tower::hedge::Policy<u64> for HedgeAll {
+    fn clone_request(&self, request: &u64) -> Option<u64> {
+        Some(*request)
+    }
+
+    fn can_retry(&self, _: &u64) -> bool {
+        true
+    }
+}
+
+/// A service that is not `Clone`, shared: each `poll_ready` and `call` takes the lock (never held
+/// across an await).
+struct Locked<S>(Arc<Mutex<S>>);
+
+impl<S> Locked<S> {
+    fn new(service: S) -> Self {
+        Locked(Arc::new(Mutex::new(service)))
+    }
+}
+
+impl<S> Clone for Locked<S> {
+    fn clone(&self) -> Self {
+        Locked(self.0.clone())
+    }
+}
+
+impl<S: Service<R>, R> Service<R> for Locked<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> S::Future {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .call(request)
+    }
+}
+
+/// Ours: `resilient::tower::RaceRetryLayer` (the first attempt answers at once).
+fn ours_race() -> Vec<Contender> {
+    Vec::new()
 }
 
 /// Ours: `resilient::tower::BreakerLayer` (count rule, closed).
