@@ -46,8 +46,9 @@
 //! `BENCH_PROFILE=<contender>` runs one contender alone, for `valgrind --tool=callgrind`: see
 //! [`profile`].
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -155,16 +156,19 @@ where
     S: Service<u64, Response = u64> + Clone + Send,
 {
     fn sample(&self, threads: usize, round: usize) -> (f64, u64, u64) {
-        let errors = std::sync::atomic::AtomicU64::new(0);
+        let errors = AtomicU64::new(0);
         let (ns, calls) = sample_threads(threads, round, SAMPLE, |timing| {
-            let service = RefCell::new(self.clone_service());
+            // The service moves out for a chunk and back after it (`timed_async`'s closure can
+            // lend nothing to the future it makes).
+            let service = Cell::new(Some(self.clone_service()));
             let failed = Cell::new(0);
             let next = Cell::new(0);
             let chunk = || async {
-                let mut service = service.borrow_mut();
+                let mut held = service.take().expect("one chunk at a time");
                 let from = next.get();
                 next.set(from + CHUNK);
-                failed.set(failed.get() + requests(&mut *service, from, CHUNK).await);
+                failed.set(failed.get() + requests(&mut held, from, CHUNK).await);
+                service.set(Some(held));
             };
             let timed = current_thread_runtime().block_on(async {
                 chunk().await; // warm up; starts this runtime's lag monitor if the layer has one
@@ -177,7 +181,7 @@ where
                     })
                     .await
             });
-            errors.fetch_add(failed.get(), std::sync::atomic::Ordering::Relaxed);
+            errors.fetch_add(failed.get(), Relaxed);
             timed
         });
         (ns, calls, errors.into_inner())
@@ -361,6 +365,7 @@ fn measure(lock: &str) {
         contender.measured.touch();
     }
     let mut errors = vec![0u64; all.len()];
+    let lag_samples_before = LAG_SAMPLES.load(Relaxed);
     let Rounds {
         medians,
         fewest_calls,
@@ -395,6 +400,13 @@ fn measure(lock: &str) {
         }
         outln!();
     }
+    let lag_samples = LAG_SAMPLES.load(Relaxed) - lag_samples_before;
+    outln!(
+        "Lag monitors took {} samples while contenders were measured (a monitor samples every {} \
+         ms on each runtime a lag-guarded call started it on), so the lag signal was live.\n",
+        group(lag_samples),
+        resilient::busy::interval().as_millis(),
+    );
     let refused: u64 = errors.iter().sum();
     outln!(
         "Requests answered with an error during all samples: {} (every layer closed, under its \
@@ -472,6 +484,9 @@ fn profile(lock: &str, which: &str) {
     contender.measured.profile(&contender.name);
 }
 
+/// Lag samples taken by all monitors so far (counted by an `on_lag` callback at threshold 0).
+static LAG_SAMPLES: AtomicU64 = AtomicU64::new(0);
+
 fn main() {
     let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock"))
         .unwrap_or_default();
@@ -479,6 +494,9 @@ fn main() {
     if let Ok(which) = std::env::var("BENCH_PROFILE") {
         return profile(&lock, &which);
     }
+    resilient::busy::on_lag(Duration::ZERO, |_| {
+        LAG_SAMPLES.fetch_add(1, Relaxed);
+    });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     outln!("# resilient tower layers cost benchmark\n");
     outln!(
