@@ -403,9 +403,14 @@ fn measure(lock: &str) {
     let lag_samples = LAG_SAMPLES.load(Relaxed) - lag_samples_before;
     outln!(
         "Lag monitors took {} samples while contenders were measured (a monitor samples every {} \
-         ms on each runtime a lag-guarded call started it on), so the lag signal was live.\n",
+         ms on each runtime that a lag-guarded request started it on){}.\n",
         group(lag_samples),
         resilient::busy::interval().as_millis(),
+        if lag_samples > 0 {
+            ", so the lag signal was live"
+        } else {
+            ""
+        },
     );
     let refused: u64 = errors.iter().sum();
     outln!(
