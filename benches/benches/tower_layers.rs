@@ -5,7 +5,7 @@
 //! written to this benchmark's section of `benches/README.md` (`common::publish_run`): the ns per
 //! request of a trivial `tower::service_fn` (ready at once, answers `Ok(request)`) called bare and
 //! wrapped in one layer, on 1 thread and on 2 OS threads calling clones of one shared layered
-//! service (so that a shared breaker, guard or semaphore is contended):
+//! service (so that a shared breaker, guard, semaphore or latency record is contended):
 //!
 //! * **Breaker**: ours (`resilient::tower::BreakerLayer`, count rule, closed) against
 //!   `tower-resilience-circuitbreaker` (`CircuitBreakerLayer::builder().build()`, its defaults:
@@ -14,6 +14,13 @@
 //!   `max_in_flight = 1_000_000` so that it never refuses, once with the default lag signal)
 //!   against tower's usual shedding stack, `ServiceBuilder::new().load_shed().concurrency_limit(N)`
 //!   with the same `N = 1_000_000` (never full, so never shedding).
+//! * **Raced retries**: ours (`resilient::tower::RaceRetryLayer`, `retries = 1`, `after` the p95
+//!   of recent latencies, `total = 450 ms`; the first attempt answers at once) against tower's
+//!   `Hedge` set alike (one hedge at most, after the p95 of the last full period of 1 s, at least
+//!   32 data points, every request cloned). `Hedge` is not `Clone`, so its threads share one
+//!   behind a `std::sync::Mutex` taken by each `poll_ready` and `call` (never across an await): on
+//!   1 thread that lock is uncontended and a small part of its figure; on 2 threads the lock's
+//!   contention is part of what sharing one hedge costs.
 //!
 //! "added" is a contender's figure minus the bare service's figure for the same thread count, in
 //! the same run. The goal, per pair and thread count: ours adds at most half of what the fastest
