@@ -56,6 +56,9 @@ pub use resilient_runtime::http;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub use resilient_runtime::metrics;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use resilient_runtime::tower;
 pub use resilient_runtime::{breaker, busy, race, settings};
 pub use resilient_runtime::{
     Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind,

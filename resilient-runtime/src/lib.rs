@@ -36,6 +36,9 @@ mod random;
 mod rejected;
 pub mod settings;
 mod sync;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 
 #[doc(hidden)]
 pub mod __private;

@@ -27,16 +27,24 @@ impl sealed::Sealed for InlineTimer {}
 
 /// Decides whether an error counts: [`Breaker::call`] counts every error, `call_if` asks a
 /// predicate. Sealed.
-pub trait Counts<E>: sealed::Sealed {
+pub trait Counts<E, T = ()>: sealed::Sealed {
     /// True when `error` counts as a failure.
     fn counts(&mut self, error: &E) -> bool;
+
+    /// True when the success `ok` counts as a failure all the same (a 5xx response, for the
+    /// `tower` layer's classifiers). Never, unless the outcome is judged whole.
+    #[inline(always)]
+    fn counts_ok(&mut self, ok: &T) -> bool {
+        let _ = ok;
+        false
+    }
 }
 
 /// Every error counts.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct EveryError;
 
-impl<E> Counts<E> for EveryError {
+impl<E, T> Counts<E, T> for EveryError {
     #[inline]
     fn counts(&mut self, _: &E) -> bool {
         true
@@ -47,10 +55,38 @@ impl<E> Counts<E> for EveryError {
 #[derive(Copy, Clone, Debug)]
 pub struct CountIf<P>(pub(crate) P);
 
-impl<E, P: FnMut(&E) -> bool> Counts<E> for CountIf<P> {
+impl<E, T, P: FnMut(&E) -> bool> Counts<E, T> for CountIf<P> {
     #[inline]
     fn counts(&mut self, error: &E) -> bool {
         (self.0)(error)
+    }
+}
+
+/// An outcome judged whole, successes too (the `tower` layer's classifiers): the body's value
+/// is the inner service's own `Result`, its error only a refusal.
+#[cfg(feature = "tower")]
+#[derive(Clone, Debug)]
+pub(crate) struct Judge<J>(pub(crate) J);
+
+/// Whether a body's value counts as a failure.
+#[cfg(feature = "tower")]
+pub(crate) trait JudgeOk<T> {
+    fn fails(&mut self, ok: &T) -> bool;
+}
+
+#[cfg(feature = "tower")]
+impl<J> sealed::Sealed for Judge<J> {}
+
+#[cfg(feature = "tower")]
+impl<E, T, J: JudgeOk<T>> Counts<E, T> for Judge<J> {
+    #[inline]
+    fn counts(&mut self, _: &E) -> bool {
+        true
+    }
+
+    #[inline]
+    fn counts_ok(&mut self, ok: &T) -> bool {
+        self.0.fails(ok)
     }
 }
 
@@ -108,6 +144,9 @@ impl Timer for InlineTimer {
 enum Stage {
     /// Not polled yet: nothing asked of the breaker.
     New,
+    /// Admitted before its first poll (`Call::admit_now`); its timer starts at that poll.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    Admitted(Permit),
     /// Admitted; the body runs.
     Running(Permit),
     /// Finished; the outcome is recorded.
@@ -126,7 +165,7 @@ struct Admission<B: Deref<Target = Breaker>> {
 
 impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
     fn drop(&mut self) {
-        if let Stage::Running(permit) = self.stage {
+        if let Stage::Running(permit) | Stage::Admitted(permit) = self.stage {
             // Runs no user code: freeing a slot never changes the state.
             self.breaker.on_ignored(permit);
         }
@@ -177,11 +216,48 @@ impl<B: Deref<Target = Breaker>, F, C, T, E> Call<B, F, C, T, E> {
     }
 }
 
+impl<B: Deref<Target = Breaker>, F, C, T, E> Call<B, F, C, T, E> {
+    /// Asks for admission now rather than at the first poll (the `tower` layer, which must not
+    /// call its inner service for a refused request): the call, its body made by `body` once
+    /// admitted, or the refusal. Should `body` panic, the slot comes back and nothing counts.
+    #[cfg(feature = "tower")]
+    pub(crate) fn admit_now(
+        breaker: B,
+        counts: C,
+        timer: T,
+        body: impl FnOnce() -> F,
+    ) -> Result<Self, Rejected>
+    where
+        E: From<Rejected>,
+    {
+        match breaker.admit() {
+            Ok(permit) => {
+                let admission = Admission {
+                    breaker,
+                    stage: Stage::Admitted(permit),
+                };
+                Ok(Call {
+                    reject: E::from,
+                    counts,
+                    timer,
+                    body: body(),
+                    admission,
+                })
+            }
+            Err(rejected) => {
+                #[cfg(feature = "metrics")]
+                breaker.metrics.refused();
+                Err(rejected)
+            }
+        }
+    }
+}
+
 impl<B, F, C, T, R, E> Future for Call<B, F, C, T, E>
 where
     B: Deref<Target = Breaker>,
     F: Future<Output = Result<R, E>>,
-    C: Counts<E>,
+    C: Counts<E, R>,
     T: Timer,
 {
     type Output = Result<R, E>;
@@ -192,15 +268,18 @@ where
         let admission = this.admission;
         let permit = match admission.stage {
             Stage::Running(permit) => permit,
-            Stage::New => {
-                let permit = match admission.breaker.admit() {
-                    Ok(permit) => permit,
-                    Err(rejected) => {
-                        admission.stage = Stage::Done;
-                        #[cfg(feature = "metrics")]
-                        admission.breaker.metrics.refused();
-                        return Poll::Ready(Err((this.reject)(rejected)));
-                    }
+            Stage::New | Stage::Admitted(_) => {
+                let permit = match admission.stage {
+                    Stage::Admitted(permit) => permit,
+                    _ => match admission.breaker.admit() {
+                        Ok(permit) => permit,
+                        Err(rejected) => {
+                            admission.stage = Stage::Done;
+                            #[cfg(feature = "metrics")]
+                            admission.breaker.metrics.refused();
+                            return Poll::Ready(Err((this.reject)(rejected)));
+                        }
+                    },
                 };
                 // Admitted before the timer starts: should it fail to (no tokio time driver),
                 // the panic drops the call and the slot comes back.
@@ -220,6 +299,7 @@ where
         let polled = panic::catch_unwind(AssertUnwindSafe(|| match body.poll(cx) {
             Poll::Ready(outcome) => {
                 let counted = match &outcome {
+                    Ok(ok) if counts.counts_ok(ok) => Counted::Error,
                     Ok(_) => Counted::Success,
                     Err(error) if counts.counts(error) => Counted::Error,
                     Err(_) => Counted::Ignored,

@@ -85,6 +85,8 @@ mod settings;
 mod window;
 
 pub use crate::ConfigError;
+#[cfg(feature = "tower")]
+pub(crate) use call::{Judge, JudgeOk};
 pub use config::{
     capacity_error_timeout, BreakerBuilder, DEFAULT_ERROR_THRESHOLD, DEFAULT_ERROR_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,

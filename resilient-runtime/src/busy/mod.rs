@@ -82,6 +82,7 @@ mod in_flight;
 #[cfg(all(test, resilient_loom))]
 mod loom;
 mod monitor;
+mod registry;
 mod rules;
 mod settings;
 
@@ -90,6 +91,7 @@ pub use monitor::{
     interval, lag, max_lag, on_lag, set_interval, set_max_lag, set_smoothing, smoothing,
     DEFAULT_INTERVAL, DEFAULT_MAX_LAG,
 };
+pub use registry::get;
 pub use rules::{shed_probability, Recovery, Smoothing};
 pub(crate) use settings::{check_value, set_up};
 

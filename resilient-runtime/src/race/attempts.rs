@@ -13,7 +13,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
-use super::engine::Retryable;
+use super::engine::{MakeAttempt, Retryable};
 use super::observe::Outcome;
 use super::reporter::Reporter;
 use super::timers::at;
@@ -200,7 +200,7 @@ impl<M, Fut, P> Attempts<M, Fut, P> {
 
 impl<M, Fut, T, E, P> Attempts<M, Fut, P>
 where
-    M: FnMut() -> Fut,
+    M: MakeAttempt<Fut>,
     Fut: Future<Output = Result<T, E>>,
 {
     /// Makes and polls attempt 1 (its code: `busy` names it meanwhile, and is `IDLE` after).
@@ -209,7 +209,7 @@ where
         let mut this = self.project();
         *this.launched = 1;
         *this.busy = 1;
-        this.first.set(Some((this.make)()));
+        this.first.set(Some(this.make.make()));
         *this.running = 1;
         let poll = this
             .first
@@ -281,7 +281,7 @@ where
             started: now,
         });
         *this.busy = number;
-        let future = Box::pin((this.make)());
+        let future = Box::pin(this.make.make());
         *this.busy = ENGINE;
         *this.running += 1;
         if let Some(extra) = this.extra.last_mut() {

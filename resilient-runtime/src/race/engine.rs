@@ -53,6 +53,20 @@ impl<E, P: Fn(&E) -> bool> Retryable<E> for P {
     }
 }
 
+/// What makes a raced call's attempts, one future per call: every `FnMut() -> Fut` (what
+/// [`RaceRetry::run`] takes), and the attempts of the `tower` layer.
+pub trait MakeAttempt<Fut> {
+    /// The next attempt's future.
+    fn make(&mut self) -> Fut;
+}
+
+impl<M: FnMut() -> Fut, Fut> MakeAttempt<Fut> for M {
+    #[inline(always)]
+    fn make(&mut self) -> Fut {
+        self()
+    }
+}
+
 /// Where a race is.
 #[derive(Copy, Clone, Debug, PartialEq)]
 enum Phase {
@@ -165,7 +179,7 @@ impl<M, Fut, E, P> Race<M, Fut, E, P> {
 
 impl<M, Fut, T, E, P> Future for Race<M, Fut, E, P>
 where
-    M: FnMut() -> Fut,
+    M: MakeAttempt<Fut>,
     Fut: Future<Output = Result<T, E>>,
     E: FromRejected,
     P: Retryable<E>,
@@ -202,7 +216,7 @@ where
 
 impl<M, Fut, T, E, P> Race<M, Fut, E, P>
 where
-    M: FnMut() -> Fut,
+    M: MakeAttempt<Fut>,
     Fut: Future<Output = Result<T, E>>,
     E: FromRejected,
     P: Retryable<E>,
@@ -245,7 +259,7 @@ where
 
 impl<M, Fut, T, E, P> RaceProj<'_, M, Fut, E, P>
 where
-    M: FnMut() -> Fut,
+    M: MakeAttempt<Fut>,
     Fut: Future<Output = Result<T, E>>,
     E: FromRejected,
     P: Retryable<E>,

@@ -76,17 +76,19 @@ mod engine;
 mod latency;
 mod observe;
 mod policy;
+mod registry;
 mod reporter;
 mod settings;
 mod timers;
 
 pub use observe::{observe, Attempt, Observed, Outcome};
 pub use policy::{names, stats, After, RaceRetry, RaceRetryBuilder, RaceStats, MAX_RETRIES};
+pub use registry::get;
 pub use resilient_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 pub(crate) use settings::{check_value, set_up};
 
 /// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]) and the retry
 /// predicates it is generic over. Code rarely spells them out: `.await` the call.
 pub mod future {
-    pub use super::engine::{Always, Race, Retryable};
+    pub use super::engine::{Always, MakeAttempt, Race, Retryable};
 }

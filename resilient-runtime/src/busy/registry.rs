@@ -1,0 +1,52 @@
+//! Guards by name, registered from code ([`TooBusyBuilder::register`]): what the `tower` layer
+//! and code that outlives one call use, with the run-time settings by name on them.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::guard::{TooBusy, TooBusyBuilder};
+use crate::ConfigError;
+
+static REGISTRY: Mutex<Option<HashMap<&'static str, &'static TooBusy>>> = Mutex::new(None);
+
+impl TooBusyBuilder {
+    /// Builds the guard and registers it under its name, once per name for the life of the
+    /// process (the guard is leaked, as calls borrow it for `'static`): [`get`] returns it, and
+    /// the run-time settings by name ([`settings`](crate::settings)) apply to it, these options
+    /// being its defaults. If the name is taken, returns the registered guard (the first
+    /// registration's options win).
+    ///
+    /// ```
+    /// use resilient_runtime::busy::{self, TooBusy};
+    ///
+    /// let guard = TooBusy::builder("checkout").max_in_flight(64).register().unwrap();
+    /// let again = TooBusy::builder("checkout").max_in_flight(8).register().unwrap();
+    /// assert!(std::ptr::eq(guard, again));
+    /// assert_eq!(busy::get("checkout").unwrap().in_flight_limit(), Some(64));
+    /// ```
+    pub fn register(self) -> Result<&'static TooBusy, ConfigError> {
+        ConfigError::from_violations("too_busy", self.name, self.violations())?;
+        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        let registry = registry.get_or_insert_with(HashMap::new);
+        if let Some(guard) = registry.get(self.name) {
+            return Ok(guard);
+        }
+        let guard: &'static TooBusy = Box::leak(Box::new(TooBusy::new(self.name)));
+        guard.apply(&self);
+        // Held meanwhile: a second registration of the name waits for the overrides to be in
+        // force on the guard it gets.
+        registry.insert(self.name, guard);
+        crate::settings::attach(self, guard);
+        Ok(guard)
+    }
+}
+
+/// The guard registered under `name` ([`TooBusyBuilder::register`]), if any.
+pub fn get(name: &str) -> Option<&'static TooBusy> {
+    REGISTRY
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()?
+        .get(name)
+        .copied()
+}

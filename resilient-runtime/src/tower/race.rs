@@ -1,0 +1,353 @@
+//! [`RaceRetryLayer`]: raced attempts of a request under one deadline, by a registered
+//! [`RaceRetry`] policy.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::BoxError;
+use crate::race::future::{Always, MakeAttempt, Race, Retryable};
+use crate::race::{RaceRetry, RaceRetryBuilder};
+use crate::{ConfigError, Rejected};
+
+/// Each attempt's own copy of the request: implemented by every `Clone` type. It exists for the
+/// compiler's message when a request type is not `Clone`.
+#[diagnostic::on_unimplemented(
+    message = "the race layer sends each attempt its own copy of the request: `{Self}` must be Clone",
+    label = "each attempt gets a clone of this request",
+    note = "for `http::Request<B>`, use a body that is `Clone` (`String`, `Bytes`, `Full<Bytes>`, `Empty<Bytes>`), or buffer the body and rebuild the request in a `map_request` layer"
+)]
+pub trait AttemptRequest: Clone {}
+
+impl<T: Clone> AttemptRequest for T {}
+
+/// Each attempt's own copy of the service: implemented by every `Clone` type. It exists for the
+/// compiler's message when a service is not `Clone`.
+#[diagnostic::on_unimplemented(
+    message = "the race layer gives each attempt its own copy of the service: `{Self}` must be Clone",
+    label = "each attempt clones this service, waits for it to be ready and calls it",
+    note = "a hyper-util `Client` and `tower::service_fn` of a `Clone` closure are `Clone`; wrap another service in `tower::buffer::Buffer` to share it"
+)]
+pub trait AttemptService: Clone {}
+
+impl<T: Clone> AttemptService for T {}
+
+/// Which errors are worth another attempt: every one ([`Always`], the default), or those for
+/// which the closure of [`RaceRetryLayer::retry_if`] is true.
+#[derive(Copy, Clone)]
+pub struct RetryIf<F>(F);
+
+impl<F> fmt::Debug for RetryIf<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RetryIf")
+    }
+}
+
+/// A [`Layer`] that races attempts of each request under one deadline, by the [`RaceRetry`]
+/// policy registered under the builder's name ([`RaceRetryBuilder::register`]): the run-time
+/// settings by name apply to it, and its stats are [`race::stats`](crate::race::stats).
+///
+/// Each attempt clones the request and the inner service, waits for that service to be ready and
+/// calls it (attempt 1 uses the service that `poll_ready` readied). Past `total`, the call
+/// returns a [`Rejected`] ([`is_deadline`](Rejected::is_deadline)) in a [`BoxError`].
+#[derive(Copy, Clone)]
+pub struct RaceRetryLayer<P = Always> {
+    policy: &'static RaceRetry,
+    retry_if: P,
+}
+
+impl<P> fmt::Debug for RaceRetryLayer<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaceRetryLayer")
+            .field("policy", &self.policy.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RaceRetryLayer {
+    /// The policy registered under the builder's name (registered now with these options if the
+    /// name is new); options that break a rule are an error.
+    pub fn new(options: RaceRetryBuilder) -> Result<Self, ConfigError> {
+        Ok(RaceRetryLayer {
+            policy: options.register()?,
+            retry_if: Always,
+        })
+    }
+
+    /// The layer of a policy (registered or not).
+    pub fn from_policy(policy: &'static RaceRetry) -> Self {
+        RaceRetryLayer {
+            policy,
+            retry_if: Always,
+        }
+    }
+}
+
+impl<P> RaceRetryLayer<P> {
+    /// Only errors for which `f` is true are worth another attempt: another error ends the call
+    /// with it, the other attempts cancelled ([`RaceRetry::run_if`]). `f` sees the inner
+    /// service's own error.
+    pub fn retry_if<F>(self, f: F) -> RaceRetryLayer<RetryIf<F>> {
+        RaceRetryLayer {
+            policy: self.policy,
+            retry_if: RetryIf(f),
+        }
+    }
+
+    /// The layer's policy.
+    pub fn policy(&self) -> &'static RaceRetry {
+        self.policy
+    }
+}
+
+impl<S, P: Clone> Layer<S> for RaceRetryLayer<P> {
+    type Service = RaceRetryService<S, P>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RaceRetryService {
+            inner,
+            policy: self.policy,
+            retry_if: self.retry_if.clone(),
+        }
+    }
+}
+
+/// The service of a [`RaceRetryLayer`].
+#[derive(Clone)]
+pub struct RaceRetryService<S, P = Always> {
+    inner: S,
+    policy: &'static RaceRetry,
+    retry_if: P,
+}
+
+impl<S: fmt::Debug, P> fmt::Debug for RaceRetryService<S, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaceRetryService")
+            .field("inner", &self.inner)
+            .field("policy", &self.policy.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, P> RaceRetryService<S, P> {
+    /// The service's policy.
+    pub fn policy(&self) -> &'static RaceRetry {
+        self.policy
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    fn race<Req, Q>(&mut self, request: Req, retry_if: Q) -> RaceFuture<S, Req, Q>
+    where
+        S: Service<Req> + Clone,
+        Req: Clone,
+    {
+        // Attempt 1 takes the service `poll_ready` readied; a fresh clone stays for the next call.
+        let fresh = self.inner.clone();
+        let readied = std::mem::replace(&mut self.inner, fresh);
+        RaceFuture {
+            race: self.policy.race_with(
+                Launch {
+                    first: Some(readied),
+                    service: self.inner.clone(),
+                    request,
+                },
+                retry_if,
+            ),
+        }
+    }
+}
+
+impl<S, Req> Service<Req> for RaceRetryService<S, Always>
+where
+    S: Service<Req> + AttemptService,
+    S::Error: Into<BoxError>,
+    Req: AttemptRequest,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = RaceFuture<S, Req, Always>;
+
+    /// The inner service's readiness (for attempt 1; later attempts wait for their own clone's).
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        self.race(request, Always)
+    }
+}
+
+impl<S, Req, F> Service<Req> for RaceRetryService<S, RetryIf<F>>
+where
+    S: Service<Req> + AttemptService,
+    S::Error: Into<BoxError>,
+    Req: AttemptRequest,
+    F: Fn(&S::Error) -> bool + Clone,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = RaceFuture<S, Req, RetryIf<F>>;
+
+    /// The inner service's readiness (for attempt 1; later attempts wait for their own clone's).
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        let retry_if = self.retry_if.clone();
+        self.race(request, retry_if)
+    }
+}
+
+impl RaceRetry {
+    fn race_with<M, Fut, E, P>(&'static self, make: M, retry_if: P) -> Race<M, Fut, E, P> {
+        Race::new(self, make, retry_if)
+    }
+}
+
+/// An attempt's failure as the race sees it: the inner service's error, or the deadline.
+pub(crate) enum Failed<E> {
+    Inner(E),
+    Refused(Rejected),
+}
+
+impl<E> From<Rejected> for Failed<E> {
+    fn from(rejected: Rejected) -> Self {
+        Failed::Refused(rejected)
+    }
+}
+
+impl<E, F: Fn(&E) -> bool> Retryable<Failed<E>> for RetryIf<F> {
+    #[inline]
+    fn retryable(&self, error: &Failed<E>) -> bool {
+        match error {
+            Failed::Inner(error) => (self.0)(error),
+            Failed::Refused(_) => false,
+        }
+    }
+}
+
+/// Makes the attempts of one request.
+struct Launch<S, Req> {
+    first: Option<S>,
+    service: S,
+    request: Req,
+}
+
+impl<S, Req> MakeAttempt<AttemptFuture<S, Req>> for Launch<S, Req>
+where
+    S: Service<Req> + Clone,
+    Req: Clone,
+{
+    fn make(&mut self) -> AttemptFuture<S, Req> {
+        let service = self.first.take().unwrap_or_else(|| self.service.clone());
+        AttemptFuture {
+            state: Attempt::Ready {
+                service,
+                request: Some(self.request.clone()),
+            },
+        }
+    }
+}
+
+pin_project! {
+    #[project = AttemptProj]
+    enum Attempt<S, Req>
+    where
+        S: Service<Req>,
+    {
+        Ready {
+            service: S,
+            request: Option<Req>,
+        },
+        Calling {
+            #[pin]
+            future: S::Future,
+        },
+    }
+}
+
+pin_project! {
+    /// One attempt: its service made ready, then called.
+    struct AttemptFuture<S, Req>
+    where
+        S: Service<Req>,
+    {
+        #[pin]
+        state: Attempt<S, Req>,
+    }
+}
+
+impl<S: Service<Req>, Req> Future for AttemptFuture<S, Req> {
+    type Output = Result<S::Response, Failed<S::Error>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        loop {
+            let future = match state.as_mut().project() {
+                AttemptProj::Ready { service, request } => {
+                    if let Err(error) = std::task::ready!(service.poll_ready(cx)) {
+                        return Poll::Ready(Err(Failed::Inner(error)));
+                    }
+                    let request = request.take().expect("an attempt is called once");
+                    service.call(request)
+                }
+                AttemptProj::Calling { future } => {
+                    return future.poll(cx).map_err(Failed::Inner);
+                }
+            };
+            state.set(Attempt::Calling { future });
+        }
+    }
+}
+
+pin_project! {
+    /// The response future of a [`RaceRetryService`]: the first attempt's response, the error
+    /// that ended the call (boxed), or past the deadline a [`Rejected`] in a [`BoxError`].
+    #[must_use = "futures do nothing unless polled"]
+    pub struct RaceFuture<S, Req, P>
+    where
+        S: Service<Req>,
+    {
+        #[pin]
+        race: Race<Launch<S, Req>, AttemptFuture<S, Req>, Failed<S::Error>, P>,
+    }
+}
+
+impl<S: Service<Req>, Req, P> fmt::Debug for RaceFuture<S, Req, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaceFuture")
+            .field("race", &self.race)
+            .finish()
+    }
+}
+
+impl<S, Req, P> Future for RaceFuture<S, Req, P>
+where
+    S: Service<Req> + Clone,
+    S::Error: Into<BoxError>,
+    Req: Clone,
+    P: Retryable<Failed<S::Error>>,
+{
+    type Output = Result<S::Response, BoxError>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(match std::task::ready!(self.project().race.poll(cx)) {
+            Ok(response) => Ok(response),
+            Err(Failed::Inner(error)) => Err(error.into()),
+            Err(Failed::Refused(rejected)) => Err(Box::new(rejected)),
+        })
+    }
+}

@@ -1,0 +1,168 @@
+//! [`TooBusyLayer`]: a registered [`TooBusy`] guard at a service's entry.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::BoxError;
+use crate::busy::future::BusyCall;
+use crate::busy::{TooBusy, TooBusyBuilder};
+use crate::ConfigError;
+
+/// A [`Layer`] that sheds load at a service's entry with the [`TooBusy`] guard registered under
+/// the builder's name ([`TooBusyBuilder::register`]): the run-time settings by name apply to it.
+/// A refused request gets a [`Rejected`](crate::Rejected) in a [`BoxError`] without waiting.
+#[derive(Copy, Clone)]
+pub struct TooBusyLayer {
+    guard: &'static TooBusy,
+}
+
+impl fmt::Debug for TooBusyLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TooBusyLayer")
+            .field("guard", &self.guard.name())
+            .finish()
+    }
+}
+
+impl TooBusyLayer {
+    /// The guard registered under the builder's name (registered now with these options if the
+    /// name is new); options that break a rule are an error.
+    pub fn new(options: TooBusyBuilder) -> Result<Self, ConfigError> {
+        Ok(TooBusyLayer {
+            guard: options.register()?,
+        })
+    }
+
+    /// The layer of a guard (registered or not).
+    pub fn from_guard(guard: &'static TooBusy) -> Self {
+        TooBusyLayer { guard }
+    }
+
+    /// The layer's guard.
+    pub fn guard(&self) -> &'static TooBusy {
+        self.guard
+    }
+}
+
+impl<S> Layer<S> for TooBusyLayer {
+    type Service = TooBusyService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        TooBusyService {
+            inner,
+            guard: self.guard,
+        }
+    }
+}
+
+/// The service of a [`TooBusyLayer`].
+#[derive(Clone)]
+pub struct TooBusyService<S> {
+    inner: S,
+    guard: &'static TooBusy,
+}
+
+impl<S: fmt::Debug> fmt::Debug for TooBusyService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TooBusyService")
+            .field("inner", &self.inner)
+            .field("guard", &self.guard.name())
+            .finish()
+    }
+}
+
+impl<S> TooBusyService<S> {
+    /// The service's guard.
+    pub fn guard(&self) -> &'static TooBusy {
+        self.guard
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S, Req> Service<Req> for TooBusyService<S>
+where
+    S: Service<Req>,
+    S::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = TooBusyFuture<S::Future, S::Response>;
+
+    /// The inner service's readiness: the guard refuses at the call, at once.
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    #[inline]
+    fn call(&mut self, request: Req) -> Self::Future {
+        TooBusyFuture {
+            call: self.guard.call(ErrInto {
+                inner: self.inner.call(request),
+            }),
+        }
+    }
+}
+
+pin_project! {
+    /// The inner service's future, its error boxed.
+    struct ErrInto<F> {
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F, Res, Err> Future for ErrInto<F>
+where
+    F: Future<Output = Result<Res, Err>>,
+    Err: Into<BoxError>,
+{
+    type Output = Result<Res, BoxError>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx).map_err(Into::into)
+    }
+}
+
+pin_project! {
+    /// The response future of a [`TooBusyService`]: a guarded call ([`TooBusy::call`]), refused
+    /// at its first poll without polling the inner future, and which gives its slot back when it
+    /// completes or is dropped.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct TooBusyFuture<F, Res> {
+        #[pin]
+        call: BusyCall<ErrInto<F>, Result<Res, BoxError>>,
+    }
+}
+
+impl<F, Res> fmt::Debug for TooBusyFuture<F, Res> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TooBusyFuture")
+            .field("call", &self.call)
+            .finish()
+    }
+}
+
+impl<F, Res, Err> Future for TooBusyFuture<F, Res>
+where
+    F: Future<Output = Result<Res, Err>>,
+    Err: Into<BoxError>,
+{
+    type Output = Result<Res, BoxError>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().call.poll(cx)
+    }
+}

@@ -1,0 +1,184 @@
+//! `resilient::tower::RaceRetryLayer` over `tower::service_fn`, under a paused clock.
+#![cfg(feature = "tower")]
+
+mod support;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use resilient::race::{self, After, RaceRetry};
+use resilient::settings::{self, Policy};
+use resilient::tower::RaceRetryLayer;
+use support::ms;
+use tower::{service_fn, Layer, Service, ServiceExt};
+
+/// Attempt `n` (from 1) of every request waits `delays[n - 1]` ms, then answers `n`.
+fn attempts(
+    delays: &'static [u64],
+) -> (
+    Arc<AtomicU32>,
+    impl Service<&'static str, Response = u32, Error = std::io::Error> + Clone,
+) {
+    let count = Arc::new(AtomicU32::new(0));
+    let seen = count.clone();
+    let svc = service_fn(move |request: &'static str| {
+        let n = seen.fetch_add(1, Ordering::Relaxed) + 1;
+        async move {
+            assert_eq!(request, "req", "each attempt gets the request");
+            let delay = delays.get(n as usize - 1).copied().unwrap_or(0);
+            tokio::time::sleep(ms(delay)).await;
+            Ok(n)
+        }
+    });
+    (count, svc)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_first_attempt_is_overtaken_by_the_second() {
+    let layer = RaceRetryLayer::new(
+        RaceRetry::builder("tower::race::overtaken")
+            .retries(2)
+            .after(After::Fixed(ms(50)))
+            .total(ms(1_000))
+            .no_budget(),
+    )
+    .unwrap();
+    let (count, inner) = attempts(&[900, 10]);
+    let mut svc = layer.layer(inner);
+    let start = tokio::time::Instant::now();
+    let winner = svc.ready().await.unwrap().call("req").await.unwrap();
+    assert_eq!(winner, 2);
+    assert_eq!(start.elapsed(), ms(60));
+    assert_eq!(count.load(Ordering::Relaxed), 2);
+    assert_eq!(
+        race::stats("tower::race::overtaken").unwrap().won_by_extra,
+        1
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn past_the_deadline_the_error_is_a_rejected_deadline() {
+    let layer = RaceRetryLayer::new(
+        RaceRetry::builder("tower::race::deadline")
+            .retries(1)
+            .after(After::Fixed(ms(50)))
+            .total(ms(200))
+            .no_budget(),
+    )
+    .unwrap();
+    let (_, inner) = attempts(&[10_000, 10_000]);
+    let mut svc = layer.layer(inner);
+    let error = svc.ready().await.unwrap().call("req").await.unwrap_err();
+    assert!(support::rejected(&error).is_deadline(), "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_if_false_ends_the_call_with_the_inner_error() {
+    let layer = RaceRetryLayer::new(
+        RaceRetry::builder("tower::race::retry_if")
+            .retries(2)
+            .after(After::Fixed(ms(50)))
+            .total(ms(500))
+            .no_budget()
+            .no_backoff(),
+    )
+    .unwrap()
+    .retry_if(|error: &std::io::Error| error.kind() == std::io::ErrorKind::TimedOut);
+    let count = Arc::new(AtomicU32::new(0));
+    let seen = count.clone();
+    let mut svc = layer.layer(service_fn(move |_: ()| {
+        let n = seen.fetch_add(1, Ordering::Relaxed);
+        async move {
+            Err::<(), _>(match n {
+                0 => std::io::Error::from(std::io::ErrorKind::TimedOut),
+                _ => std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            })
+        }
+    }));
+    let error = svc.ready().await.unwrap().call(()).await.unwrap_err();
+    let error = error
+        .downcast_ref::<std::io::Error>()
+        .expect("the inner error, boxed");
+    assert_eq!(error.kind(), std::io::ErrorKind::PermissionDenied);
+    assert_eq!(
+        count.load(Ordering::Relaxed),
+        2,
+        "a timeout is retried, a refusal is not"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_policy_is_registered_by_name_and_run_time_settings_reach_it() {
+    let name = "tower::race::settings";
+    let layer = RaceRetryLayer::new(
+        RaceRetry::builder(name)
+            .retries(2)
+            .after(After::Fixed(ms(50)))
+            .total(ms(500))
+            .no_budget(),
+    )
+    .unwrap();
+    assert!(std::ptr::eq(layer.policy(), race::get(name).unwrap()));
+    settings::set(Policy::RaceRetry, name, "after", "20ms").unwrap();
+    assert_eq!(layer.policy().after(), ms(20));
+    let (count, inner) = attempts(&[900, 900, 5]);
+    let mut svc = layer.layer(inner);
+    let start = tokio::time::Instant::now();
+    assert_eq!(svc.ready().await.unwrap().call("req").await.unwrap(), 3);
+    assert_eq!(start.elapsed(), ms(45));
+    assert_eq!(count.load(Ordering::Relaxed), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_response_future_drops_every_attempt() {
+    let layer = RaceRetryLayer::new(
+        RaceRetry::builder("tower::race::dropped")
+            .retries(2)
+            .after(After::Fixed(ms(10)))
+            .total(ms(1_000))
+            .no_budget(),
+    )
+    .unwrap();
+    let live = Arc::new(());
+    let held = live.clone();
+    let mut svc = layer.layer(service_fn(move |_: ()| {
+        let held = held.clone();
+        async move {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            drop(held);
+            Ok::<(), std::io::Error>(())
+        }
+    }));
+    let call = svc.ready().await.unwrap().call(());
+    let timed_out = tokio::time::timeout(ms(35), call).await;
+    assert!(timed_out.is_err());
+    drop(svc);
+    assert_eq!(Arc::strong_count(&live), 1, "no attempt outlives the call");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_attempt_ends_the_call_and_the_next_runs() {
+    let layer = RaceRetryLayer::new(
+        RaceRetry::builder("tower::race::panics")
+            .retries(1)
+            .after(After::Fixed(ms(10)))
+            .total(ms(1_000))
+            .no_budget(),
+    )
+    .unwrap();
+    let mut svc = layer.layer(service_fn(|panics: bool| async move {
+        assert!(!panics, "the attempt panics");
+        Ok::<u8, std::io::Error>(7)
+    }));
+    let call = svc.ready().await.unwrap().call(true);
+    assert!(tokio::spawn(call).await.unwrap_err().is_panic());
+    assert_eq!(svc.ready().await.unwrap().call(false).await.unwrap(), 7);
+}
+
+#[test]
+fn invalid_options_are_a_config_error() {
+    let error =
+        RaceRetryLayer::new(RaceRetry::builder("tower::race::invalid").retries(2)).unwrap_err();
+    assert!(error.to_string().contains("total"), "{error}");
+}

@@ -1,0 +1,106 @@
+//! `resilient::tower::TooBusyLayer` over `tower::service_fn`, under a paused clock.
+#![cfg(feature = "tower")]
+
+mod support;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use resilient::busy::{self, TooBusy};
+use resilient::settings::{self, Policy};
+use resilient::tower::TooBusyLayer;
+use tower::{service_fn, Layer, Service, ServiceExt};
+
+fn slow(
+    polled: Arc<AtomicU32>,
+) -> impl Service<u64, Response = u64, Error = std::io::Error> + Clone {
+    service_fn(move |ms: u64| {
+        let polled = polled.clone();
+        async move {
+            polled.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(ms)
+        }
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_request_fails_at_once_with_a_rejected_and_the_inner_future_is_never_polled() {
+    let polled = Arc::new(AtomicU32::new(0));
+    let layer =
+        TooBusyLayer::new(TooBusy::builder("tower::busy::refuse").max_in_flight(1)).unwrap();
+    let mut svc = layer.layer(slow(polled.clone()));
+    let mut first = Box::pin(svc.ready().await.unwrap().call(100));
+    assert!(support::poll_once(first.as_mut()).await.is_pending());
+    let error = svc.ready().await.unwrap().call(100).await.unwrap_err();
+    assert!(support::rejected(&error).is_too_busy());
+    assert_eq!(
+        polled.load(Ordering::Relaxed),
+        1,
+        "the refused request's inner future did not run"
+    );
+    assert_eq!(first.await.unwrap(), 100);
+    assert_eq!(svc.ready().await.unwrap().call(1).await.unwrap(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_response_future_gives_its_slot_back() {
+    let layer =
+        TooBusyLayer::new(TooBusy::builder("tower::busy::dropped").max_in_flight(1)).unwrap();
+    let mut svc = layer.layer(slow(Arc::default()));
+    let mut first = Box::pin(svc.ready().await.unwrap().call(1_000));
+    assert!(support::poll_once(first.as_mut()).await.is_pending());
+    assert_eq!(svc.guard().in_flight(), 1);
+    drop(first);
+    assert_eq!(svc.guard().in_flight(), 0);
+    // Dropped before its first poll: it took no slot.
+    drop(svc.ready().await.unwrap().call(1_000));
+    assert_eq!(svc.ready().await.unwrap().call(5).await.unwrap(), 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_inner_service_gives_its_slot_back() {
+    let layer =
+        TooBusyLayer::new(TooBusy::builder("tower::busy::panics").max_in_flight(1)).unwrap();
+    let mut svc = layer.layer(service_fn(|panics: bool| async move {
+        assert!(!panics, "the inner future panics");
+        Ok::<_, std::io::Error>(())
+    }));
+    let call = svc.ready().await.unwrap().call(true);
+    assert!(tokio::spawn(call).await.unwrap_err().is_panic());
+    assert_eq!(svc.guard().in_flight(), 0);
+    svc.ready().await.unwrap().call(false).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_guard_is_registered_by_name_and_run_time_settings_reach_it() {
+    let name = "tower::busy::settings";
+    let layer = TooBusyLayer::new(TooBusy::builder(name).max_in_flight(8)).unwrap();
+    assert!(std::ptr::eq(layer.guard(), busy::get(name).unwrap()));
+    // The first registration's options win.
+    let again = TooBusyLayer::new(TooBusy::builder(name).max_in_flight(2)).unwrap();
+    assert!(std::ptr::eq(again.guard(), layer.guard()));
+    assert_eq!(layer.guard().in_flight_limit(), Some(8));
+
+    settings::set(Policy::TooBusy, name, "max_in_flight", 1).unwrap();
+    assert_eq!(layer.guard().in_flight_limit(), Some(1));
+    let mut svc = layer.layer(slow(Arc::default()));
+    let mut first = Box::pin(svc.ready().await.unwrap().call(100));
+    assert!(support::poll_once(first.as_mut()).await.is_pending());
+    let error = svc.ready().await.unwrap().call(1).await.unwrap_err();
+    assert!(support::rejected(&error).is_too_busy());
+}
+
+#[test]
+fn invalid_options_are_a_config_error() {
+    let error =
+        TooBusyLayer::new(TooBusy::builder("tower::busy::invalid").max_in_flight(0)).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("`max_in_flight` must be at least 1"),
+        "{error}"
+    );
+    assert!(busy::get("tower::busy::invalid").is_none());
+}
