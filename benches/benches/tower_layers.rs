@@ -80,6 +80,8 @@ const CHUNK: u64 = 4096;
 const MAX_IN_FLIGHT: usize = 1_000_000;
 /// The goal: ours adds at most this share of the fastest peer layer's added cost.
 const GOAL_SHARE: f64 = 0.5;
+/// The race's deadline (never reached: the first attempt answers at once).
+const RACE_TOTAL: Duration = Duration::from_millis(450);
 const THREADS: [usize; 2] = [1, 2];
 
 // ---------------------------------------------------------------------------------------------
@@ -334,20 +336,68 @@ impl<S: Service<R>, R> Service<R> for Locked<S> {
     }
 }
 
-/// Ours: `resilient::tower::RaceRetryLayer` (the first attempt answers at once).
+/// Ours: `resilient::tower::RaceRetryLayer` (the first attempt answers at once), set as tower's
+/// hedge is: one extra attempt at most, after the p95 of recent latencies.
 fn ours_race() -> Vec<Contender> {
-    Vec::new()
+    use resilient::race::{After, RaceRetry};
+    let layer = resilient::tower::RaceRetryLayer::new(
+        RaceRetry::builder("tower_layers.race")
+            .retries(1)
+            .after(After::Percentile(0.95))
+            .total(RACE_TOTAL),
+    )
+    .expect("valid race options");
+    vec![contender(
+        format!(
+            "`RaceRetryLayer` (retries = 1, after = p95, total = {} ms)",
+            RACE_TOTAL.as_millis()
+        ),
+        Role::Ours(RACE),
+        ServiceBuilder::new().layer(layer).service(bare()),
+    )]
 }
 
 /// Ours: `resilient::tower::BreakerLayer` (count rule, closed).
 fn ours_breaker() -> Vec<Contender> {
-    Vec::new()
+    let layer = resilient::tower::BreakerLayer::new("tower_layers.breaker");
+    vec![contender(
+        "`BreakerLayer` (count rule, defaults)".into(),
+        Role::Ours(BREAKER),
+        ServiceBuilder::new().layer(layer).service(bare()),
+    )]
 }
 
 /// Ours: `resilient::tower::TooBusyLayer`, never refusing (`max_in_flight`), and on its default
 /// lag signal.
 fn ours_shedding() -> Vec<Contender> {
-    Vec::new()
+    use resilient::busy::TooBusy;
+    let in_flight = resilient::tower::TooBusyLayer::new(
+        TooBusy::builder("tower_layers.in_flight").max_in_flight(MAX_IN_FLIGHT as u32),
+    )
+    .expect("a valid max_in_flight");
+    let lag = resilient::tower::TooBusyLayer::new(TooBusy::builder("tower_layers.lag"))
+        .expect("the defaults are valid");
+    vec![
+        contender(
+            format!(
+                "`TooBusyLayer` (`max_in_flight = {}`)",
+                group(MAX_IN_FLIGHT as u64)
+            ),
+            Role::Ours(SHEDDING),
+            ServiceBuilder::new().layer(in_flight).service(bare()),
+        ),
+        contender(
+            format!(
+                "`TooBusyLayer` (defaults: lag, max_lag {} ms)",
+                lag.guard()
+                    .lag_limit()
+                    .unwrap_or_else(resilient::busy::max_lag)
+                    .as_millis()
+            ),
+            Role::Ours(SHEDDING),
+            ServiceBuilder::new().layer(lag).service(bare()),
+        ),
+    ]
 }
 
 /// The version of `name` in the workspace's `Cargo.lock`.
