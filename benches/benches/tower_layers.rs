@@ -140,6 +140,8 @@ trait Measured: Sync {
     fn profile(&self, name: &str);
     /// One request on this thread, on a runtime of its own: builds what the layer builds lazily.
     fn touch(&self);
+    /// The size of the service's response future (what `call` returns), in bytes.
+    fn future_size(&self) -> usize;
 }
 
 struct Contender {
@@ -211,6 +213,10 @@ where
     fn touch(&self) {
         let mut service = self.clone_service();
         current_thread_runtime().block_on(requests(&mut service, 0, 1));
+    }
+
+    fn future_size(&self) -> usize {
+        std::mem::size_of::<S::Future>()
     }
 }
 
@@ -445,15 +451,20 @@ fn measure(lock: &str) {
     );
     for (t, threads) in ["1 thread", "2 threads"].into_iter().enumerate() {
         outln!("### {threads}\n");
-        outln!("| contender | ns/request | added vs bare |");
-        outln!("|---|---:|---:|");
+        outln!("| contender | ns/request | added vs bare | response future |");
+        outln!("|---|---:|---:|---:|");
         for (c, contender) in all.iter().enumerate() {
             let added = if contender.role == Role::Bare {
                 "—".to_string()
             } else {
                 format!("{:+.1}", medians[c][t] - medians[0][t])
             };
-            outln!("| {} | {:.1} | {added} |", contender.name, medians[c][t]);
+            outln!(
+                "| {} | {:.1} | {added} | {} B |",
+                contender.name,
+                medians[c][t],
+                contender.measured.future_size()
+            );
         }
         outln!();
     }
