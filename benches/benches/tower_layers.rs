@@ -445,8 +445,8 @@ fn measure(lock: &str) {
          requests); \"added\" = contender minus the bare `service_fn` in the same run. Each \
          request is `ready().await` then `call(request).await` inside a current-thread tokio \
          runtime per thread; 2 threads = 2 OS threads calling clones of one layered service \
-         (one shared breaker, guard, semaphore or latency record), time per request as each thread sees it; \"response future\" = the size of the future \
-         `call` returns.\n",
+         (one shared breaker, guard, semaphore or latency record), time per request as each \
+         thread sees it; \"response future\" = the size of the future `call` returns.\n",
         SAMPLE.as_millis(),
         group(fewest_calls),
     );
