@@ -6,6 +6,8 @@
 //!   (argument syntax, `crate = "..."`, duration literals), shown on `#[breaker]`;
 //! - `ui/axum/fail/`: cases that need the `axum` feature, run when it is on, as with
 //!   `cargo test --all-features`;
+//! - `ui/tower/fail/`: type-level requirements of the `tower` layers (a request the race layer
+//!   must clone), run when the `tower` feature is on;
 //! - `ui/<attribute>/pass/`: shapes that need a crate of their own: `crate = "crate::..."` names
 //!   a path from the crate root, and settings written as consts, paths and expressions name items
 //!   of the crate (`exprs.rs`, one per attribute).
@@ -26,5 +28,8 @@ fn ui() {
     }
     if cfg!(feature = "axum") {
         t.compile_fail("tests/ui/axum/fail/*.rs");
+    }
+    if cfg!(feature = "tower") {
+        t.compile_fail("tests/ui/tower/fail/*.rs");
     }
 }

@@ -92,7 +92,10 @@ impl<P> RaceRetryLayer<P> {
     /// Only errors for which `f` is true are worth another attempt: another error ends the call
     /// with it, the other attempts cancelled ([`RaceRetry::run_if`]). `f` sees the inner
     /// service's own error.
-    pub fn retry_if<F>(self, f: F) -> RaceRetryLayer<RetryIf<F>> {
+    pub fn retry_if<E, F>(self, f: F) -> RaceRetryLayer<RetryIf<F>>
+    where
+        F: Fn(&E) -> bool + Clone,
+    {
         RaceRetryLayer {
             policy: self.policy,
             retry_if: RetryIf(f),
@@ -160,43 +163,22 @@ impl<S, P> RaceRetryService<S, P> {
                     service: self.inner.clone(),
                     request,
                 },
-                retry_if,
+                Judged(retry_if),
             ),
         }
     }
 }
 
-impl<S, Req> Service<Req> for RaceRetryService<S, Always>
+impl<S, Req, P> Service<Req> for RaceRetryService<S, P>
 where
     S: Service<Req> + AttemptService,
     S::Error: Into<BoxError>,
     Req: AttemptRequest,
+    P: RetryWith<S::Error>,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = RaceFuture<S, Req, Always>;
-
-    /// The inner service's readiness (for attempt 1; later attempts wait for their own clone's).
-    #[inline]
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, request: Req) -> Self::Future {
-        self.race(request, Always)
-    }
-}
-
-impl<S, Req, F> Service<Req> for RaceRetryService<S, RetryIf<F>>
-where
-    S: Service<Req> + AttemptService,
-    S::Error: Into<BoxError>,
-    Req: AttemptRequest,
-    F: Fn(&S::Error) -> bool + Clone,
-{
-    type Response = S::Response;
-    type Error = BoxError;
-    type Future = RaceFuture<S, Req, RetryIf<F>>;
+    type Future = RaceFuture<S, Req, P>;
 
     /// The inner service's readiness (for attempt 1; later attempts wait for their own clone's).
     #[inline]
@@ -207,6 +189,49 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         let retry_if = self.retry_if.clone();
         self.race(request, retry_if)
+    }
+}
+
+mod sealed {
+    /// Keeps [`RetryWith`](super::RetryWith) to [`Always`](super::Always) and
+    /// [`RetryIf`](super::RetryIf).
+    pub trait Sealed {}
+}
+
+impl sealed::Sealed for Always {}
+impl<F> sealed::Sealed for RetryIf<F> {}
+
+/// Whether an inner service's error `E` is worth another attempt: [`Always`] (every error, the
+/// default) or [`RetryIf`] ([`RaceRetryLayer::retry_if`]). Sealed.
+pub trait RetryWith<E>: sealed::Sealed + Clone {
+    /// True when another attempt may succeed where this one failed with `error`.
+    fn worth_another(&self, error: &E) -> bool;
+}
+
+impl<E> RetryWith<E> for Always {
+    #[inline(always)]
+    fn worth_another(&self, _: &E) -> bool {
+        true
+    }
+}
+
+impl<E, F: Fn(&E) -> bool + Clone> RetryWith<E> for RetryIf<F> {
+    #[inline]
+    fn worth_another(&self, error: &E) -> bool {
+        (self.0)(error)
+    }
+}
+
+/// A [`RetryWith`] as the race asks it.
+pub(crate) struct Judged<P>(P);
+
+impl<E, P: RetryWith<E>> Retryable<Failed<E>> for Judged<P> {
+    #[inline]
+    fn retryable(&self, error: &Failed<E>) -> bool {
+        match error {
+            Failed::Inner(error) => self.0.worth_another(error),
+            Failed::Refused(_) => false,
+        }
     }
 }
 
@@ -225,16 +250,6 @@ pub(crate) enum Failed<E> {
 impl<E> From<Rejected> for Failed<E> {
     fn from(rejected: Rejected) -> Self {
         Failed::Refused(rejected)
-    }
-}
-
-impl<E, F: Fn(&E) -> bool> Retryable<Failed<E>> for RetryIf<F> {
-    #[inline]
-    fn retryable(&self, error: &Failed<E>) -> bool {
-        match error {
-            Failed::Inner(error) => (self.0)(error),
-            Failed::Refused(_) => false,
-        }
     }
 }
 
@@ -321,7 +336,7 @@ pin_project! {
         S: Service<Req>,
     {
         #[pin]
-        race: Race<Launch<S, Req>, AttemptFuture<S, Req>, Failed<S::Error>, P>,
+        race: Race<Launch<S, Req>, AttemptFuture<S, Req>, Failed<S::Error>, Judged<P>>,
     }
 }
 
@@ -338,7 +353,7 @@ where
     S: Service<Req> + Clone,
     S::Error: Into<BoxError>,
     Req: Clone,
-    P: Retryable<Failed<S::Error>>,
+    P: RetryWith<S::Error>,
 {
     type Output = Result<S::Response, BoxError>;
 
