@@ -11,7 +11,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::BoxError;
-use crate::breaker::future::{Call, InlineTimer};
+use crate::breaker::future::{Call, HeapTimer};
 use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, Judge, JudgeOk, KeyedBreaker};
 use crate::{ConfigError, Rejected};
 
@@ -217,7 +217,7 @@ impl<C, K> BreakerLayer<C, K> {
 }
 
 impl<S, C: Clone> Layer<S> for BreakerLayer<C, Unkeyed> {
-    type Service = BreakerService<S, C, Arc<Breaker>>;
+    type Service = BreakerService<S, C, &'static Breaker>;
 
     fn layer(&self, inner: S) -> Self::Service {
         let options = self.options.clone();
@@ -225,6 +225,10 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C, Unkeyed> {
             tracing::warn!(target: "resilient::breaker", %error, "using an unregistered breaker");
             Arc::new(options.build().expect("the options were checked"))
         });
+        // A registered breaker lives as long as the registry, which never drops it: the service
+        // holds it by a `'static` reference, so that a request moves no reference count (a
+        // counter every thread would write). One handle per layer is kept for it.
+        let breaker: &'static Breaker = &**Box::leak(Box::new(breaker));
         BreakerService {
             inner,
             classify: self.classify.clone(),
@@ -253,8 +257,8 @@ impl<S, C: Clone, F: Clone> Layer<S> for BreakerLayer<C, KeyBy<F>> {
     }
 }
 
-/// The service of a [`BreakerLayer`]: `B` is its breaker (`Arc<Breaker>`) or its keyed family
-/// ([`PerKey`]).
+/// The service of a [`BreakerLayer`]: `B` is its breaker (`&'static Breaker`: the registered
+/// one) or its keyed family ([`PerKey`]).
 #[derive(Clone)]
 pub struct BreakerService<S, C, B> {
     inner: S,
@@ -271,10 +275,10 @@ impl<S: fmt::Debug, C, B: fmt::Debug> fmt::Debug for BreakerService<S, C, B> {
     }
 }
 
-impl<S, C> BreakerService<S, C, Arc<Breaker>> {
+impl<S, C> BreakerService<S, C, &'static Breaker> {
     /// The service's breaker.
-    pub fn breaker(&self) -> &Arc<Breaker> {
-        &self.breakers
+    pub fn breaker(&self) -> &'static Breaker {
+        self.breakers
     }
 }
 
@@ -291,8 +295,9 @@ impl<S, C, B> BreakerService<S, C, B> {
         &self.inner
     }
 
-    fn call_with<Req>(&mut self, breaker: Arc<Breaker>, request: Req) -> BreakerFuture<S::Future, C>
+    fn call_with<Req, H>(&mut self, breaker: H, request: Req) -> BreakerFuture<S::Future, C, H>
     where
+        H: std::ops::Deref<Target = Breaker>,
         S: Service<Req>,
         S::Error: Into<BoxError>,
         C: Classify<S::Response, S::Error> + Clone,
@@ -301,7 +306,7 @@ impl<S, C, B> BreakerService<S, C, B> {
         let call = Call::admit_now(
             breaker,
             Judge(Classifier(self.classify.clone())),
-            InlineTimer::default(),
+            HeapTimer::default(),
             || Outcome {
                 inner: inner.call(request),
             },
@@ -317,7 +322,7 @@ impl<S, C, B> BreakerService<S, C, B> {
     }
 }
 
-impl<S, C, Req> Service<Req> for BreakerService<S, C, Arc<Breaker>>
+impl<S, C, Req> Service<Req> for BreakerService<S, C, &'static Breaker>
 where
     S: Service<Req>,
     S::Error: Into<BoxError>,
@@ -325,7 +330,7 @@ where
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = BreakerFuture<S::Future, C>;
+    type Future = BreakerFuture<S::Future, C, &'static Breaker>;
 
     /// The inner service's readiness: the breaker refuses in `call`, at once.
     #[inline]
@@ -335,7 +340,7 @@ where
 
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
-        let breaker = self.breakers.clone();
+        let breaker = self.breakers;
         self.call_with(breaker, request)
     }
 }
@@ -350,7 +355,7 @@ where
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = BreakerFuture<S::Future, C>;
+    type Future = BreakerFuture<S::Future, C, Arc<Breaker>>;
 
     /// The inner service's readiness: the key's breaker refuses in `call`, at once.
     #[inline]
@@ -398,10 +403,13 @@ impl<F: Future> Future for Outcome<F> {
 
 pin_project! {
     #[project = StateProj]
-    enum State<F, C> {
+    enum State<F, C, H>
+    where
+        H: std::ops::Deref<Target = Breaker>,
+    {
         Admitted {
             #[pin]
-            call: Call<Arc<Breaker>, Outcome<F>, Judge<Classifier<C>>, InlineTimer, BoxError>,
+            call: Call<H, Outcome<F>, Judge<Classifier<C>>, HeapTimer, BoxError>,
         },
         Refused {
             rejected: Option<Rejected>,
@@ -414,13 +422,16 @@ pin_project! {
     /// [`Rejected`] in a [`BoxError`] (refused when the call was made, or past the breaker's
     /// `timeout`), or the inner service's error, boxed.
     #[must_use = "futures do nothing unless polled"]
-    pub struct BreakerFuture<F, C> {
+    pub struct BreakerFuture<F, C, H>
+    where
+        H: std::ops::Deref<Target = Breaker>,
+    {
         #[pin]
-        state: State<F, C>,
+        state: State<F, C, H>,
     }
 }
 
-impl<F, C> fmt::Debug for BreakerFuture<F, C> {
+impl<F, C, H: std::ops::Deref<Target = Breaker>> fmt::Debug for BreakerFuture<F, C, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let refused = matches!(self.state, State::Refused { .. });
         f.debug_struct("BreakerFuture")
@@ -429,8 +440,9 @@ impl<F, C> fmt::Debug for BreakerFuture<F, C> {
     }
 }
 
-impl<F, C, Res, Err> Future for BreakerFuture<F, C>
+impl<F, C, H, Res, Err> Future for BreakerFuture<F, C, H>
 where
+    H: std::ops::Deref<Target = Breaker>,
     F: Future<Output = Result<Res, Err>>,
     Err: Into<BoxError>,
     C: Classify<Res, Err>,
