@@ -12,13 +12,13 @@ use resilient::settings::{self, Policy};
 use resilient::tower::TooBusyLayer;
 use tower::{service_fn, Layer, Service, ServiceExt};
 
+/// A service that answers after `ms`, counting the requests it is called with.
 fn slow(
-    polled: Arc<AtomicU32>,
+    called: Arc<AtomicU32>,
 ) -> impl Service<u64, Response = u64, Error = std::io::Error> + Clone {
     service_fn(move |ms: u64| {
-        let polled = polled.clone();
+        called.fetch_add(1, Ordering::Relaxed);
         async move {
-            polled.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(Duration::from_millis(ms)).await;
             Ok(ms)
         }
@@ -26,19 +26,19 @@ fn slow(
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_refused_request_fails_at_once_with_a_rejected_and_the_inner_future_is_never_polled() {
-    let polled = Arc::new(AtomicU32::new(0));
+async fn a_refused_request_fails_at_once_with_a_rejected_and_never_reaches_the_inner_service() {
+    let called = Arc::new(AtomicU32::new(0));
     let layer =
         TooBusyLayer::new(TooBusy::builder("tower::busy::refuse").max_in_flight(1)).unwrap();
-    let mut svc = layer.layer(slow(polled.clone()));
+    let mut svc = layer.layer(slow(called.clone()));
     let mut first = Box::pin(svc.ready().await.unwrap().call(100));
     assert!(support::poll_once(first.as_mut()).await.is_pending());
     let error = svc.ready().await.unwrap().call(100).await.unwrap_err();
     assert!(support::rejected(&error).is_too_busy());
     assert_eq!(
-        polled.load(Ordering::Relaxed),
+        called.load(Ordering::Relaxed),
         1,
-        "the refused request's inner future did not run"
+        "the refused request was not passed to the inner service"
     );
     assert_eq!(first.await.unwrap(), 100);
     assert_eq!(svc.ready().await.unwrap().call(1).await.unwrap(), 1);
@@ -54,8 +54,11 @@ async fn a_dropped_response_future_gives_its_slot_back() {
     assert_eq!(svc.guard().in_flight(), 1);
     drop(first);
     assert_eq!(svc.guard().in_flight(), 0);
-    // Dropped before its first poll: it took no slot.
-    drop(svc.ready().await.unwrap().call(1_000));
+    // Admitted in `call`, dropped before its first poll: its slot comes back.
+    let unpolled = svc.ready().await.unwrap().call(1_000);
+    assert_eq!(svc.guard().in_flight(), 1);
+    drop(unpolled);
+    assert_eq!(svc.guard().in_flight(), 0);
     assert_eq!(svc.ready().await.unwrap().call(5).await.unwrap(), 5);
 }
 

@@ -243,6 +243,33 @@ impl TooBusy {
         }
     }
 
+    /// Admission now, before the body is made (the tower layer's `call`, which must not call its
+    /// inner service for a refused request): the call, its body made by `body` once admitted,
+    /// or the refusal. Should `body` panic, the slot comes back.
+    #[cfg(feature = "tower")]
+    pub(crate) fn admit_now<F>(
+        &'static self,
+        body: impl FnOnce() -> F,
+    ) -> Result<BusyCall<F, F::Output>, Rejected>
+    where
+        F: Future,
+        F::Output: Refuse,
+    {
+        let held = self.admit()?;
+        #[cfg(feature = "metrics")]
+        self.meter().admitted(held.slot);
+        // Held before the body is made: a `body` that panics drops it, giving the slot back.
+        let admission = Admission {
+            guard: self,
+            stage: Stage::Running(held),
+        };
+        Ok(BusyCall {
+            refuse: <F::Output as Refuse>::refused,
+            body: body(),
+            admission,
+        })
+    }
+
     /// The entry check: `Ok(start)` admits the call (`start` is set when latency is measured).
     /// The common case (the lag signal alone, lag at most `max_lag`) is a few loads and
     /// compares, inlined; everything else is in `admit_slow`.

@@ -100,9 +100,9 @@
 //! # }
 //! ```
 //!
-//! A request's slot is held from the first poll of its response future until that future
-//! completes or is dropped (a client gone, a timeout), exactly as
-//! [`TooBusy::call`](crate::busy::TooBusy::call) holds it: the layer's future is that call.
+//! The guard is asked in `call`, so a refused request never reaches the inner service; an admitted
+//! request's slot is held from then until its response future completes or is dropped (a client
+//! gone, a timeout), as [`TooBusy::call`](crate::busy::TooBusy::call) holds it.
 //!
 //! # Raced retries
 //!
@@ -158,10 +158,10 @@
 //! # Where a refusal happens: `call`, not `poll_ready`
 //!
 //! Every layer's `poll_ready` is the inner service's, and a refusal is the response future's
-//! error, ready at once (tower's own `load_shed` does the same): the breaker is asked in `call`
-//! itself, before the inner service is called, so a refused request never reaches it (not even a
-//! `Buffer`'s queue); the too-busy guard, at the response future's first poll, before the inner
-//! future is polled. Refusing in `poll_ready` instead would be wrong three ways:
+//! error, ready at once (tower's own `load_shed` does the same): the breaker and the too-busy
+//! guard are asked in `call` itself, before the inner service is called, so a refused request
+//! never reaches it (not even a `Buffer`'s queue). Refusing in `poll_ready` instead would be
+//! wrong three ways:
 //!
 //! * `poll_ready` has no request, so it cannot know the key of a keyed breaker: one open host
 //!   would make the client not ready for every host.
@@ -199,8 +199,8 @@
 //! ([`breaker`](crate::breaker), [`busy`](crate::busy), [`race`](crate::race)):
 //!
 //! * **A response future dropped** at any point (before its first poll too) gives back what it
-//!   holds: a breaker's probe slot (taken in `call`), counting neither way; a guard's slot; a
-//!   race's attempts, every one dropped with it.
+//!   holds: a breaker's probe slot or a guard's slot (both taken in `call`), counting neither
+//!   way; a race's attempts, every one dropped with it.
 //! * **An inner service that panics**: in its future, the breaker counts an error, the guard's
 //!   slot comes back once the future is dropped, the race ends with the panic; in its `call`, a
 //!   probe slot taken for it comes back and nothing counts. A classifier or `retry_if` that

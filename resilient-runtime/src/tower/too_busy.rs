@@ -12,7 +12,7 @@ use tower_service::Service;
 use super::BoxError;
 use crate::busy::future::BusyCall;
 use crate::busy::{TooBusy, TooBusyBuilder};
-use crate::ConfigError;
+use crate::{ConfigError, Rejected};
 
 /// A [`Layer`] that sheds load at a service's entry with the [`TooBusy`] guard registered under
 /// the builder's name ([`TooBusyBuilder::register`]): the run-time settings by name apply to it.
@@ -98,7 +98,7 @@ where
     type Error = BoxError;
     type Future = TooBusyFuture<S::Future, S::Response>;
 
-    /// The inner service's readiness: the guard refuses at the call, at once.
+    /// The inner service's readiness: the guard refuses in `call`, at once.
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -106,10 +106,17 @@ where
 
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
+        let inner = &mut self.inner;
+        let admitted = self.guard.admit_now(|| ErrInto {
+            inner: inner.call(request),
+        });
         TooBusyFuture {
-            call: self.guard.call(ErrInto {
-                inner: self.inner.call(request),
-            }),
+            state: match admitted {
+                Ok(call) => State::Admitted { call },
+                Err(rejected) => State::Refused {
+                    rejected: Some(rejected),
+                },
+            },
         }
     }
 }
@@ -136,21 +143,35 @@ where
 }
 
 pin_project! {
-    /// The response future of a [`TooBusyService`]: a guarded call ([`TooBusy::call`]), refused
-    /// at its first poll without polling the inner future, and which gives its slot back when it
-    /// completes or is dropped.
+    #[project = StateProj]
+    enum State<F, Res> {
+        Admitted {
+            #[pin]
+            call: BusyCall<ErrInto<F>, Result<Res, BoxError>>,
+        },
+        Refused {
+            rejected: Option<Rejected>,
+        },
+    }
+}
+
+pin_project! {
+    /// The response future of a [`TooBusyService`]: a call the guard admitted when it was made
+    /// (it gives its slot back when it completes or is dropped), or the refusal, ready at once;
+    /// a refused request never reaches the inner service.
     #[must_use = "futures do nothing unless polled"]
     pub struct TooBusyFuture<F, Res> {
         #[pin]
-        call: BusyCall<ErrInto<F>, Result<Res, BoxError>>,
+        state: State<F, Res>,
     }
 }
 
 impl<F, Res> fmt::Debug for TooBusyFuture<F, Res> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let refused = matches!(self.state, State::Refused { .. });
         f.debug_struct("TooBusyFuture")
-            .field("call", &self.call)
-            .finish()
+            .field("refused", &refused)
+            .finish_non_exhaustive()
     }
 }
 
@@ -163,6 +184,13 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().call.poll(cx)
+        match self.project().state.project() {
+            StateProj::Admitted { call } => call.poll(cx),
+            StateProj::Refused { rejected } => {
+                Poll::Ready(Err(Box::new(rejected.take().expect(
+                    "a too_busy layer's response future was polled after it completed",
+                ))))
+            }
+        }
     }
 }
