@@ -228,7 +228,7 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C, Unkeyed> {
         // A registered breaker lives as long as the registry, which never drops it: the service
         // holds it by a `'static` reference, so that a request moves no reference count (a
         // counter every thread would write). One handle per layer is kept for it.
-        let breaker: &'static Breaker = &**Box::leak(Box::new(breaker));
+        let breaker: &'static Breaker = Box::leak(Box::new(breaker));
         BreakerService {
             inner,
             classify: self.classify.clone(),
