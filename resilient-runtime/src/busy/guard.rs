@@ -247,6 +247,7 @@ impl TooBusy {
     /// inner service for a refused request): the call, its body made by `body` once admitted,
     /// or the refusal. Should `body` panic, the slot comes back.
     #[cfg(feature = "tower")]
+    #[inline(always)]
     pub(crate) fn admit_now<F>(
         &'static self,
         body: impl FnOnce() -> F,
