@@ -4,14 +4,12 @@
 //! server on 127.0.0.1 serving its rendering at `/metrics`, scraped with reqwest while a breaker
 //! fails, opens, and recovers.
 
-use std::collections::BTreeMap;
-
 use axum::routing::get;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use resilient::breaker;
 
 mod support;
-use support::{ms, BoxError};
+use support::{ms, parse_scrape, sample, BoxError, Scrape};
 
 /// Serves `handle`'s rendering at `/metrics` on 127.0.0.1; returns the URL.
 async fn serve(handle: PrometheusHandle) -> String {
@@ -28,42 +26,10 @@ async fn serve(handle: PrometheusHandle) -> String {
     url
 }
 
-/// One scrape: every sample line, by series name and its labels (sorted), with its value.
-type Scrape = BTreeMap<(String, BTreeMap<String, String>), f64>;
-
 async fn scrape(url: &str) -> Scrape {
     let response = reqwest::get(url).await.unwrap();
     assert!(response.status().is_success(), "{}", response.status());
-    let text = response.text().await.unwrap();
-    let mut samples = Scrape::new();
-    for line in text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-    {
-        let (series, value) = line.rsplit_once(' ').unwrap();
-        let (name, labels) = match series.split_once('{') {
-            Some((name, labels)) => (name, labels.trim_end_matches('}')),
-            None => (series, ""),
-        };
-        let labels = labels
-            .split(',')
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                let (k, v) = l.split_once('=').unwrap();
-                (k.to_string(), v.trim_matches('"').to_string())
-            })
-            .collect();
-        samples.insert((name.to_string(), labels), value.parse().unwrap());
-    }
-    samples
-}
-
-fn sample(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    let labels = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    scrape.get(&(name.to_string(), labels)).copied()
+    parse_scrape(&response.text().await.unwrap())
 }
 
 #[breaker(error_threshold = 2, error_timeout = "200ms")]

@@ -3,7 +3,6 @@
 //! TOML file and the environment, a change at run time through its `PUT /settings/...` route,
 //! and its `/metrics` scraped (Prometheus) as calls fail, open the breaker and recover.
 
-use std::collections::BTreeMap;
 use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,42 +13,12 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 #[allow(dead_code)]
 mod app;
 
-/// One scrape: each sample by series name and labels, with its value.
-type Scrape = BTreeMap<(String, BTreeMap<String, String>), f64>;
+mod support;
+use support::{parse_scrape, Scrape};
 
-fn parse(text: &str) -> Scrape {
-    let mut samples = Scrape::new();
-    for line in text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-    {
-        let (series, value) = line.rsplit_once(' ').unwrap();
-        let (name, labels) = match series.split_once('{') {
-            Some((name, labels)) => (name, labels.trim_end_matches('}')),
-            None => (series, ""),
-        };
-        let labels = labels
-            .split(',')
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                let (k, v) = l.split_once('=').unwrap();
-                (k.to_owned(), v.trim_matches('"').to_owned())
-            })
-            .collect();
-        samples.insert((name.to_owned(), labels), value.parse().unwrap());
-    }
-    samples
-}
-
+/// The value of a series, 0 when the scrape does not have it (yet).
 fn sample(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
-    let labels = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    scrape
-        .get(&(name.to_owned(), labels))
-        .copied()
-        .unwrap_or(0.0)
+    support::sample(scrape, name, labels).unwrap_or(0.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +53,7 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
         let request = client.post(format!("{base}{path}"));
         async move { assert!(request.send().await.unwrap().status().is_success()) }
     };
-    let scrape = || async { parse(&get("/metrics").await.1) };
+    let scrape = || async { parse_scrape(&get("/metrics").await.1) };
     let calls = |s: &Scrape, outcome: &str| {
         sample(
             s,

@@ -176,3 +176,42 @@ impl RaceError {
         }
     }
 }
+
+/// One Prometheus scrape: every sample line, by series name and its labels (sorted), with its
+/// value.
+pub type Scrape =
+    std::collections::BTreeMap<(String, std::collections::BTreeMap<String, String>), f64>;
+
+/// The samples of a Prometheus text exposition (`/metrics`).
+pub fn parse_scrape(text: &str) -> Scrape {
+    let mut samples = Scrape::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let (name, labels) = match series.split_once('{') {
+            Some((name, labels)) => (name, labels.trim_end_matches('}')),
+            None => (series, ""),
+        };
+        let labels = labels
+            .split(',')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let (k, v) = l.split_once('=').unwrap();
+                (k.to_string(), v.trim_matches('"').to_string())
+            })
+            .collect();
+        samples.insert((name.to_string(), labels), value.parse().unwrap());
+    }
+    samples
+}
+
+/// The value of series `name` with exactly `labels`, if the scrape has it.
+pub fn sample(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let labels = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    scrape.get(&(name.to_string(), labels)).copied()
+}
