@@ -3,7 +3,7 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
-use super::call::{CountIf, Counts, EveryError};
+use super::call::{CountIf, Counted, Counts, EveryError};
 use super::engine::Breaker;
 use crate::rejected::Rejected;
 
@@ -97,33 +97,14 @@ where
     }));
     match ran {
         Ok((outcome, counted)) => {
-            match counted {
-                Counted::Success => breaker.on_success(permit),
-                Counted::Error => breaker.on_error(permit),
-                Counted::Ignored => breaker.on_ignored(permit),
-            }
-            #[cfg(feature = "metrics")]
-            match counted {
-                Counted::Success => breaker.metrics.success(),
-                Counted::Error => breaker.metrics.error(),
-                Counted::Ignored => breaker.metrics.ignored(),
-            }
+            counted.record(breaker, permit);
             outcome
         }
         Err(payload) => {
-            breaker.on_error(permit);
-            #[cfg(feature = "metrics")]
-            breaker.metrics.error();
+            Counted::Error.record(breaker, permit);
             panic::resume_unwind(payload)
         }
     }
-}
-
-/// How a completed body counts.
-enum Counted {
-    Success,
-    Error,
-    Ignored,
 }
 
 #[cfg(test)]

@@ -173,10 +173,30 @@ impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
 }
 
 /// How a completed body counts.
-enum Counted {
+#[derive(Copy, Clone)]
+pub(super) enum Counted {
     Success,
     Error,
     Ignored,
+}
+
+impl Counted {
+    /// Records the outcome of the call admitted with `permit` (and, with the `metrics` feature,
+    /// counts it): what every call through a breaker, async or blocking, ends with.
+    #[inline(always)]
+    pub(super) fn record(self, breaker: &Breaker, permit: Permit) {
+        match self {
+            Counted::Success => breaker.on_success(permit),
+            Counted::Error => breaker.on_error(permit),
+            Counted::Ignored => breaker.on_ignored(permit),
+        }
+        #[cfg(feature = "metrics")]
+        match self {
+            Counted::Success => breaker.metrics.success(),
+            Counted::Error => breaker.metrics.error(),
+            Counted::Ignored => breaker.metrics.ignored(),
+        }
+    }
 }
 
 pin_project! {
@@ -312,25 +332,13 @@ where
         match polled {
             Ok(Poll::Ready((outcome, counted))) => {
                 admission.stage = Stage::Done;
-                match counted {
-                    Counted::Success => breaker.on_success(permit),
-                    Counted::Error => breaker.on_error(permit),
-                    Counted::Ignored => breaker.on_ignored(permit),
-                }
-                #[cfg(feature = "metrics")]
-                match counted {
-                    Counted::Success => breaker.metrics.success(),
-                    Counted::Error => breaker.metrics.error(),
-                    Counted::Ignored => breaker.metrics.ignored(),
-                }
+                counted.record(breaker, permit);
                 return Poll::Ready(outcome);
             }
             Ok(Poll::Pending) => {}
             Err(payload) => {
                 admission.stage = Stage::Done;
-                breaker.on_error(permit);
-                #[cfg(feature = "metrics")]
-                breaker.metrics.error();
+                Counted::Error.record(breaker, permit);
                 panic::resume_unwind(payload);
             }
         }
