@@ -31,6 +31,7 @@ pub mod http;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
+mod named;
 pub mod race;
 mod random;
 mod rejected;

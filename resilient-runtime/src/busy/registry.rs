@@ -1,13 +1,11 @@
 //! Guards by name, registered from code ([`TooBusyBuilder::register`]): what the `tower` layer
 //! and code that outlives one call use, with the run-time settings by name on them.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use super::guard::{TooBusy, TooBusyBuilder};
+use crate::named::Named;
 use crate::ConfigError;
 
-static REGISTRY: Mutex<Option<HashMap<&'static str, &'static TooBusy>>> = Mutex::new(None);
+static REGISTRY: Named<TooBusy> = Named::new();
 
 impl TooBusyBuilder {
     /// Builds the guard and registers it under its name, once per name for the life of the
@@ -26,27 +24,16 @@ impl TooBusyBuilder {
     /// ```
     pub fn register(self) -> Result<&'static TooBusy, ConfigError> {
         ConfigError::from_violations("too_busy", self.name, self.violations())?;
-        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-        let registry = registry.get_or_insert_with(HashMap::new);
-        if let Some(guard) = registry.get(self.name) {
-            return Ok(guard);
-        }
-        let guard: &'static TooBusy = Box::leak(Box::new(TooBusy::new(self.name)));
-        guard.apply(&self);
-        // Held meanwhile: a second registration of the name waits for the overrides to be in
-        // force on the guard it gets.
-        registry.insert(self.name, guard);
-        crate::settings::attach(self, guard);
-        Ok(guard)
+        REGISTRY.get_or_register(self.name, || {
+            let guard: &'static TooBusy = Box::leak(Box::new(TooBusy::new(self.name)));
+            guard.apply(&self);
+            crate::settings::attach(self, guard);
+            Ok(guard)
+        })
     }
 }
 
 /// The guard registered under `name` ([`TooBusyBuilder::register`]), if any.
 pub fn get(name: &str) -> Option<&'static TooBusy> {
-    REGISTRY
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()?
-        .get(name)
-        .copied()
+    REGISTRY.get(name)
 }
