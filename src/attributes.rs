@@ -210,6 +210,8 @@ pub use resilient_macros::breaker;
 /// |---|---|---|
 /// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only | `resilient::busy::max_lag()`, 70 ms, when no signal is named |
 /// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | off |
+/// | `max_in_flight = "auto"` | as above, with a limit learned from the calls' latency and failures ([below](#max_in_flight--auto)) | off |
+/// | `auto_min = 4`, `auto_max = 1000`, `auto_initial = 20` | the bounds of the learned limit, and where it starts | 4, 1000, 20 |
 /// | `max_latency = "200ms"` | refuse while this fn's recent mean latency is above it | off |
 /// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
 ///
@@ -246,6 +248,7 @@ pub use resilient_macros::breaker;
 /// | `#[too_busy(max_in_flight = 100)]` | off | on | off |
 /// | `#[too_busy(max_latency = "200ms")]` | off | off | on |
 /// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | on | on | off |
+/// | `#[too_busy(max_in_flight = "auto")]` | off | on, learned | off |
 ///
 /// Named signals combine: a call is refused when any of them says so, at once (no queueing),
 /// with a [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts
@@ -257,6 +260,68 @@ pub use resilient_macros::breaker;
 /// `503 Service Unavailable` with a `Retry-After` header and a body that names nothing inside the
 /// service (the full message goes to `tracing`; see `resilient::http`, which also turns a
 /// `Rejected` kept inside an `anyhow::Error` or any error's `source()` chain into that response).
+///
+/// # `max_in_flight = "auto"`
+///
+/// Most handlers wait on something with a capacity of its own, a database pool or an upstream,
+/// and the runtime never lags while they do: latency grows until every caller times out. A
+/// fixed `max_in_flight` helps if it matches today's capacity. `"auto"` learns it instead, as
+/// TCP learns a congestion window: calls beyond the limit are refused at once, and every
+/// 100 ms or so (at least 10 calls, at least twice the baseline) the limit moves on what the
+/// calls of that window showed. Their mean latency is held against a baseline: the lowest latency
+/// seen over the last 50 windows, which is what a call costs with no queue. Past 1.5 times the
+/// baseline, calls are queueing somewhere, and the limit shrinks in proportion, in one step, to
+/// where the mean would be back within 1.5 (at most halving it). Within it, and only when calls
+/// actually pressed against the limit, it grows: by a fifth while the mean sits at the baseline,
+/// by half its square root near the tolerance. A window in which the share of failed calls
+/// (`Err`, a 5xx response, a panic, a call dropped before it finished) jumps at least 20 points
+/// above its usual share, to 25% or more, cuts the limit by a quarter; a steady share of
+/// errors, such as a handler's `404`s, moves nothing. While calls press against the limit, one
+/// window in 20 runs at half the limit, so that the queue drains and the baseline is measured
+/// again (a baseline that only ever fell would let a slower dependency starve its callers, and
+/// one averaged over loaded calls would drift up with the queue). A window whose calls stayed
+/// below half the limit never takes it below `auto_initial`, so a quiet service is never
+/// starved. The limit stays between `auto_min` and `auto_max`, and is read from code with
+/// [`busy::get`](crate::busy::get)`(name)?.`[`in_flight_limit()`](crate::busy::TooBusy::in_flight_limit),
+/// in `tracing` events (debug, target `resilient::too_busy`, at each change) and, with the
+/// `metrics` feature, as the gauge `resilient_too_busy_in_flight_limit`. Admission costs what a
+/// fixed limit costs; a completed call adds its latency to the window's counters (a clock read
+/// and a few atomic adds), and the call that ends a window computes the next limit.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient::{too_busy, Rejected};
+///
+/// // A dependency with 4 slots: each call holds one for 20 ms.
+/// static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+///
+/// #[too_busy(max_in_flight = "auto", auto_min = 2)]
+/// async fn query() -> Result<(), Rejected> {
+///     let _slot = SLOTS.acquire().await.unwrap();
+///     tokio::time::sleep(Duration::from_millis(20)).await;
+///     Ok(())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// // 40 callers at once, for 3 seconds: far more than the 4 slots serve without a queue.
+/// let callers = (0..40).map(|_| async {
+///     let end = tokio::time::Instant::now() + Duration::from_secs(3);
+///     while tokio::time::Instant::now() < end {
+///         if query().await.is_err() {
+///             tokio::time::sleep(Duration::from_millis(5)).await; // refused: back off a little
+///         }
+///     }
+/// });
+/// futures::future::join_all(callers).await;
+/// let (_, name) = resilient::settings::sites()
+///     .into_iter()
+///     .find(|(_, name)| name.ends_with("::query"))
+///     .unwrap();
+/// let limit = resilient::busy::get(&name).unwrap().in_flight_limit().unwrap();
+/// assert!((4..=8).contains(&limit), "{limit}"); // from 20: enough for 4 slots, a short queue
+/// # }
+/// ```
 ///
 /// # Blocking functions
 ///

@@ -40,7 +40,9 @@ pub use duration::parse_duration;
 pub use race_retry::{
     race_retry, After, RaceRetryOptions, MAX_BUDGET_SHARE, MAX_RETRIES, MIN_BUDGET_SHARE,
 };
-pub use too_busy::{too_busy, TooBusyOptions};
+pub use too_busy::{
+    too_busy, TooBusyOptions, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN,
+};
 
 /// What a [`Violation`] is about: the value given, or whether the argument is there at all.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -557,6 +557,57 @@ fn too_busy_rules() {
         max_in_flight: Some(1),
         max_latency: Some(ms(1)),
         name: Some("x"),
+        ..none()
     };
     assert!(too_busy(&o).is_empty());
+}
+
+#[test]
+fn too_busy_auto_rules() {
+    let none = TooBusyOptions::default;
+    let auto = || TooBusyOptions {
+        max_in_flight_auto: true,
+        ..none()
+    };
+    assert!(too_busy(&auto()).is_empty());
+    assert!(too_busy(&TooBusyOptions {
+        auto_min: Some(1),
+        auto_initial: Some(1),
+        auto_max: Some(1),
+        ..auto()
+    })
+    .is_empty());
+    // Bounds without "auto" are inert, whatever their values.
+    assert!(too_busy(&TooBusyOptions {
+        auto_min: Some(0),
+        auto_max: Some(1),
+        auto_initial: Some(9),
+        max_in_flight: Some(8),
+        ..none()
+    })
+    .is_empty());
+    let v = only(too_busy(&TooBusyOptions {
+        auto_min: Some(0),
+        ..auto()
+    }));
+    assert_eq!((v.0, v.1), ("auto_min", About::Value));
+    // `auto_max` below the default `auto_min`, and `auto_initial` outside the bounds.
+    assert!(too_busy(&TooBusyOptions {
+        auto_max: Some(2),
+        auto_initial: Some(2),
+        auto_min: Some(1),
+        ..auto()
+    })
+    .is_empty());
+    let all = too_busy(&TooBusyOptions {
+        auto_max: Some(2),
+        auto_initial: Some(3),
+        ..auto()
+    });
+    let names: Vec<_> = all.iter().map(|v| v.argument()).collect();
+    assert_eq!(names, ["auto_max", "auto_initial"]);
+    assert_eq!(
+        all[0].to_string(),
+        "`auto_max` (2) must be at least `auto_min` (4, its default)"
+    );
 }

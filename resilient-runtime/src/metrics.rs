@@ -48,6 +48,7 @@
 //! | `resilient_too_busy_calls_total` | counter | `name`, `outcome` | once per call through a guard: `admitted`, `refused` |
 //! | `resilient_too_busy_refused_total` | counter | `name`, `signal` | once per refusal, by the signal that refused: `lag`, `in_flight`, `latency` |
 //! | `resilient_too_busy_in_flight` | gauge | `name` | calls running through guards with `max_in_flight` (the guards without it do not count their calls) |
+//! | `resilient_too_busy_in_flight_limit` | gauge | `name` | the `max_in_flight` in force: set when the guard is set up or its settings change, and with `max_in_flight = "auto"` at every change of the learned limit |
 //! | `resilient_too_busy_lag_seconds` | gauge | none | the runtime's smoothed lag, set at every sample of a lag monitor (with several runtimes, each monitor sets it when it samples) |
 //! | `resilient_too_busy_call_duration_seconds` | histogram | `name` | the time each admitted call ran, for guards with `max_latency` (the ones that measure it) |
 //! | `resilient_race_calls_total` | counter | `name`, `outcome` | once per raced call that returns: `success`; `error` (the error of an attempt not worth another, or the last one); `deadline` (the call's `Rejected` for its deadline). A call dropped or ended by a panic is not counted |
@@ -100,6 +101,8 @@ pub const TOO_BUSY_CALLS: &str = "resilient_too_busy_calls_total";
 pub const TOO_BUSY_REFUSED: &str = "resilient_too_busy_refused_total";
 /// Calls in flight through a guard with `max_in_flight`.
 pub const TOO_BUSY_IN_FLIGHT: &str = "resilient_too_busy_in_flight";
+/// The `max_in_flight` of a guard in force (with `max_in_flight = "auto"`, the learned limit).
+pub const TOO_BUSY_IN_FLIGHT_LIMIT: &str = "resilient_too_busy_in_flight_limit";
 /// The runtime's smoothed lag, in seconds (no `name` label).
 pub const TOO_BUSY_LAG: &str = "resilient_too_busy_lag_seconds";
 /// How long admitted calls of a guard with `max_latency` ran, in seconds.

@@ -28,6 +28,14 @@ impl<T: Sync> Named<T> {
             .copied()
     }
 
+    /// Registers `policy` under `name` unless the name is taken.
+    pub(crate) fn offer(&self, name: &'static str, policy: &'static T) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.get_or_insert_with(HashMap::new)
+            .entry(name)
+            .or_insert(policy);
+    }
+
     /// The policy registered under `name`, or the one `make` builds, leaked and registered now.
     /// The lock is held meanwhile, so a second registration of the name waits for `make` (and
     /// the settings it puts in force) and gets the same policy.

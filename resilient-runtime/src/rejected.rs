@@ -69,8 +69,8 @@ pub(crate) enum BusySignal {
     /// The runtime's smoothed lag is above `max_lag` (refused with a probability that grows to 1
     /// at twice `max_lag`).
     Lag { lag: Duration, max_lag: Duration },
-    /// `limit` calls of the function are already in flight.
-    InFlight { limit: u32 },
+    /// `limit` calls of the function are already in flight; `auto` when the limit is learned.
+    InFlight { limit: u32, auto: bool },
     /// The function's recent mean latency is above `max_latency`.
     Latency {
         mean: Duration,
@@ -310,12 +310,18 @@ impl fmt::Display for Rejected {
                         Rounded(*lag),
                         Rounded(*max_lag)
                     ),
-                    BusySignal::InFlight { limit: 1 } => {
-                        f.write_str("1 call is in flight (max_in_flight 1)")
-                    }
-                    BusySignal::InFlight { limit } => {
+                    BusySignal::InFlight { limit: 1, auto } => write!(
+                        f,
+                        "1 call is in flight (max_in_flight {})",
+                        if *auto { "auto, now 1" } else { "1" }
+                    ),
+                    BusySignal::InFlight { limit, auto: false } => {
                         write!(f, "{limit} calls are in flight (max_in_flight {limit})")
                     }
+                    BusySignal::InFlight { limit, auto: true } => write!(
+                        f,
+                        "{limit} calls are in flight (max_in_flight auto, now {limit})"
+                    ),
                     BusySignal::Latency { mean, max_latency } => write!(
                         f,
                         "recent calls took {} on average (max_latency {})",

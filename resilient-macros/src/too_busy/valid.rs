@@ -3,19 +3,44 @@
 
 use resilient_rules::TooBusyOptions;
 
-use super::ast::TooBusy;
+use super::ast::{InFlight, TooBusy};
 use crate::driver::{report, Errors, Given};
 use crate::value::of;
 
+/// The arguments that bound a learned limit.
+const BOUNDS: [&str; 3] = ["auto_min", "auto_max", "auto_initial"];
+
 /// Every rule `#[too_busy]`'s arguments break.
 pub(crate) fn validate(args: &TooBusy, given: &Given, errors: &mut Errors) {
+    let in_flight = of(&args.max_in_flight);
+    let auto = matches!(in_flight, Some(InFlight::Auto));
     let options = TooBusyOptions {
         name: None,
         max_lag: of(&args.max_lag),
-        max_in_flight: of(&args.max_in_flight),
+        max_in_flight: match in_flight {
+            Some(InFlight::Fixed(n)) => Some(n),
+            _ => None,
+        },
+        max_in_flight_auto: auto,
+        auto_min: of(&args.auto_min),
+        auto_max: of(&args.auto_max),
+        auto_initial: of(&args.auto_initial),
         max_latency: of(&args.max_latency),
     };
     report(resilient_rules::too_busy(&options), args, given, errors);
+    // A rule about the attribute's text, not about the options: a builder or a setting for every
+    // site may hold bounds that apply only where the limit is learned, but written here without
+    // `"auto"` they would do nothing.
+    if !auto {
+        for bound in BOUNDS {
+            if let Some(span) = given.span(bound) {
+                errors.push(
+                    span,
+                    format!("`{bound}` bounds the limit `max_in_flight = \"auto\"` learns; add `max_in_flight = \"auto\"`, or remove `{bound}`"),
+                );
+            }
+        }
+    }
 }
 
 /// The rules of a blocking fn's arguments: the runtime's lag can only be measured by an async

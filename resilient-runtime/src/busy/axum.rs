@@ -10,4 +10,8 @@ impl Refuse for Response {
     fn refused(rejected: Rejected) -> Self {
         rejected.to_response()
     }
+
+    fn failed(&self) -> bool {
+        self.status().is_server_error()
+    }
 }

@@ -44,8 +44,13 @@ impl TooBusy {
         };
         #[cfg(feature = "metrics")]
         self.meter().admitted(held.slot);
-        let holding = Holding { guard: self, held };
+        let mut holding = Holding {
+            guard: self,
+            held,
+            failed: true,
+        };
         let output = body();
+        holding.failed = output.failed();
         drop(holding);
         output
     }
@@ -55,12 +60,14 @@ impl TooBusy {
 struct Holding<'a> {
     guard: &'a TooBusy,
     held: Held,
+    /// Until the body returned: it panicked.
+    failed: bool,
 }
 
 impl Drop for Holding<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        self.guard.done(self.held);
+        self.guard.done(self.held, self.failed);
     }
 }
 

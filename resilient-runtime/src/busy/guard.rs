@@ -3,7 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -11,6 +11,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
+use super::adaptive::{Adaptive, Bounds, Verdict, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
 use super::in_flight;
 use super::monitor::{current_lag_ns, nanos, note_max_lag, MAX_LAG_NS};
 use super::rules::shed_probability;
@@ -29,11 +30,23 @@ use crate::ConfigError;
 pub trait Refuse {
     /// The value a refused call returns.
     fn refused(rejected: Rejected) -> Self;
+
+    /// Whether this output is a failure, for `max_in_flight = "auto"`, whose limit comes down
+    /// when the share of failed calls spikes: `Err` for a `Result`, a 5xx status for an axum
+    /// `Response`. By default, none is.
+    fn failed(&self) -> bool {
+        false
+    }
 }
 
 impl<T, E: FromRejected> Refuse for Result<T, E> {
     fn refused(rejected: Rejected) -> Self {
         Err(E::from(rejected))
+    }
+
+    #[inline(always)]
+    fn failed(&self) -> bool {
+        self.is_err()
     }
 }
 
@@ -83,6 +96,9 @@ pub struct TooBusy {
     max_lag_ns: AtomicU64,
     max_in_flight: AtomicU32,
     max_latency_ns: AtomicU64,
+    /// `max_in_flight = "auto"`: `max_in_flight` above is the limit `adaptive` learned.
+    learning: AtomicBool,
+    adaptive: OnceLock<Box<Adaptive>>,
     /// What calls write, on cache lines of its own: the settings above are read by every call
     /// on every thread and should not share a line with counters that other threads write.
     counters: Counters,
@@ -122,6 +138,10 @@ impl TooBusy {
             name,
             max_lag: None,
             max_in_flight: None,
+            max_in_flight_auto: false,
+            auto_min: None,
+            auto_max: None,
+            auto_initial: None,
             max_latency: None,
         }
     }
@@ -146,6 +166,8 @@ impl TooBusy {
             max_lag_ns: AtomicU64::new(0),
             max_in_flight: AtomicU32::new(0),
             max_latency_ns: AtomicU64::new(0),
+            learning: AtomicBool::new(false),
+            adaptive: OnceLock::new(),
             counters: Counters {
                 in_flight: AtomicU32::new(0),
                 latency_ns: AtomicU64::new(0),
@@ -184,10 +206,42 @@ impl TooBusy {
     /// Puts checked options in force, keeping the calls in flight and the latency measured.
     pub(crate) fn apply(&self, options: &TooBusyBuilder) {
         self.max_lag_ns.store(setting_ns(options.max_lag), Relaxed);
-        self.max_in_flight
-            .store(options.max_in_flight.unwrap_or(0), Relaxed);
         self.max_latency_ns
             .store(setting_ns(options.max_latency), Relaxed);
+        let limit = if options.max_in_flight_auto {
+            let bounds = options.bounds();
+            let adaptive = self
+                .adaptive
+                .get_or_init(|| Box::new(Adaptive::new(bounds)));
+            let mut control = adaptive.control();
+            if self.learning.load(Relaxed) {
+                control.rebound(bounds);
+            } else {
+                drop(control);
+                adaptive.restart(bounds);
+                control = adaptive.control();
+            }
+            let limit = control.published();
+            // Under the controller's lock, so that a window closing meanwhile publishes after.
+            self.learning.store(true, Relaxed);
+            self.max_in_flight.store(limit, Relaxed);
+            limit
+        } else {
+            let limit = options.max_in_flight.unwrap_or(0);
+            match self.adaptive.get() {
+                Some(adaptive) => {
+                    let _control = adaptive.control();
+                    self.learning.store(false, Relaxed);
+                    self.max_in_flight.store(limit, Relaxed);
+                }
+                None => self.max_in_flight.store(limit, Relaxed),
+            }
+            limit
+        };
+        #[cfg(feature = "metrics")]
+        self.meter().limit(limit);
+        #[cfg(not(feature = "metrics"))]
+        let _ = limit;
     }
 
     /// The `max_lag` this guard names, if any (without one, it may use the default: see
@@ -196,9 +250,16 @@ impl TooBusy {
         read_ns(&self.max_lag_ns)
     }
 
-    /// The `max_in_flight` in force, if any.
+    /// The `max_in_flight` in force, if any: with `max_in_flight = "auto"`, the limit learned
+    /// so far.
     pub fn in_flight_limit(&self) -> Option<u32> {
         Some(self.max_in_flight.load(Relaxed)).filter(|&n| n > 0)
+    }
+
+    /// Whether the in-flight limit is learned (`max_in_flight = "auto"`); then
+    /// [`in_flight_limit`](Self::in_flight_limit) reads the limit learned so far.
+    pub fn learns_in_flight_limit(&self) -> bool {
+        self.learning.load(Relaxed)
     }
 
     /// The `max_latency` in force, if any.
@@ -340,39 +401,53 @@ impl TooBusy {
             }
         }
         let limit = limits.in_flight;
+        let learn = limit > 0 && self.learning.load(Relaxed);
         if limit > 0 && !in_flight::take(&self.counters.in_flight, limit) {
-            return Err(self.refuse(BusySignal::InFlight { limit }));
+            if let (true, Some(adaptive)) = (learn, self.adaptive.get()) {
+                adaptive.refused();
+            }
+            return Err(self.refuse(BusySignal::InFlight { limit, auto: learn }));
         }
         Ok(Held {
             // Plus one: 0 means "not measured".
-            start_ns: if max_latency_ns != 0 {
+            start_ns: if max_latency_ns != 0 || learn {
                 self.elapsed_ns() + 1
             } else {
                 0
             },
             slot: limit > 0,
+            learn,
         })
     }
 
     /// A call admitted at `start` (see `admit`) is over: it completed, or was dropped (cancelled,
     /// or its body panicked) after its body was dropped. Gives its slot back, and counts the time
     /// it ran toward `max_latency`.
+    ///
+    /// `failed`: the call failed (its output is a failure, its body panicked, or it was dropped
+    /// before it finished), which `max_in_flight = "auto"` learns from.
     #[inline(always)]
-    pub(super) fn done(&self, held: Held) {
+    pub(super) fn done(&self, held: Held, failed: bool) {
         if !held.slot && held.start_ns == 0 {
             return;
         }
-        self.record(held);
+        self.record(held, failed);
     }
 
-    /// `done` for a call dropped while running.
+    /// `done` for a call dropped while running: a failure.
     #[cold]
     #[inline(never)]
     pub(super) fn abandoned(&self, held: Held) {
-        self.done(held);
+        self.done(held, true);
     }
 
-    fn record(&self, held: Held) {
+    fn record(&self, held: Held, failed: bool) {
+        // Read before the slot comes back: how many ran with this one.
+        let in_flight = if held.learn {
+            self.counters.in_flight.load(Relaxed)
+        } else {
+            0
+        };
         if held.slot {
             in_flight::give_back(&self.counters.in_flight);
             #[cfg(feature = "metrics")]
@@ -382,6 +457,9 @@ impl TooBusy {
             // One clock read for both the sample and its time.
             let at = self.since_base(Instant::now());
             let sample = at.saturating_sub(held.start_ns - 1) as f64;
+            if held.learn {
+                self.learn(at.saturating_sub(held.start_ns - 1), in_flight, failed, at);
+            }
             #[cfg(feature = "metrics")]
             self.meter().ran(sample);
             let mean = self.counters.latency_ns.load(Relaxed) as f64;
@@ -399,6 +477,42 @@ impl TooBusy {
             self.counters.latency_ns.store(next as u64, Relaxed);
             self.counters.latency_at.store(now, Relaxed);
         }
+    }
+
+    /// Adds a call to the learner's window; publishes the limit when that closes the window.
+    #[inline]
+    fn learn(&self, ns: u64, in_flight: u32, failed: bool, at: u64) {
+        let Some(adaptive) = self.adaptive.get() else {
+            return;
+        };
+        if let Some(verdict) =
+            adaptive.sample(ns, in_flight, failed, at, &self.learning, &self.max_in_flight)
+        {
+            self.learned(verdict);
+        }
+    }
+
+    /// A window's verdict, said to tracing and metrics. This may run in the drop of a call whose
+    /// body panicked: a subscriber or recorder that panics here loses its event, and nothing
+    /// else (the limit is already in force).
+    #[cold]
+    #[inline(never)]
+    fn learned(&self, verdict: Verdict) {
+        let Some(why) = verdict.why else {
+            return;
+        };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            #[cfg(feature = "metrics")]
+            self.meter().limit(verdict.limit);
+            tracing::debug!(
+                target: "resilient::too_busy",
+                guard = self.name(),
+                limit = verdict.limit,
+                ?why,
+                baseline = ?Duration::from_nanos(verdict.baseline_ns),
+                "in-flight limit learned"
+            );
+        }));
     }
 
     fn elapsed_ns(&self) -> u64 {
@@ -429,6 +543,7 @@ impl fmt::Debug for TooBusy {
             .field("name", &self.name())
             .field("max_lag", &self.lag_limit())
             .field("max_in_flight", &self.in_flight_limit())
+            .field("max_in_flight_auto", &self.learns_in_flight_limit())
             .field("max_latency", &self.latency_limit())
             .finish_non_exhaustive()
     }
@@ -449,12 +564,15 @@ pub(super) struct Held {
     start_ns: u64,
     /// It took a `max_in_flight` slot (the limit may change while it runs).
     pub(super) slot: bool,
+    /// `max_in_flight = "auto"` learns from it.
+    learn: bool,
 }
 
 impl Held {
     const NOTHING: Held = Held {
         start_ns: 0,
         slot: false,
+        learn: false,
     };
 }
 
@@ -494,12 +612,12 @@ struct Admission {
 }
 
 impl Admission {
-    /// The call completed.
+    /// The call completed; `failed` when its output is a failure.
     #[inline(always)]
-    fn finish(&mut self) {
+    fn finish(&mut self, failed: impl FnOnce() -> bool) {
         if let Stage::Running(held) = self.stage {
             self.stage = Stage::Done;
-            self.guard.done(held);
+            self.guard.done(held, held.learn && failed());
         }
     }
 }
@@ -533,6 +651,7 @@ pin_project! {
 impl<F, O> Future for BusyCall<F, O>
 where
     F: Future<Output = O>,
+    O: Refuse,
 {
     type Output = O;
 
@@ -555,7 +674,7 @@ where
             Stage::Done => panic!("a `#[too_busy]` call was polled after it completed"),
         }
         let output = std::task::ready!(this.body.poll(cx));
-        this.admission.finish();
+        this.admission.finish(|| output.failed());
         Poll::Ready(output)
     }
 }
@@ -578,6 +697,10 @@ pub struct TooBusyBuilder {
     pub(super) name: &'static str,
     pub(super) max_lag: Option<Duration>,
     pub(super) max_in_flight: Option<u32>,
+    pub(super) max_in_flight_auto: bool,
+    pub(super) auto_min: Option<u32>,
+    pub(super) auto_max: Option<u32>,
+    pub(super) auto_initial: Option<u32>,
     pub(super) max_latency: Option<Duration>,
 }
 
@@ -594,7 +717,59 @@ impl TooBusyBuilder {
     /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
     pub fn max_in_flight(mut self, limit: u32) -> Self {
         self.max_in_flight = Some(limit);
+        self.max_in_flight_auto = false;
         self
+    }
+
+    /// `max_in_flight = "auto"`: refuses a call when as many calls are in flight as a limit
+    /// learned from the latency and failures of the guard's calls (see the
+    /// [`busy`](super#max_in_flight--auto) module), between [`auto_min`](Self::auto_min) and
+    /// [`auto_max`](Self::auto_max), from [`auto_initial`](Self::auto_initial). Without
+    /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
+    ///
+    /// ```
+    /// use resilient_runtime::busy::TooBusy;
+    ///
+    /// let guard = TooBusy::builder("db").max_in_flight_auto().auto_max(64).build().unwrap();
+    /// assert!(guard.learns_in_flight_limit());
+    /// assert_eq!(guard.in_flight_limit(), Some(20)); // `auto_initial`'s default, to start
+    /// ```
+    pub fn max_in_flight_auto(mut self) -> Self {
+        self.max_in_flight = None;
+        self.max_in_flight_auto = true;
+        self
+    }
+
+    /// The lowest limit `max_in_flight = "auto"` learns (at least 1; 4 by default).
+    pub fn auto_min(mut self, min: u32) -> Self {
+        self.auto_min = Some(min);
+        self
+    }
+
+    /// The highest limit `max_in_flight = "auto"` learns (1000 by default).
+    pub fn auto_max(mut self, max: u32) -> Self {
+        self.auto_max = Some(max);
+        self
+    }
+
+    /// The limit `max_in_flight = "auto"` starts from (20 by default, within the bounds).
+    pub fn auto_initial(mut self, initial: u32) -> Self {
+        self.auto_initial = Some(initial);
+        self
+    }
+
+    /// The bounds of a learned limit, defaults filled in (checked by `violations`).
+    pub(super) fn bounds(&self) -> Bounds {
+        let min = self.auto_min.unwrap_or(DEFAULT_AUTO_MIN);
+        let max = self.auto_max.unwrap_or(DEFAULT_AUTO_MAX.max(min));
+        Bounds {
+            min,
+            max,
+            initial: self
+                .auto_initial
+                .unwrap_or(DEFAULT_AUTO_INITIAL)
+                .clamp(min.min(max), max),
+        }
     }
 
     /// Refuses calls while the mean latency of recent calls is above `max_latency` (above zero).
@@ -618,6 +793,10 @@ impl TooBusyBuilder {
             name: Some(self.name),
             max_lag: self.max_lag,
             max_in_flight: self.max_in_flight,
+            max_in_flight_auto: self.max_in_flight_auto,
+            auto_min: self.auto_min,
+            auto_max: self.auto_max,
+            auto_initial: self.auto_initial,
             max_latency: self.max_latency,
         })
     }

@@ -79,6 +79,7 @@
 //!   `a_retry_after_of_centuries_is_the_largest_header_not_an_overflow` (`busy::axum`'s unit
 //!   tests).
 
+mod adaptive;
 #[cfg(feature = "axum")]
 mod axum;
 mod blocking;
@@ -91,6 +92,7 @@ mod registry;
 mod rules;
 mod settings;
 
+pub use adaptive::{DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
 pub use guard::{Refuse, TooBusy, TooBusyBuilder};
 pub use monitor::{
     interval, lag, max_lag, on_lag, set_interval, set_max_lag, set_smoothing, smoothing,

@@ -1,5 +1,6 @@
-//! Guards by name, registered from code ([`TooBusyBuilder::register`]): what the `tower` layer
-//! and code that outlives one call use, with the run-time settings by name on them.
+//! Guards by name, registered from code ([`TooBusyBuilder::register`]) or set up by a
+//! `#[too_busy]` fn's first call: what the `tower` layer and code that outlives one call use,
+//! with the run-time settings by name on them.
 
 use super::guard::{TooBusy, TooBusyBuilder};
 use crate::named::Named;
@@ -33,7 +34,15 @@ impl TooBusyBuilder {
     }
 }
 
-/// The guard registered under `name` ([`TooBusyBuilder::register`]), if any.
+/// The guard registered under `name` ([`TooBusyBuilder::register`]), or else the guard of the
+/// `#[too_busy]` fn of that path (such as `my_app::api::search`) once a call has set it up; the
+/// first of the two to take a name keeps it. What code reads a guard's state from, such as the
+/// limit `max_in_flight = "auto"` has learned (the facade's `#[too_busy]` docs show one).
 pub fn get(name: &str) -> Option<&'static TooBusy> {
     REGISTRY.get(name)
+}
+
+/// A `#[too_busy]` site's guard, set up: known to [`get`] by its name unless taken.
+pub(crate) fn offer(guard: &'static TooBusy) {
+    REGISTRY.offer(guard.name(), guard);
 }

@@ -16,7 +16,11 @@ impl Options for TooBusyBuilder {
     fn get(&self, setting: &'static str) -> Option<Value> {
         match setting {
             "max_lag" => self.max_lag.map(Value::from),
+            "max_in_flight" if self.max_in_flight_auto => Some(AUTO.into()),
             "max_in_flight" => self.max_in_flight.map(Value::from),
+            "auto_min" => self.auto_min.map(Value::from),
+            "auto_max" => self.auto_max.map(Value::from),
+            "auto_initial" => self.auto_initial.map(Value::from),
             "max_latency" => self.max_latency.map(Value::from),
             _ => None,
         }
@@ -25,8 +29,21 @@ impl Options for TooBusyBuilder {
     fn set(&mut self, setting: &'static str, value: &Value) -> Result<(), String> {
         match setting {
             "max_lag" => self.max_lag = duration_or_off(setting, value)?,
-            "max_in_flight" if is_off(value) => self.max_in_flight = None,
-            "max_in_flight" => self.max_in_flight = Some(settings::count(setting, value)?),
+            "max_in_flight" if is_off(value) => {
+                (self.max_in_flight, self.max_in_flight_auto) = (None, false);
+            }
+            "max_in_flight" if is_auto(value) => {
+                (self.max_in_flight, self.max_in_flight_auto) = (None, true);
+            }
+            "max_in_flight" => {
+                let limit = settings::count(setting, value).map_err(|e| {
+                    format!("{e}, \"auto\" to learn it, or \"off\" for no limit")
+                })?;
+                (self.max_in_flight, self.max_in_flight_auto) = (Some(limit), false);
+            }
+            "auto_min" => self.auto_min = Some(settings::count(setting, value)?),
+            "auto_max" => self.auto_max = Some(settings::count(setting, value)?),
+            "auto_initial" => self.auto_initial = Some(settings::count(setting, value)?),
             "max_latency" => self.max_latency = duration_or_off(setting, value)?,
             _ => return Err(format!("`{setting}` is not a too_busy setting")),
         }
@@ -36,7 +53,10 @@ impl Options for TooBusyBuilder {
     fn unset(&mut self, setting: &'static str) {
         match setting {
             "max_lag" => self.max_lag = None,
-            "max_in_flight" => self.max_in_flight = None,
+            "max_in_flight" => (self.max_in_flight, self.max_in_flight_auto) = (None, false),
+            "auto_min" => self.auto_min = None,
+            "auto_max" => self.auto_max = None,
+            "auto_initial" => self.auto_initial = None,
             "max_latency" => self.max_latency = None,
             _ => {}
         }
@@ -53,6 +73,13 @@ impl Target<TooBusyBuilder> for &'static TooBusy {
     }
 }
 
+/// The word `max_in_flight` takes for a learned limit.
+const AUTO: &str = "auto";
+
+fn is_auto(value: &Value) -> bool {
+    matches!(value, Value::Text(text) if text.trim().eq_ignore_ascii_case(AUTO))
+}
+
 /// Whether `value` is one `setting` takes.
 pub(crate) fn check_value(setting: &'static str, value: &Value) -> Result<(), String> {
     TooBusy::builder("*").set(setting, value)
@@ -66,4 +93,5 @@ pub(crate) fn set_up(guard: &'static TooBusy, configure: fn(TooBusyBuilder) -> T
     let attribute = settings::usable(configure(TooBusy::builder(name)))
         .unwrap_or_else(|| TooBusy::builder(name));
     settings::attach(attribute, guard);
+    super::registry::offer(guard);
 }

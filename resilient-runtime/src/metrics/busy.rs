@@ -8,7 +8,7 @@ use ::metrics::{Counter, Gauge, Histogram, Unit};
 
 use super::{
     quietly, register, Sites, TOO_BUSY_CALLS, TOO_BUSY_CALL_DURATION, TOO_BUSY_IN_FLIGHT,
-    TOO_BUSY_LAG, TOO_BUSY_REFUSED,
+    TOO_BUSY_IN_FLIGHT_LIMIT, TOO_BUSY_LAG, TOO_BUSY_REFUSED,
 };
 use crate::busy::TooBusy;
 use crate::rejected::BusySignal;
@@ -21,6 +21,7 @@ pub(crate) struct BusyMetrics {
     by_in_flight: Counter,
     by_latency: Counter,
     in_flight: Gauge,
+    limit: Gauge,
     duration: Histogram,
 }
 
@@ -41,6 +42,11 @@ fn describe() {
         TOO_BUSY_IN_FLIGHT,
         Unit::Count,
         "Calls running through too_busy guards with max_in_flight."
+    );
+    ::metrics::describe_gauge!(
+        TOO_BUSY_IN_FLIGHT_LIMIT,
+        Unit::Count,
+        "The max_in_flight of a too_busy guard in force; with max_in_flight = \"auto\", the limit learned."
     );
     ::metrics::describe_histogram!(
         TOO_BUSY_CALL_DURATION,
@@ -65,6 +71,10 @@ impl BusyMetrics {
             by_latency: counter(TOO_BUSY_REFUSED, "signal", "latency"),
             in_flight: register(
                 || ::metrics::gauge!(TOO_BUSY_IN_FLIGHT, "name" => name.to_string()),
+                Gauge::noop,
+            ),
+            limit: register(
+                || ::metrics::gauge!(TOO_BUSY_IN_FLIGHT_LIMIT, "name" => name.to_string()),
                 Gauge::noop,
             ),
             duration: register(
@@ -102,6 +112,11 @@ impl BusyMetrics {
     #[inline(always)]
     pub(crate) fn left(&self) {
         quietly(|| self.in_flight.decrement(1.0));
+    }
+
+    /// The `max_in_flight` in force is `limit` (0: none).
+    pub(crate) fn limit(&self, limit: u32) {
+        quietly(|| self.limit.set(f64::from(limit)));
     }
 
     /// An admitted call ran `ns` nanoseconds (measured with `max_latency`).

@@ -85,12 +85,15 @@
 //!   `backoff`, `max_error_timeout`, `idle_timeout`, `max_keys`;
 //! * race_retry: `retries`, `after`, `total`, `each`, `budget`, `backoff`, `backoff_factor`,
 //!   `backoff_max`;
-//! * too_busy: `max_lag`, `max_in_flight`, `max_latency`.
+//! * too_busy: `max_lag`, `max_in_flight`, `auto_min`, `auto_max`, `auto_initial`,
+//!   `max_latency`.
 //!
 //! Counts are whole numbers, `capacity`, `failure_rate`, `budget` and the factors numbers,
 //! durations texts such as `"450ms"` (or a [`Duration`](std::time::Duration) from code). `"off"`
 //! switches off `timeout`, `half_open_timeout`, `max_lag`, `max_in_flight`, `max_latency`,
-//! `each`, `budget` and `backoff`; `after` takes `"p95"` as the attribute does. Setting one of
+//! `each`, `budget` and `backoff`; `after` takes `"p95"` and `max_in_flight` takes `"auto"` as
+//! the attribute does (`auto_min`, `auto_max` and `auto_initial` apply to a site whose
+//! `max_in_flight` is `"auto"`, and are inert on the others). Setting one of
 //! two settings that exclude each other (`capacity` and `error_timeout`, `failure_rate` and
 //! `error_threshold`) replaces the attribute's other one.
 //!
@@ -183,7 +186,14 @@ impl Policy {
                 "backoff_factor",
                 "backoff_max",
             ],
-            Policy::TooBusy => &["max_lag", "max_in_flight", "max_latency"],
+            Policy::TooBusy => &[
+                "max_lag",
+                "max_in_flight",
+                "auto_min",
+                "auto_max",
+                "auto_initial",
+                "max_latency",
+            ],
         }
     }
 
