@@ -150,7 +150,10 @@ mod tests {
     fn refusals_are_503_with_retry_after_and_timeouts_504() {
         let busy = Rejected::new(Reason::TooBusy {
             name: "handler",
-            signal: BusySignal::InFlight { limit: 4, auto: false },
+            signal: BusySignal::InFlight {
+                limit: 4,
+                auto: false,
+            },
         })
         .into_response();
         assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -214,7 +217,10 @@ mod tests {
             (
                 Rejected::new(Reason::TooBusy {
                     name: "app::handler",
-                    signal: BusySignal::InFlight { limit: 100, auto: true },
+                    signal: BusySignal::InFlight {
+                        limit: 100,
+                        auto: true,
+                    },
                 }),
                 refused,
             ),

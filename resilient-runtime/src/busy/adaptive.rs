@@ -104,8 +104,11 @@ pub(crate) struct Control {
     /// The lowest latency of each of the last windows (a ring), in ns.
     minima: [u64; BASELINE_WINDOWS],
     next: usize,
-    /// The usual share of failed calls.
-    usual_failed: f64,
+    /// The usual share of failed calls (`None` until a window has shown one).
+    usual_failed: Option<f64>,
+    /// The window after a probe: its mean still holds calls admitted while the queue was
+    /// drained, too low to grow on.
+    settling: bool,
     /// Windows since the last probe; the limit to go back to while one runs.
     since_probe: u32,
     probing: Option<f64>,
@@ -118,7 +121,8 @@ impl Control {
             limit: f64::from(bounds.initial),
             minima: [u64::MAX; BASELINE_WINDOWS],
             next: 0,
-            usual_failed: 0.0,
+            usual_failed: None,
+            settling: false,
             since_probe: 0,
             probing: None,
         }
@@ -154,8 +158,11 @@ impl Control {
         let baseline = self.baseline_ns().max(1) as f64;
 
         let share = w.failed as f64 / w.calls.max(1) as f64;
-        let spike = share >= SPIKE_SHARE && share >= self.usual_failed + SPIKE_OVER_USUAL;
-        self.usual_failed += USUAL_WEIGHT * (share - self.usual_failed);
+        // The first window sets what is usual, and is judged by it.
+        let usual = *self.usual_failed.get_or_insert(share);
+        let spike = share >= SPIKE_SHARE && share >= usual + SPIKE_OVER_USUAL;
+        self.usual_failed = Some(usual + USUAL_WEIGHT * (share - usual));
+        let settling = std::mem::take(&mut self.settling);
 
         let pressed = w.refused > 0 || w.peak >= published;
         // Calls far below the limit: it did not bind, so it need not come down to them.
@@ -171,12 +178,9 @@ impl Control {
         let mut why = None;
         if let Some(before) = self.probing.take() {
             // The probe's minimum is in the baseline now: back to the limit before it.
-            self.limit = if spike {
-                before * FAILURE_CUT
-            } else {
-                before
-            };
+            self.limit = if spike { before * FAILURE_CUT } else { before };
             self.since_probe = 0;
+            self.settling = true;
             why = Some(Why::ProbeOver);
         } else if spike {
             self.limit = cut(self.limit, FAILURE_CUT);
@@ -185,7 +189,7 @@ impl Control {
             let by = (TOLERANCE * baseline / w.mean_ns).max(MAX_CUT);
             self.limit = cut(self.limit, by);
             why = Some(Why::Latency);
-        } else if pressed {
+        } else if pressed && !settling {
             self.limit = if w.mean_ns <= NO_QUEUE * baseline {
                 self.limit * 1.2 + 1.0
             } else {

@@ -11,7 +11,9 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
-use super::adaptive::{Adaptive, Bounds, Verdict, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
+use super::adaptive::{
+    Adaptive, Bounds, Verdict, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN,
+};
 use super::in_flight;
 use super::monitor::{current_lag_ns, nanos, note_max_lag, MAX_LAG_NS};
 use super::rules::shed_probability;
@@ -295,7 +297,7 @@ impl TooBusy {
         F::Output: Refuse,
     {
         BusyCall {
-            refuse: <F::Output as Refuse>::refused,
+            output: output::<F::Output>,
             body,
             admission: Admission {
                 guard: self,
@@ -326,7 +328,7 @@ impl TooBusy {
             stage: Stage::Running(held),
         };
         Ok(BusyCall {
-            refuse: <F::Output as Refuse>::refused,
+            output: output::<F::Output>,
             body: body(),
             admission,
         })
@@ -485,9 +487,14 @@ impl TooBusy {
         let Some(adaptive) = self.adaptive.get() else {
             return;
         };
-        if let Some(verdict) =
-            adaptive.sample(ns, in_flight, failed, at, &self.learning, &self.max_in_flight)
-        {
+        if let Some(verdict) = adaptive.sample(
+            ns,
+            in_flight,
+            failed,
+            at,
+            &self.learning,
+            &self.max_in_flight,
+        ) {
             self.learned(verdict);
         }
     }
@@ -638,8 +645,9 @@ pin_project! {
     /// The future of a call through a [`TooBusy`] guard.
     #[must_use = "futures do nothing unless polled"]
     pub struct BusyCall<F, O> {
-        // `O::refused`, taken where the call is made (and its bound checked, once).
-        refuse: fn(Rejected) -> O,
+        // `O`'s `Refuse` functions, taken where the call is made (and its bound checked, once),
+        // behind one pointer.
+        output: fn(Output<'_, O>) -> Result<O, bool>,
         #[pin]
         body: F,
         // After `body`: fields are dropped in declaration order, so a call dropped while its body
@@ -648,10 +656,23 @@ pin_project! {
     }
 }
 
+/// What a call asks of its output type's [`Refuse`]: a refusal (`Ok`), or whether an output is a
+/// failure (`Err`).
+enum Output<'a, O> {
+    Refuse(Rejected),
+    Failed(&'a O),
+}
+
+fn output<O: Refuse>(ask: Output<'_, O>) -> Result<O, bool> {
+    match ask {
+        Output::Refuse(rejected) => Ok(O::refused(rejected)),
+        Output::Failed(output) => Err(output.failed()),
+    }
+}
+
 impl<F, O> Future for BusyCall<F, O>
 where
     F: Future<Output = O>,
-    O: Refuse,
 {
     type Output = O;
 
@@ -668,13 +689,18 @@ where
                 }
                 Err(rejected) => {
                     this.admission.stage = Stage::Done;
-                    return Poll::Ready((this.refuse)(rejected));
+                    if let Ok(refused) = (this.output)(Output::Refuse(rejected)) {
+                        return Poll::Ready(refused);
+                    }
+                    unreachable!("a refusal is an output")
                 }
             },
             Stage::Done => panic!("a `#[too_busy]` call was polled after it completed"),
         }
         let output = std::task::ready!(this.body.poll(cx));
-        this.admission.finish(|| output.failed());
+        let ask = *this.output;
+        this.admission
+            .finish(|| ask(Output::Failed(&output)).err().unwrap_or(true));
         Poll::Ready(output)
     }
 }

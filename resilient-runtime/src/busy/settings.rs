@@ -36,9 +36,8 @@ impl Options for TooBusyBuilder {
                 (self.max_in_flight, self.max_in_flight_auto) = (None, true);
             }
             "max_in_flight" => {
-                let limit = settings::count(setting, value).map_err(|e| {
-                    format!("{e}, \"auto\" to learn it, or \"off\" for no limit")
-                })?;
+                let limit = settings::count(setting, value)
+                    .map_err(|e| format!("{e}, \"auto\" to learn it, or \"off\" for no limit"))?;
                 (self.max_in_flight, self.max_in_flight_auto) = (Some(limit), false);
             }
             "auto_min" => self.auto_min = Some(settings::count(setting, value)?),

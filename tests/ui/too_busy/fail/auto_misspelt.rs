@@ -1,0 +1,8 @@
+use resilient::{too_busy, Rejected};
+
+#[too_busy(max_in_flight = "automatic")]
+async fn handler() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {}
