@@ -980,3 +980,39 @@ async fn a_tower_breaker_layer_reports_under_its_name() {
         );
     }
 }
+
+static LEARNING: LazyLock<TooBusy> = LazyLock::new(|| {
+    TooBusy::builder("metrics.too_busy.auto")
+        .max_in_flight_auto()
+        .auto_initial(6)
+        .build()
+        .unwrap()
+});
+
+/// `max_in_flight = "auto"`: the limit gauge starts at `auto_initial` and follows the learned
+/// limit (here up: 12 calls at a time press against 6, with no queue behind them).
+#[tokio::test(start_paused = true)]
+async fn too_busy_auto_sets_the_limit_gauge_as_it_learns() {
+    install();
+    let name = "metrics.too_busy.auto";
+    LazyLock::force(&LEARNING);
+    assert_eq!(
+        Seen::now().peak(series::TOO_BUSY_IN_FLIGHT_LIMIT, &[("name", name)]),
+        6.0
+    );
+    for _ in 0..40 {
+        let calls = (0..12).map(|_| {
+            LEARNING.call(async {
+                sleep(ms(10)).await;
+                Ok::<_, Rejected>(())
+            })
+        });
+        futures::future::join_all(calls).await;
+    }
+    let limit = LEARNING.in_flight_limit().unwrap();
+    assert!(limit > 6, "{limit}");
+    assert_eq!(
+        Seen::now().peak(series::TOO_BUSY_IN_FLIGHT_LIMIT, &[("name", name)]),
+        f64::from(limit)
+    );
+}

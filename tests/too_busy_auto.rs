@@ -417,3 +417,114 @@ fn settings_switch_a_live_site_to_auto_and_back() {
         assert_eq!(guard.in_flight_limit(), Some(8));
     });
 }
+
+// The guarantees, with the limit learned.
+
+#[too_busy(max_in_flight = "auto", auto_min = 1, auto_initial = 2)]
+async fn fragile(hold: Duration, panics: bool) -> Result<(), Rejected> {
+    sleep(hold).await;
+    assert!(!panics, "expected: a body that panics");
+    Ok(())
+}
+
+/// A body that panics and a call dropped while it runs give their slots back, count as failed
+/// calls in their window, and leave the learner working: a limit of 2 keeps refusing the third.
+#[test]
+fn panicking_and_cancelled_calls_give_their_slots_back_and_count_as_failures() {
+    let _serial = support::serial();
+    support::paused_runtime().block_on(async {
+        for round in 0..30 {
+            let panicked = tokio::spawn(fragile(Duration::from_millis(10), true)).await;
+            assert!(panicked.unwrap_err().is_panic());
+            let cancelled = tokio::time::timeout(
+                Duration::from_millis(5),
+                fragile(Duration::from_secs(1), false),
+            )
+            .await;
+            assert!(cancelled.is_err());
+            fragile(Duration::from_millis(10), false).await.unwrap();
+            let guard = guard_of("::fragile");
+            assert_eq!(guard.in_flight(), 0, "round {round}");
+        }
+        let guard = guard_of("::fragile");
+        let limit = guard.in_flight_limit().unwrap();
+        let calls: Vec<_> = (0..=limit)
+            .map(|_| fragile(Duration::from_millis(10), false))
+            .collect();
+        let outcomes = futures::future::join_all(calls).await;
+        assert_eq!(
+            outcomes.iter().filter(|o| o.is_err()).count(),
+            1,
+            "limit {limit}"
+        );
+        assert_eq!(guard.in_flight(), 0);
+    });
+}
+
+#[too_busy(max_in_flight = "auto", auto_min = 1)]
+async fn observed(hold: Duration, panics: bool) -> Result<(), Rejected> {
+    sleep(hold).await;
+    assert!(!panics, "expected: a body that panics");
+    Ok(())
+}
+
+/// A `tracing` subscriber that panics on the event of a learned limit, raised in the drop of a
+/// call whose body panicked (the window closes there): the process goes on, the slot comes
+/// back, the limit is in force.
+#[test]
+fn a_subscriber_that_panics_as_a_window_closes_in_an_unwinding_call_loses_only_its_event() {
+    let _serial = support::serial();
+    let subscriber = Arc::new(support::PanickingSubscriber::new(|event, _| {
+        support::message(event).contains("in-flight limit learned")
+    }));
+    let _default = tracing::subscriber::set_default(subscriber.clone());
+    support::paused_runtime().block_on(async {
+        // Calls beyond the limit, all failing (the usual here, so the failures move nothing; the
+        // calls pressing against the limit do): the calls that close the windows are unwinding
+        // from their bodies' panics.
+        for _ in 0..40 {
+            let calls: Vec<_> = (0..30)
+                .map(|_| async {
+                    std::panic::AssertUnwindSafe(observed(Duration::from_millis(20), true))
+                        .catch_unwind()
+                        .await
+                })
+                .collect();
+            futures::future::join_all(calls).await;
+            sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let guard = guard_of("::observed");
+    assert_eq!(guard.in_flight(), 0);
+    assert!(subscriber.picked.load(SeqCst) > 0, "no window closed");
+    // The limit learned while the events were lost is in force.
+    assert_ne!(guard.in_flight_limit(), Some(20));
+}
+
+use futures::FutureExt as _;
+
+#[too_busy(max_in_flight = "auto")]
+async fn timeless() -> Result<(), Rejected> {
+    tokio::task::yield_now().await;
+    std::thread::sleep(Duration::from_millis(2));
+    Ok(())
+}
+
+/// A runtime without a time driver: the learner reads the clock only (no timer), so calls are
+/// admitted, windows close and the slots come back.
+#[test]
+fn a_runtime_without_timers_learns_as_any() {
+    let _serial = support::serial();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for _ in 0..100 {
+            timeless().await.unwrap();
+        }
+    });
+    let guard = guard_of("::timeless");
+    assert_eq!(guard.in_flight(), 0);
+    assert!(guard.learns_in_flight_limit());
+    assert_eq!(guard.in_flight_limit(), Some(20));
+}

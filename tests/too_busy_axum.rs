@@ -222,3 +222,77 @@ async fn a_lag_guarded_handler_answers_normally_on_an_idle_server() -> anyhow::R
     }
     Ok(())
 }
+
+/// A dependency with 4 slots, each call holding one for 20 ms (200 calls/s).
+static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
+#[too_busy(max_in_flight = "auto", auto_min = 2)]
+async fn auto_handler() -> impl IntoResponse {
+    let _slot = SLOTS.acquire().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    "auto: done"
+}
+
+/// `max_in_flight = "auto"` over real HTTP: 48 clients in a closed loop against a dependency
+/// that serves 4 at a time. The limit comes down from 20 to a few times the 4 slots, the
+/// requests beyond it are 503s that name nothing inside the service, and the accepted ones wait
+/// far less than the 12 services an unlimited queue would make them wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_learns_the_limit_of_a_dependency_over_http() -> anyhow::Result<()> {
+    let app = Router::new().route("/auto", get(auto_handler));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/auto", listener.local_addr()?);
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = reqwest::Client::new();
+    let end = tokio::time::Instant::now() + Duration::from_secs(3);
+    let clients = (0..48).map(|_| {
+        let (client, url) = (client.clone(), url.clone());
+        tokio::spawn(async move {
+            let (mut accepted, mut refused) = (Vec::new(), 0);
+            while tokio::time::Instant::now() < end {
+                let sent = tokio::time::Instant::now();
+                let response = client.get(&url).send().await?;
+                match response.status() {
+                    StatusCode::OK => accepted.push(sent.elapsed()),
+                    StatusCode::SERVICE_UNAVAILABLE => {
+                        let body = response.text().await?;
+                        ensure!(
+                            !body.contains("auto_handler"),
+                            "the body names the handler: {body}"
+                        );
+                        refused += 1;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    other => anyhow::bail!("unexpected status {other}"),
+                }
+            }
+            anyhow::Ok((accepted, refused))
+        })
+    });
+    let (mut accepted, mut refused) = (Vec::new(), 0);
+    for client in futures::future::join_all(clients).await {
+        let (a, r) = client??;
+        accepted.extend(a);
+        refused += r;
+    }
+    server.abort();
+    let (_, site) = resilient::settings::sites()
+        .into_iter()
+        .find(|(_, name)| name.ends_with("::auto_handler"))
+        .context("the handler's site")?;
+    let limit = resilient::busy::get(&site)
+        .and_then(|guard| guard.in_flight_limit())
+        .context("the handler's limit")?;
+    accepted.sort();
+    let median = accepted[accepted.len() / 2];
+    ensure!((2..=12).contains(&limit), "limit {limit}");
+    ensure!(refused > 0, "nothing refused");
+    // 48 in a queue for 4 slots of 20 ms would wait about 240 ms.
+    ensure!(
+        median < Duration::from_millis(120),
+        "accepted median {median:?}, limit {limit}"
+    );
+    // Goodput: near the dependency's 200 calls/s (3 s).
+    ensure!(accepted.len() > 400, "{} accepted", accepted.len());
+    Ok(())
+}
