@@ -376,6 +376,13 @@ pub use resilient_macros::breaker;
 /// * Under a paused clock, `tokio::time::advance` is no lag: `advancing_a_paused_clock_is_not_lag`.
 /// * Threads that come and go leave one monitor task per runtime, not one per thread:
 ///   `threads_that_come_and_go_leave_one_monitor_task`.
+/// * With `max_in_flight = "auto"`, panicking and cancelled calls give their slots back and count
+///   as failures, a subscriber that panics as a window closes (even in an unwinding call's drop)
+///   loses only its event, and the limit is learned on a runtime without a time driver too
+///   (`tests/too_busy_auto.rs`):
+///   `panicking_and_cancelled_calls_give_their_slots_back_and_count_as_failures`,
+///   `a_subscriber_that_panics_as_a_window_closes_in_an_unwinding_call_loses_only_its_event`,
+///   `a_runtime_without_timers_learns_as_any`.
 /// * Durations too long for nanoseconds in a `u64` saturate instead of wrapping or panicking:
 ///   `settings_at_their_extremes_neither_panic_nor_wrap`.
 pub use resilient_macros::too_busy;

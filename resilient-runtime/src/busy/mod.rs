@@ -22,9 +22,43 @@
 //!   queueing) and say which signal refused. A signal is on when it is named: a guard with none
 //!   checks the lag with the default `max_lag`; one with `max_in_flight` or `max_latency` checks
 //!   the lag only when `max_lag` is named too (and starts no monitor otherwise).
+//! * `max_in_flight = "auto"` ([`TooBusyBuilder::max_in_flight_auto`]) learns the in-flight limit
+//!   from the guard's own calls, for handlers that wait on a dependency with a capacity of its
+//!   own while the runtime never lags: see "`max_in_flight = \"auto\"`" below.
 //! * [`lag`] reads the current lag; [`on_lag`] registers a callback for lag above a threshold
 //!   (toobusy-js's `onLag`). Lag crossings and refusals are `tracing` events (target
 //!   `resilient::too_busy`).
+//!
+//! # `max_in_flight = "auto"`
+//!
+//! The limit moves once per window of calls (at least 100 ms, twice the baseline and 10 calls).
+//! The window's mean latency is held against a baseline, the lowest latency of the last 50
+//! windows (what a call costs with no queue in front of it). Above 1.5 times the baseline the
+//! limit shrinks in proportion, in one step (at most by half); within it, and only if calls
+//! pressed against the limit (one was refused, or as many ran as it allows), it grows by a fifth
+//! while the mean sits at the baseline and by half its square root near the tolerance. A spike
+//! in the share of failed calls (an `Err` or a 5xx response as [`Refuse::failed`] says, a panic,
+//! a call dropped before it finished: at least 25%, and 20 points above the share usual for
+//! this function) cuts it by a quarter. While calls press against the limit, one window in 20
+//! runs at half the limit so that any queue drains and the baseline is measured afresh; a
+//! window whose calls stayed below half the limit never takes it below `auto_initial`.
+//!
+//! This follows what the anchors' issues record. A baseline kept as the lowest latency ever seen
+//! (Vegas) starves callers once the dependency is slower for good; one averaged over loaded calls
+//! (Gradient2's long-term average) drifts up with the queue it should detect, and the limit with
+//! it; growing on every good sample while calls stay far below the limit inflates it at low
+//! load; and a fixed `+queue` allowance with smoothing oscillates. Here the baseline is a
+//! windowed minimum refreshed by probes (as BBR's ProbeRTT and Envoy's periodic minimum-RTT
+//! measurement do), cuts land where the tolerance says rather than by a fixed factor, growth
+//! needs calls pressing against the limit, and errors count only as a spike over what is usual.
+//!
+//! Admission is the fixed limit's: one `fetch_add` against the learned limit, published in the
+//! same atomic. A completed call adds its latency to the window's counters (a clock read and a
+//! few atomic adds); the call that finds its window over takes the learner's lock without waiting
+//! (a call already deciding is left to it), and decides the next limit. Each change is a
+//! `tracing` event (debug, target `resilient::too_busy`, message "in-flight limit learned", with
+//! the new limit, why, and the baseline), [`TooBusy::in_flight_limit`] reads it, and with the
+//! `metrics` feature it is the gauge `resilient_too_busy_in_flight_limit`.
 //!
 //! # Guarantees
 //!
@@ -68,6 +102,16 @@
 //!   A runtime's monitor retires when it shuts down and is reused by the next, so there are never
 //!   more monitors than runtimes alive at once:
 //!   `runtimes_that_come_and_go_reuse_retired_monitors` (`busy::monitor`'s unit tests).
+//! * **`max_in_flight = "auto"`** (in `tests/too_busy_auto.rs`). A body that panics and a call
+//!   dropped while it runs give their slots back and count as failed calls, and the learned
+//!   limit goes on refusing beyond it:
+//!   `panicking_and_cancelled_calls_give_their_slots_back_and_count_as_failures`. A window may
+//!   close in the drop of a call whose body panicked; a `tracing` subscriber or metrics recorder
+//!   that panics there loses its event and nothing else, and the process goes on:
+//!   `a_subscriber_that_panics_as_a_window_closes_in_an_unwinding_call_loses_only_its_event`.
+//!   The learner reads the clock and sets no timer, so it learns on a runtime without a time
+//!   driver as on any: `a_runtime_without_timers_learns_as_any`. Low load is never refused:
+//!   `low_load_refuses_nothing`; the bounds hold: `the_learned_limit_stays_within_its_bounds`.
 //! * **Blocking calls** ([`TooBusy::call_blocking`]). `max_in_flight` and `max_latency` apply as
 //!   to async calls and a panicking body gives its slot back, with no runtime needed; the lag
 //!   is not looked at, so a guard with the lag signal alone admits every blocking call:
