@@ -153,6 +153,59 @@ async fn search() -> Result<&'static str, AppError> {
     Ok("3 results")
 }
 
+/// A connection pool of 4: each query holds a connection for 20 ms, and waits in line for one.
+static POOL: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
+/// The right in-flight limit depends on the pool, which the code does not know: learned.
+#[too_busy(max_in_flight = "auto")]
+async fn query_orders() -> Result<(), AppError> {
+    let _connection = POOL.acquire().await.expect("the pool is never closed");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    Ok(())
+}
+
+/// 32 clients call `query_orders` in a loop for 2 s; every 250 ms, the learned limit and what the
+/// admitted calls waited.
+async fn auto_limit_tour() {
+    println!(
+        "\n   #[too_busy(max_in_flight = \"auto\")]: 32 clients, a pool of 4 connections of 20ms"
+    );
+    let stats = std::sync::Mutex::new((0u32, 0u32, Duration::ZERO));
+    let end = Instant::now() + Duration::from_secs(2);
+    let client = || async {
+        while Instant::now() < end {
+            let started = Instant::now();
+            let admitted = query_orders().await.is_ok();
+            let mut stats = stats.lock().unwrap();
+            if admitted {
+                stats.0 += 1;
+                stats.2 += started.elapsed();
+            } else {
+                stats.1 += 1;
+                drop(stats);
+                tokio::time::sleep(Duration::from_millis(5)).await; // refused: back off a little
+            }
+        }
+    };
+    let report = async {
+        while Instant::now() < end {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let (admitted, refused, waited) = std::mem::take(&mut *stats.lock().unwrap());
+            let limit = resilient::settings::sites()
+                .into_iter()
+                .find(|(_, name)| name.ends_with("::query_orders"))
+                .and_then(|(_, name)| resilient::busy::get(&name)?.in_flight_limit());
+            println!(
+                "  limit {:>2}: {admitted:>3} admitted (mean {:>4.0?}), {refused:>3} refused",
+                limit.unwrap_or(0),
+                waited / admitted.max(1),
+            );
+        }
+    };
+    tokio::join!(futures::future::join_all((0..32).map(|_| client())), report);
+    println!("  (no limit: 32 queued for 4 connections would wait about 160ms each)");
+}
+
 async fn too_busy_tour() {
     println!("\n2. #[too_busy(max_in_flight = 2)]: four calls at once");
     let timed = |n| async move {
@@ -349,6 +402,7 @@ async fn main() {
     println!("resilient tour (lines starting with >> are breaker state changes)");
     breaker_tour().await;
     too_busy_tour().await;
+    auto_limit_tour().await;
     race_retry_tour().await;
     stacking_tour().await;
     settings_tour().await;
