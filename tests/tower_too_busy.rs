@@ -107,3 +107,47 @@ fn invalid_options_are_a_config_error() {
     );
     assert!(busy::get("tower::busy::invalid").is_none());
 }
+
+/// `max_in_flight = "auto"` through the layer: 24 callers at once on a service that serves 3 at a
+/// time (20 ms each) bring the limit down from 20 to a few times 3, and the answered requests
+/// wait about as long as that queue.
+#[tokio::test(start_paused = true)]
+async fn an_auto_limit_is_learned_through_the_layer() {
+    let slots = Arc::new(tokio::sync::Semaphore::new(3));
+    let layer = TooBusyLayer::new(
+        TooBusy::builder("tower::busy::auto")
+            .max_in_flight_auto()
+            .auto_min(1),
+    )
+    .unwrap();
+    let svc = layer.layer(service_fn(move |(): ()| {
+        let slots = slots.clone();
+        async move {
+            let _slot = slots.acquire().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Ok::<_, std::io::Error>(())
+        }
+    }));
+    let end = tokio::time::Instant::now() + Duration::from_secs(4);
+    let callers = (0..24).map(|_| {
+        let mut svc = svc.clone();
+        async move {
+            let mut waited = Vec::new();
+            while tokio::time::Instant::now() < end {
+                let started = tokio::time::Instant::now();
+                match svc.ready().await.unwrap().call(()).await {
+                    Ok(()) => waited.push(started.elapsed()),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+                }
+            }
+            // The second half of this caller's answered requests: after the limit was learned.
+            waited.split_off(waited.len() / 2)
+        }
+    });
+    let late: Vec<_> = futures::future::join_all(callers).await.concat();
+    let limit = svc.guard().in_flight_limit().unwrap();
+    assert!(svc.guard().learns_in_flight_limit());
+    assert!((3..=6).contains(&limit), "{limit}");
+    let mean = late.iter().sum::<Duration>() / late.len() as u32;
+    assert!(mean <= Duration::from_millis(40), "{mean:?}");
+}
