@@ -17,6 +17,8 @@ use crate::{ConfigError, Rejected};
 /// A [`Layer`] that sheds load at a service's entry with the [`TooBusy`] guard registered under
 /// the builder's name ([`TooBusyBuilder::register`]): the run-time settings by name apply to it.
 /// A refused request gets a [`Rejected`](crate::Rejected) in a [`BoxError`] without waiting.
+/// With [`TooBusyBuilder::max_in_flight_auto`], the in-flight limit is learned from the latency
+/// of the responses and their errors, as `#[too_busy(max_in_flight = "auto")]` learns it.
 #[derive(Copy, Clone)]
 pub struct TooBusyLayer {
     guard: &'static TooBusy,
