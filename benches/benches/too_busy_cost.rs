@@ -3,8 +3,10 @@
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
 //! written to this benchmark's section of `benches/README.md` (`common::publish`): the ns
 //! per call of one trivial `async fn` returning `Result<u64, E>` called plainly and under
-//! `#[too_busy]` (defaults: the runtime's lag, `max_lag` 70 ms), `#[too_busy(max_in_flight = 1024)]`
-//! and `#[too_busy(max_latency = "200ms")]`, on 1 thread and on 2 OS threads calling the same fn
+//! `#[too_busy]` (defaults: the runtime's lag, `max_lag` 70 ms), `#[too_busy(max_in_flight = 1024)]`,
+//! `#[too_busy(max_latency = "200ms")]` and `#[too_busy(max_in_flight = "auto")]` (started and
+//! capped at 1024, so it admits every call, and pays for learning: a clock read at each end of a
+//! call and the window's counters), on 1 thread and on 2 OS threads calling the same fn
 //! (so sharing its one static guard). "added" is the guarded figure minus the plain one for the
 //! same thread count; the goal is an added cost under 5 ns for the default attribute. The plain
 //! and default calls are repeated with a pointer-sized error type (`Box<dyn Error>`), whose
@@ -80,6 +82,11 @@ async fn busy_in_flight(x: u64) -> Result<u64, CallError> {
     work(x)
 }
 
+#[too_busy(max_in_flight = "auto", auto_initial = 1024, auto_max = 1024)]
+async fn busy_auto(x: u64) -> Result<u64, CallError> {
+    work(x)
+}
+
 #[too_busy(max_latency = "200ms")]
 async fn busy_latency(x: u64) -> Result<u64, CallError> {
     work(x)
@@ -105,7 +112,7 @@ type Contender = (&'static str, fn(u64), usize);
 /// The contenders, in table order. The goal compares 1 with 0; 4 and 5 repeat 0 and 1 with a
 /// pointer-sized error type, to separate the guard's own cost from the cost of moving a larger
 /// output through one more future.
-const CONTENDERS: [Contender; 6] = [
+const CONTENDERS: [Contender; 7] = [
     ("plain `async fn`", |n| run(n, plain), 0),
     (
         "`#[too_busy]` (defaults: lag, max_lag 70 ms)",
@@ -131,6 +138,11 @@ const CONTENDERS: [Contender; 6] = [
         "`#[too_busy]` (defaults), `Box<dyn Error>` error",
         |n| run(n, busy_default_boxed),
         4,
+    ),
+    (
+        "`#[too_busy(max_in_flight = \"auto\")]` (from 1024)",
+        |n| run(n, busy_auto),
+        0,
     ),
 ];
 
@@ -252,7 +264,8 @@ fn measure() {
 // ---------------------------------------------------------------------------------------------
 
 /// `BENCH_PROFILE=<contender number>` (0 = plain, 1 = defaults, 2 = max_in_flight,
-/// 3 = max_latency, 4 = plain with a boxed error, 5 = defaults with a boxed error) runs just that contender for `BENCH_CALLS` calls (default 10M, rounded up to
+/// 3 = max_latency, 4 = plain with a boxed error, 5 = defaults with a boxed error, 6 =
+/// max_in_flight = "auto") runs just that contender for `BENCH_CALLS` calls (default 10M, rounded up to
 /// whole chunks) on each of `BENCH_THREADS` threads (default 1), in the same setting as the
 /// measurement (a current-thread runtime per thread, a yield per chunk), and prints one line:
 /// a target for `valgrind --tool=callgrind` or `perf`.
