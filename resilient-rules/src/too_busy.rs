@@ -85,7 +85,11 @@ fn auto_rules(o: &TooBusyOptions<'_>, out: &mut Vec<Violation>) {
             "auto_max",
             format!(
                 "`auto_max` ({given_max}) must be at least `auto_min` ({min}{})",
-                if o.auto_min.is_some() { "" } else { ", its default" }
+                if o.auto_min.is_some() {
+                    ""
+                } else {
+                    ", its default"
+                }
             ),
         ));
     }

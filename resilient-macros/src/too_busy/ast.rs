@@ -46,7 +46,10 @@ impl Value for InFlightValue {
             Some(Lit::Str(text)) if text.value() == AUTO => Ok((InFlight::Auto, text.span())),
             Some(Lit::Str(text)) => Err(syn::Error::new(
                 text.span(),
-                format_args!("`max_in_flight = {:?}` is not a limit; {IN_FLIGHT}", text.value()),
+                format_args!(
+                    "`max_in_flight = {:?}` is not a limit; {IN_FLIGHT}",
+                    text.value()
+                ),
             )),
             Some(Lit::Int(_)) => {
                 let (n, span) = Count::<u32>::NEW.parse(name, expr)?;
