@@ -277,9 +277,10 @@ pub use resilient_macros::breaker;
 /// (`Err`, a 5xx response, a panic, a call dropped before it finished) jumps at least 20 points
 /// above its usual share, to 25% or more, cuts the limit by a quarter; a steady share of
 /// errors, such as a handler's `404`s, moves nothing. While calls press against the limit, one
-/// window in 20 runs at half the limit, so that the queue drains and the baseline is measured
-/// again (a baseline that only ever fell would let a slower dependency starve its callers, and
-/// one averaged over loaded calls would drift up with the queue). A window whose calls stayed
+/// window in 20 runs at the limit divided by 1.5, so that the queue drains and the baseline is
+/// measured again; until a probe confirms the baseline, one in 5 runs at half the limit. (A
+/// baseline that only ever fell would let a slower dependency starve its callers, and one
+/// averaged over loaded calls would drift up with the queue.) A window whose calls stayed
 /// below half the limit never takes it below `auto_initial`, so a quiet service is never
 /// starved. The limit stays between `auto_min` and `auto_max`, and is read from code with
 /// [`busy::get`](crate::busy::get)`(name)?.`[`in_flight_limit()`](crate::busy::TooBusy::in_flight_limit),

@@ -14,8 +14,10 @@
 //! it, and only when calls pressed against the limit, the limit grows (by a fifth while the mean
 //! stays at the baseline, by half its square root near the tolerance). A spike in the share of
 //! failed calls shrinks it by a quarter. While calls press against the limit, every
-//! [`PROBE_EVERY`] windows one window runs at half the limit, so that the queue it may hold
-//! drains and the baseline is measured afresh. Windows in which calls stayed far below the limit
+//! [`PROBE_EVERY`] windows one window runs at the limit divided by the tolerance, so that the
+//! queue it may hold drains and the baseline is measured afresh; until a probe confirms the
+//! baseline (at first, and after a probe that lowered it), one window in [`SEARCH_EVERY`] is a
+//! probe at half the limit. Windows in which calls stayed far below the limit
 //! never take it below `initial`, nor below twice what they used.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -34,8 +36,15 @@ const TOLERANCE: f64 = 1.5;
 const NO_QUEUE: f64 = 1.1;
 /// The baseline is the lowest window minimum over this many windows.
 pub(crate) const BASELINE_WINDOWS: usize = 50;
-/// While calls press against the limit, one window in this many is a probe at half the limit.
+/// While calls press against the limit, one window in this many is a probe at the limit divided
+/// by [`TOLERANCE`]: where the limit has settled, with the mean at the tolerance, that is about
+/// what the dependency serves without a queue, so the queue drains while the dependency stays
+/// busy.
 pub(crate) const PROBE_EVERY: u32 = 20;
+/// Until a probe finds the baseline where it was (the first, or after one that lowered it), one
+/// window in this many is a probe, at half the limit: a baseline taken while calls queued (a
+/// limit that started too high) is found out in a few probes.
+const SEARCH_EVERY: u32 = 5;
 /// A shrink never takes more than half the limit at once.
 const MAX_CUT: f64 = 0.5;
 /// The cut after a spike of failures.
@@ -80,7 +89,7 @@ pub(crate) enum Why {
     Failures,
     /// Calls pressed against the limit with latency within the tolerance.
     Grow,
-    /// A probe window starts at half the limit.
+    /// A probe window starts at the limit divided by the tolerance.
     Probe,
     /// The probe window is over.
     ProbeOver,
@@ -112,6 +121,8 @@ pub(crate) struct Control {
     /// Windows since the last probe; the limit to go back to while one runs.
     since_probe: u32,
     probing: Option<f64>,
+    /// The baseline is not confirmed yet: probes come sooner and deeper.
+    searching: bool,
 }
 
 impl Control {
@@ -125,13 +136,15 @@ impl Control {
             settling: false,
             since_probe: 0,
             probing: None,
+            searching: true,
         }
     }
 
     /// The limit calls are admitted under now.
     pub(crate) fn published(&self) -> u32 {
         let limit = match self.probing {
-            Some(_) => (self.limit * 0.5).floor(),
+            Some(_) if self.searching => (self.limit * 0.5).floor(),
+            Some(_) => (self.limit / TOLERANCE).floor(),
             None => self.limit.round(),
         };
         (limit as u32).clamp(self.bounds.min, self.bounds.max)
@@ -153,6 +166,7 @@ impl Control {
     /// Closes a window with at least one call: the next limit.
     pub(crate) fn close(&mut self, w: &Window) -> Verdict {
         let published = self.published();
+        let baseline_before = self.baseline_ns();
         self.minima[self.next] = w.min_ns;
         self.next = (self.next + 1) % BASELINE_WINDOWS;
         let baseline = self.baseline_ns().max(1) as f64;
@@ -181,6 +195,9 @@ impl Control {
             self.limit = if spike { before * FAILURE_CUT } else { before };
             self.since_probe = 0;
             self.settling = true;
+            // A probe that lowered the baseline (by a tenth or more) found a queue that had
+            // always been there: search on.
+            self.searching = (w.min_ns as f64) < 0.9 * baseline_before as f64;
             why = Some(Why::ProbeOver);
         } else if spike {
             self.limit = cut(self.limit, FAILURE_CUT);
@@ -203,7 +220,12 @@ impl Control {
 
         if pressed && why != Some(Why::ProbeOver) {
             self.since_probe += 1;
-            if self.since_probe >= PROBE_EVERY {
+            let every = if self.searching {
+                SEARCH_EVERY
+            } else {
+                PROBE_EVERY
+            };
+            if self.since_probe >= every {
                 self.probing = Some(self.limit);
                 why = Some(Why::Probe);
             }
@@ -414,10 +436,10 @@ mod tests {
     #[test]
     fn a_wrong_start_is_found_out_by_the_probes() {
         // 20 to start, 4 slots: every call queues from the first window, so the first minimum
-        // is no baseline; the probes at half the limit find the real one.
+        // is no baseline; the probes below the limit find the real one.
         let mut control = Control::new(BOUNDS);
-        let limits = run(&mut control, 200, 1000, 4);
-        let (_, hi) = steady(&limits[100..]);
+        let limits = run(&mut control, 100, 1000, 4);
+        let (_, hi) = steady(&limits[40..]);
         assert!(hi <= 8, "{limits:?}");
     }
 

@@ -40,8 +40,12 @@
 //! in the share of failed calls (an `Err` or a 5xx response as [`Refuse::failed`] says, a panic,
 //! a call dropped before it finished: at least 25%, and 20 points above the share usual for
 //! this function) cuts it by a quarter. While calls press against the limit, one window in 20
-//! runs at half the limit so that any queue drains and the baseline is measured afresh; a
-//! window whose calls stayed below half the limit never takes it below `auto_initial`.
+//! is a probe at the limit divided by 1.5 (about what the dependency serves with no queue, once
+//! the limit has settled), so that any queue drains and the baseline is measured afresh; until
+//! a probe finds the baseline where it was (at first, and after a probe that lowered it by a
+//! tenth or more), one window in 5 is a probe at half the limit, so that a baseline first taken
+//! with calls already queueing is found out within a few probes. A window whose calls stayed
+//! below half the limit never takes it below `auto_initial`.
 //!
 //! This follows what the anchors' issues record. A baseline kept as the lowest latency ever seen
 //! (Vegas) starves callers once the dependency is slower for good; one averaged over loaded calls
