@@ -72,8 +72,10 @@ use axum::Router;
 use resilient::Rejected;
 
 mod common;
+use common::open_loop::{self, request, Kind, Outcome};
 use common::outln;
-use common::{load_average, pass, pin_to_cpu, Server};
+use common::svg::{self, Panel};
+use common::{load_average, ms_or_dash, pass, percentile, raise_open_files, Server};
 
 /// CPU burnt by one request.
 const WORK: Duration = Duration::from_millis(5);
@@ -158,24 +160,6 @@ fn start_server(variant: Variant) -> Server {
 // ---------------------------------------------------------------------------------------------
 // The load generator.
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Kind {
-    Accepted,
-    Refused,
-    OtherStatus,
-    Timeout,
-    Error,
-}
-
-/// One request: when it was scheduled (from the run's start), its latency from then, and how it
-/// ended.
-#[derive(Copy, Clone, Debug)]
-struct Outcome {
-    at: Duration,
-    latency: Duration,
-    kind: Kind,
-}
-
 /// What one run measured.
 struct Run {
     rate: f64,
@@ -192,45 +176,12 @@ struct Run {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .http1_only()
-        .no_proxy()
-        .timeout(TIMEOUT)
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build()
-        .expect("the client builds")
-}
-
-/// One request; `due` is its scheduled time.
-async fn request(client: &reqwest::Client, url: &str, due: Instant, t0: Instant) -> Outcome {
-    let result = async {
-        let response = client.get(url).send().await?;
-        let status = response.status();
-        response.bytes().await?;
-        Ok::<_, reqwest::Error>(status)
-    }
-    .await;
-    let kind = match result {
-        Ok(status) if status == reqwest::StatusCode::OK => Kind::Accepted,
-        Ok(status) if status == reqwest::StatusCode::SERVICE_UNAVAILABLE => Kind::Refused,
-        Ok(_) => Kind::OtherStatus,
-        Err(e) if e.is_timeout() => Kind::Timeout,
-        Err(_) => Kind::Error,
-    };
-    Outcome {
-        at: due - t0,
-        latency: due.elapsed(),
-        kind,
-    }
+    open_loop::client(TIMEOUT)
 }
 
 /// A current-thread runtime for the generator, on the calling thread (pinned to CPU 1).
 fn client_runtime() -> tokio::runtime::Runtime {
-    pin_to_cpu(1);
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("the client's runtime builds")
+    open_loop::runtime_on(1)
 }
 
 /// Requests per second a plain server answers when kept busy by closed-loop clients.
@@ -349,15 +300,6 @@ fn run(variant: Variant, rate: f64) -> Run {
 // ---------------------------------------------------------------------------------------------
 // Figures.
 
-/// The nearest-rank percentile `p` (0..=1) of sorted values.
-fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[rank - 1])
-}
-
 /// Figures of a set of outcomes.
 struct Stats {
     sent: usize,
@@ -407,10 +349,6 @@ fn stats<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Stats {
     s
 }
 
-fn ms(d: Option<Duration>) -> String {
-    d.map_or("—".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3))
-}
-
 /// Per-window figures of a run: `(refusal rate, accepted p99)` of the requests scheduled in each
 /// `WINDOW`, and the last lag reading in it.
 fn windows(run: &Run) -> Vec<(f64, Option<Duration>, Duration)> {
@@ -439,111 +377,18 @@ const TOP: f64 = 50.0;
 const GAP: f64 = 60.0;
 const COLORS: [(&str, Variant); 2] = [("#d62728", Variant::Plain), ("#1f77b4", Variant::Guarded)];
 
-struct Panel<'a> {
-    top: f64,
-    title: &'a str,
-    /// Value to y in [0, 1] (0 at the bottom).
-    scale: &'a dyn Fn(f64) -> f64,
-    ticks: &'a [(f64, &'a str)],
-}
-
-impl Panel<'_> {
-    fn x(&self, t: f64) -> f64 {
-        LEFT + t / RUN.as_secs_f64() * PLOT_W
-    }
-
-    fn y(&self, v: f64) -> f64 {
-        self.top + PANEL_H * (1.0 - (self.scale)(v).clamp(0.0, 1.0))
-    }
-
-    fn frame(&self, svg: &mut String) {
-        let bottom = self.top + PANEL_H;
-        let _ = writeln!(
-            svg,
-            r##"<text x="{LEFT}" y="{}" font-weight="bold">{}</text>"##,
-            self.top - 8.0,
-            self.title
-        );
-        let _ = writeln!(
-            svg,
-            r##"<rect x="{LEFT}" y="{}" width="{PLOT_W}" height="{PANEL_H}" fill="none" stroke="#888"/>"##,
-            self.top
-        );
-        for &(v, label) in self.ticks {
-            let y = self.y(v);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{label}</text>"##,
-                LEFT + PLOT_W,
-                LEFT - 6.0,
-                y + 4.0
-            );
-        }
-        for s in 0..=RUN.as_secs() {
-            let x = self.x(s as f64);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{:.1}" stroke="#888"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="11">{s} s</text>"##,
-                bottom + 4.0,
-                bottom + 16.0
-            );
-        }
-    }
-
-    /// A line through `points` (time in s, value); `None` values break it.
-    fn line(&self, svg: &mut String, color: &str, points: &[(f64, Option<f64>)]) {
-        let mut segment = Vec::new();
-        let flush = |segment: &mut Vec<String>, svg: &mut String| {
-            if segment.len() == 1 {
-                let xy: Vec<&str> = segment[0].split(',').collect();
-                let _ = writeln!(
-                    svg,
-                    r##"<circle cx="{}" cy="{}" r="2.5" fill="{color}"/>"##,
-                    xy[0], xy[1]
-                );
-            } else if segment.len() > 1 {
-                let _ = writeln!(
-                    svg,
-                    r##"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"##,
-                    segment.join(" ")
-                );
-            }
-            segment.clear();
-        };
-        for &(t, v) in points {
-            match v {
-                Some(v) => segment.push(format!("{:.1},{:.1}", self.x(t), self.y(v))),
-                None => flush(&mut segment, svg),
-            }
-        }
-        flush(&mut segment, svg);
-    }
-
-    /// A dashed horizontal line at `v`, labelled.
-    fn mark(&self, svg: &mut String, v: f64, label: &str) {
-        let y = self.y(v);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#2ca02c" stroke-dasharray="5,4"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11" fill="#2ca02c">{label}</text>"##,
-            LEFT + PLOT_W,
-            LEFT + PLOT_W - 4.0,
-            y - 4.0
-        );
-    }
-}
-
 fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
     let height = TOP + 3.0 * (PANEL_H + GAP) + 10.0;
     let width = LEFT + PLOT_W + 30.0;
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="13">"##
-    );
-    let _ = writeln!(
-        svg,
-        r##"<rect width="100%" height="100%" fill="white"/><text x="{LEFT}" y="22" font-size="15" font-weight="bold">5 ms CPU handler, 5x capacity ({:.0} req/s offered, capacity {capacity:.0}): plain vs #[too_busy]</text>"##,
-        5.0 * capacity
+    let mut svg = svg::open(width, height);
+    svg::title(
+        &mut svg,
+        LEFT,
+        22.0,
+        &format!(
+            "5 ms CPU handler, 5x capacity ({:.0} req/s offered, capacity {capacity:.0}): plain vs #[too_busy]",
+            5.0 * capacity
+        ),
     );
     let mut legend_x = LEFT;
     for (color, variant) in COLORS {
@@ -551,12 +396,7 @@ fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
             Variant::Plain => "plain",
             Variant::Guarded => "#[too_busy] (defaults)",
         };
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{legend_x}" y1="36" x2="{}" y2="36" stroke="{color}" stroke-width="3"/><text x="{}" y="40">{label}</text>"##,
-            legend_x + 24.0,
-            legend_x + 30.0
-        );
+        svg::legend(&mut svg, legend_x, 36.0, svg::Stroke::solid(color), label);
         legend_x += 220.0;
     }
 
@@ -574,14 +414,22 @@ fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
         .collect();
     let lag_ticks: Vec<(f64, &str)> = lag_ticks.iter().map(|(v, l)| (*v, l.as_str())).collect();
     let lag_panel = Panel {
+        left: LEFT,
         top: TOP + 20.0,
+        width: PLOT_W,
+        height: PANEL_H,
+        seconds: RUN.as_secs_f64(),
         title: "Monitor's smoothed lag, resilient::busy::lag(), read every 100 ms",
         scale: &lag_scale,
         ticks: &lag_ticks,
     };
     let refused_scale = |v: f64| v;
     let refused_panel = Panel {
+        left: LEFT,
         top: TOP + 20.0 + PANEL_H + GAP,
+        width: PLOT_W,
+        height: PANEL_H,
+        seconds: RUN.as_secs_f64(),
         title: "Refused (503) share of the requests sent, per 500 ms window",
         scale: &refused_scale,
         ticks: &[
@@ -595,7 +443,11 @@ fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
     // Latency on a log scale from 1 ms to 10 s.
     let latency_scale = |v: f64| (v.max(1e-3).log10() + 3.0) / 4.0;
     let latency_panel = Panel {
+        left: LEFT,
         top: TOP + 20.0 + 2.0 * (PANEL_H + GAP),
+        width: PLOT_W,
+        height: PANEL_H,
+        seconds: RUN.as_secs_f64(),
         title: "p99 latency of accepted (200) requests, per 500 ms window (log scale; × = no 200 in the window)",
         scale: &latency_scale,
         ticks: &[(1e-3, "1 ms"), (1e-2, "10 ms"), (0.1, "100 ms"), (1.0, "1 s"), (10.0, "10 s")],
@@ -643,25 +495,11 @@ fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
             );
         }
     }
-    svg.push_str("</svg>\n");
+    svg::close(&mut svg);
     svg
 }
 
 // ---------------------------------------------------------------------------------------------
-
-/// Raises the open-files limit to its maximum: an overloaded run holds thousands of sockets.
-fn raise_open_files() -> u64 {
-    // SAFETY: `limit` is a plain struct on the stack, passed by pointer as the calls require.
-    unsafe {
-        let mut limit: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-        }
-        limit.rlim_cur
-    }
-}
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
@@ -715,8 +553,8 @@ fn main() {
             variant.name(),
             r.rate,
             s.sent,
-            ms(s.p50),
-            ms(s.p99),
+            ms_or_dash(s.p50),
+            ms_or_dash(s.p99),
             100.0 * goodput / capacity,
             100.0 * s.refused as f64 / s.sent.max(1) as f64,
             s.errors + s.other,
@@ -758,7 +596,7 @@ fn main() {
     outln!("|---|---:|---:|---|");
     outln!(
         "| guarded accepted p99 | {} | < {} ms | {} |",
-        ms(sg.p99),
+        ms_or_dash(sg.p99),
         GOAL_P99.as_millis(),
         pass(sg.p99.is_some_and(|p| p < GOAL_P99))
     );
@@ -770,8 +608,8 @@ fn main() {
     );
     outln!(
         "| unguarded p99 / guarded p99 | {} / {} = {ratio:.1}x | >= {GOAL_RATIO}x | {} |",
-        ms(sp.p99),
-        ms(sg.p99),
+        ms_or_dash(sp.p99),
+        ms_or_dash(sg.p99),
         pass(ratio >= GOAL_RATIO)
     );
     outln!(
@@ -799,8 +637,8 @@ fn main() {
             p.2.as_secs_f64() * 1e3,
             g.2.as_secs_f64() * 1e3,
             100.0 * g.0,
-            ms(p.1),
-            ms(g.1),
+            ms_or_dash(p.1),
+            ms_or_dash(g.1),
         );
     }
 

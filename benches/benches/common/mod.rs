@@ -1,6 +1,7 @@
 //! Helpers every benchmark of this package uses: driving futures on plain threads, pinning
-//! threads, shifting stacks, formatting, and publishing the results. Included with `mod common;`;
-//! not every benchmark uses every helper.
+//! threads, shifting stacks, formatting, and publishing the results; an open-loop HTTP load
+//! generator's pieces ([`open_loop`]) and hand-written SVG plots ([`svg`]). Included with
+//! `mod common;`; not every benchmark uses every helper.
 //!
 //! # Publishing
 //!
@@ -17,6 +18,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use resilient::Rejected;
+
+pub mod open_loop;
+pub mod svg;
 
 /// The waker of [`block_on`]: unparks the thread that polls.
 struct Unpark(std::thread::Thread);
@@ -198,6 +202,35 @@ pub fn profile_calls(name: &str, chunk: u64, run: impl Fn(u64) + Sync) {
 /// A duration in ms with one decimal.
 pub fn ms(d: std::time::Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// The nearest-rank percentile `p` (0..=1) of sorted values.
+pub fn percentile(sorted: &[std::time::Duration], p: f64) -> Option<std::time::Duration> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
+/// Raises the open-files limit to its maximum, and returns it: an overloaded HTTP run holds
+/// thousands of sockets.
+pub fn raise_open_files() -> u64 {
+    // SAFETY: `limit` is a plain struct on the stack, passed by pointer as the calls require.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        }
+        limit.rlim_cur
+    }
+}
+
+/// A duration in ms with one decimal, or a dash for none.
+pub fn ms_or_dash(d: Option<std::time::Duration>) -> String {
+    d.map_or("—".into(), ms)
 }
 
 /// A goal's verdict.
