@@ -176,13 +176,16 @@ async fn auto_limit_tour() {
         while Instant::now() < end {
             let started = Instant::now();
             let admitted = query_orders().await.is_ok();
-            let mut stats = stats.lock().unwrap();
-            if admitted {
-                stats.0 += 1;
-                stats.2 += started.elapsed();
-            } else {
-                stats.1 += 1;
-                drop(stats);
+            {
+                let mut stats = stats.lock().unwrap();
+                if admitted {
+                    stats.0 += 1;
+                    stats.2 += started.elapsed();
+                } else {
+                    stats.1 += 1;
+                }
+            }
+            if !admitted {
                 tokio::time::sleep(Duration::from_millis(5)).await; // refused: back off a little
             }
         }
