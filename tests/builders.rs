@@ -190,7 +190,11 @@ fn too_busy_refuses_what_the_attribute_refuses() {
     refused(
         b().max_in_flight(0).build(),
         "too_busy `builders.busy`: `max_in_flight` must be at least 1 (leave it out for no \
-         limit), e.g. `max_in_flight = 256`",
+         limit), e.g. `max_in_flight = 256`, or `max_in_flight = \"auto\"` to learn it",
+    );
+    refused(
+        b().max_in_flight_auto().auto_min(8).auto_max(4).build(),
+        "too_busy `builders.busy`: `auto_max` (4) must be at least `auto_min` (8)",
     );
     refused(
         b().max_lag(Duration::ZERO).build(),

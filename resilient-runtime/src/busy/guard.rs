@@ -86,7 +86,7 @@ impl<T, E: FromRejected> Refuse for Result<T, E> {
 /// assert_eq!(
 ///     refused.to_string(),
 ///     "too_busy `search`: `max_in_flight` must be at least 1 (leave it out for no limit), \
-///      e.g. `max_in_flight = 256`"
+///      e.g. `max_in_flight = 256`, or `max_in_flight = \"auto\"` to learn it"
 /// );
 /// # }
 /// ```
