@@ -745,17 +745,7 @@ fn run(
     let generator = std::thread::spawn(move || {
         open_loop::runtime_on(1).block_on(async move {
             let client = open_loop::client(TIMEOUT);
-            // Open a few pooled connections, then let the server idle for a moment.
-            let warm: Vec<_> = (0..8)
-                .map(|_| {
-                    let (client, url) = (client.clone(), url.clone());
-                    tokio::spawn(async move { client.get(&*url).send().await.map(drop) })
-                })
-                .collect();
-            for task in warm {
-                let _ = task.await;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            open_loop::warm_up(&client, &url).await;
 
             let sampling = Arc::new(AtomicBool::new(true));
             let t0 = Instant::now();

@@ -227,17 +227,7 @@ fn run(variant: Variant, rate: f64) -> Run {
     let generator = std::thread::spawn(move || {
         client_runtime().block_on(async move {
             let client = client();
-            // Open a few pooled connections, then let the server idle for a moment.
-            let warm: Vec<_> = (0..8)
-                .map(|_| {
-                    let (client, url) = (client.clone(), url.clone());
-                    tokio::spawn(async move { client.get(&*url).send().await.map(drop) })
-                })
-                .collect();
-            for task in warm {
-                let _ = task.await;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            open_loop::warm_up(&client, &url).await;
 
             let sampling = Arc::new(AtomicBool::new(true));
             let samples_before = MONITOR_SAMPLES.load(Relaxed);

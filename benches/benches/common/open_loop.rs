@@ -73,3 +73,18 @@ pub async fn request(client: &reqwest::Client, url: &str, due: Instant, t0: Inst
         kind,
     }
 }
+
+/// Opens a few pooled connections to `url` (the same for every contender), then lets the server
+/// idle for a moment before a run.
+pub async fn warm_up(client: &reqwest::Client, url: &std::sync::Arc<str>) {
+    let warm: Vec<_> = (0..8)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { client.get(&*url).send().await.map(drop) })
+        })
+        .collect();
+    for task in warm {
+        let _ = task.await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
