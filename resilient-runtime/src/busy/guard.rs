@@ -464,6 +464,10 @@ impl TooBusy {
             }
             #[cfg(feature = "metrics")]
             self.meter().ran(sample);
+            // Measured for `max_in_flight = "auto"` alone: no mean to keep.
+            if self.max_latency_ns.load(Relaxed) == 0 {
+                return;
+            }
             let mean = self.counters.latency_ns.load(Relaxed) as f64;
             let now = at.max(1);
             let last = self.counters.latency_at.load(Relaxed);
