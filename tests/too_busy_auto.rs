@@ -528,3 +528,26 @@ fn a_runtime_without_timers_learns_as_any() {
     assert!(guard.learns_in_flight_limit());
     assert_eq!(guard.in_flight_limit(), Some(20));
 }
+
+#[too_busy(max_in_flight = "auto", max_latency = "50ms")]
+async fn combined(hold: Duration) -> Result<(), Rejected> {
+    sleep(hold).await;
+    Ok(())
+}
+
+/// The learned limit combines with the other signals as a fixed one does: here `max_latency`
+/// refuses while the recent mean is above it, far below the learned limit, and says so.
+#[test]
+fn a_learned_limit_combines_with_max_latency() {
+    let _serial = support::serial();
+    support::paused_runtime().block_on(async {
+        combined(Duration::from_millis(80)).await.unwrap();
+        let refused = combined(Duration::from_millis(1)).await.unwrap_err();
+        assert!(refused.is_too_busy());
+        assert!(refused.to_string().contains("max_latency"), "{refused}");
+        let guard = guard_of("::combined");
+        assert!(guard.learns_in_flight_limit());
+        assert_eq!(guard.in_flight_limit(), Some(20));
+        assert_eq!(guard.in_flight(), 0);
+    });
+}
