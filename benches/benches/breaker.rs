@@ -4,44 +4,78 @@
 //! written to this benchmark's section of `benches/README.md` (`common::publish`):
 //!
 //! 1. **Closed-state success path.** One trivial `async fn` returning `Result<u64, E>` called
-//!    plainly, under `#[breaker]` (count rule, default options), under
-//!    `#[breaker(failure_rate = 0.5, min_calls = 20)]` (rate rule), and under the peers
-//!    `recloser` (`AsyncRecloser::call`), `failsafe` (its futures API, `futures::CircuitBreaker::call`)
-//!    and `tower-resilience-circuitbreaker` (a tower `Service` layered around `service_fn`, driven by
-//!    `ServiceExt::ready` + `Service::call`), each with its default configuration. Every contender
-//!    runs on 1 thread and on 2 OS threads sharing one breaker.
+//!    plainly, under `#[breaker]` (count rule, default options), `#[breaker(timeout = "1s")]`
+//!    (count rule with a timeout), `#[breaker(failure_rate = 0.5, min_calls = 20)]` (rate rule)
+//!    and `#[breaker(failure_rate = 0.5, min_calls = 20, timeout = "1s")]`, and under the peers
+//!    `recloser` (`AsyncRecloser::call`), `failsafe` (its futures API,
+//!    `futures::CircuitBreaker::call`) and `tower-resilience-circuitbreaker` (a tower `Service`
+//!    layered around `service_fn`, called as tower services are: `ready()`, then `call(i)`), each
+//!    with its default configuration. Every contender runs on both drivers (below), on 1 thread
+//!    and on 2 OS threads sharing one breaker, and its instructions per call are counted by
+//!    callgrind. "added" is a contender's figure minus its baseline's on the same driver and
+//!    thread count: the plain `async fn` for ours, recloser and failsafe; the same work as a plain
+//!    `tower::service_fn`, called the same way (`ready()`, then `call(i)`), for
+//!    tower-resilience.
 //! 2. **Keyed registry.** A `KeyedBreaker` holding 1,000,000 keys: ns per lookup of a random
 //!    existing key, and bytes per key counted by the global allocator below.
 //!
+//! The goals: the count and the rate rule add at most 1/5 of the fastest peer's added time, on
+//! the worst driver (the one where ours is the largest share of the fastest peer on that driver),
+//! for 1 and 2 threads; the count rule without a timeout adds at most 30 instructions per call,
+//! the rate rule and the `timeout` variants at most 60, on the worst driver.
+//!
 //! # How calls are driven
 //!
-//! Nothing in these calls waits for I/O or a timer (no timeout is configured, the breakers stay
-//! closed), so each call's future is polled to completion by [`block_on`], a tiny loop on the
-//! calling thread. All contenders go through the same `block_on`, on plain OS threads, with no
-//! tokio runtime: that removes scheduler noise and measures only the future and the breaker. Its
-//! waker unparks the thread and is made once per chunk of calls, so it costs no call anything;
-//! it matters only for tower-resilience, whose `tokio::sync::Mutex` (usable without a runtime)
-//! returns `Pending` when contended: the thread then parks until the holder wakes it, as a
-//! runtime's worker would. (Busy-polling with a no-op waker instead makes every re-poll take the
-//! semaphore's internal lock and slows the holder by orders of magnitude, which says nothing about
-//! tower-resilience under a real runtime.)
+//! Nothing in these calls waits for I/O or a timer (the `timeout` variants make a timer that
+//! never fires, the breakers stay closed), so each call's future is polled to completion on the
+//! calling thread by one of two drivers (`common::drive`), the same for every contender. In both
+//! the call's future is made in place (`pin!(make(i))`: the call writes it straight into a pinned
+//! slot of the calling loop) and never moved: a future passed by value to a function that is not
+//! inlined is copied right after it was written, which stalls on store forwarding and adds time
+//! to the harness's account, more for a larger future. `inlined` polls it in an
+//! `#[inline(always)]` loop; `polled` polls it through one `#[inline(never)]`
+//! `poll_in_place(Pin<&mut F>, &mut Context)`, as an executor polls a task. A tower service's
+//! call is two futures, `ready()` and `call(i)`, each made in place and driven so. The workers
+//! are plain OS threads, each inside the context of a current-thread tokio runtime of its own
+//! (entered, never running: the `timeout` variants make their timer with its time driver), so no
+//! scheduler runs between calls. The waker unparks the thread and is made once per runner, so it
+//! costs no call anything; it matters only for tower-resilience, whose `tokio::sync::Mutex`
+//! (usable without a runtime) returns `Pending` when contended: the thread then parks until the
+//! holder wakes it, as a runtime's worker would. (Busy-polling with a no-op waker instead makes
+//! every re-poll take the semaphore's internal lock and slows the holder by orders of magnitude,
+//! which says nothing about tower-resilience under a real runtime.) Every breaker is built by one
+//! call on the unpinned main thread before sampling: the runtime sizes a rate window's stripes by
+//! the CPUs the building thread may use.
 //!
 //! # How time is measured
 //!
-//! A sample runs a contender for a fixed time (`SAMPLE`), in chunks of `CHUNK` calls, and divides
-//! the time by the calls made. With 2 threads, both start at a barrier and stop at one flag, so
-//! they contend for the whole sample; the figure is the time per call seen by each thread (the
-//! mean of the two). Each worker thread is pinned to its own CPU, and each round moves the
-//! workers' stacks by another half-kilobyte (see [`with_stack_shift`]). Samples are taken
-//! round-robin over the contenders (`SAMPLES` rounds) so that drift in the machine spreads evenly.
-//! The main table and the goal check use each contender's median sample; a second table shows
-//! the best samples. On one thread, disturbance by other processes on the (shared) machine only
-//! adds time, so the best sample is the undisturbed cost; on two threads it can also remove
-//! contention (one worker preempted leaves the other alone), so a best sample can flatter a
-//! contended breaker, and the median is the fair figure. "added" is the contender's figure minus
-//! the plain call's figure for the same thread count.
+//! A sample runs a contender on one driver for a fixed time (`SAMPLE`), in chunks of `CHUNK`
+//! calls, and divides the time by the calls made. With 2 threads, both start at a barrier and
+//! stop at one flag, so they contend for the whole sample; the figure is the time per call seen
+//! by each thread (the mean of the two). Each worker thread is pinned to its own CPU, and each
+//! round moves the workers' stacks by another half-kilobyte (see `common::with_stack_shift`).
+//! Samples are taken round-robin over the contenders, drivers and thread counts (`SAMPLES`
+//! rounds, `common::rounds`) so that drift in the machine spreads evenly. The main table and the
+//! goals use each figure's median sample; a second table shows the best samples. On one thread,
+//! disturbance by other processes on the (shared) machine only adds time, so the best sample is
+//! the undisturbed cost; on two threads it can also remove contention (one worker preempted
+//! leaves the other alone), so a best sample can flatter a contended breaker, and the median is
+//! the fair figure.
 //!
-//! `BENCH_PROFILE` runs one contender alone, for callgrind or perf: see [`profile`].
+//! # How instructions are counted
+//!
+//! After the samples, when `valgrind` is on the `PATH`, the benchmark runs its own executable
+//! again under `valgrind --tool=callgrind` for each contender and driver, one run after another,
+//! in the `BENCH_PROFILE` mode below (the contender alone, 1 thread, the measurement's setting),
+//! once for N (`CALLGRIND_CALLS`) and once for 2N calls, and reads each run's total of
+//! instructions executed from callgrind's output file: `(I(2N) - I(N)) / N` is the instructions
+//! per call, everything the two runs share (start, building, warm-up, exit) cancelling out
+//! (`common::callgrind`). Without valgrind the benchmark says so in one line and installs
+//! nothing; the instruction goals then read "not counted".
+//!
+//! `BENCH_QUICK=1` makes a quick run for development (3 samples of 50 ms, N = 20,000) and
+//! publishes nothing. `BENCH_PROFILE` runs one contender alone, for callgrind or perf: see
+//! [`profile`].
 //!
 //! # How memory is measured
 //!
@@ -53,7 +87,6 @@
 //! growth is printed beside it for reference.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::future::Future;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -61,16 +94,30 @@ use std::time::{Duration, Instant};
 use resilient::breaker;
 
 mod common;
+use common::cost::{
+    added, clones_of, in_chunks, measure, or_dash, print_table, Contender, Figures, Grid,
+    Instructions, Plan, Role,
+};
+use common::drive::Driver;
 use common::outln;
 use common::{
-    block_on, group, load_average, median, pin_to_cpu, plain, rounds, sample_threads, thread_waker,
-    work, CallError, Rounds,
+    current_thread_runtime, group, load_average, median, pass, plain, plain_boxed, sample_threads,
+    work, CallError,
 };
 
-/// How long one sample runs each contender.
+/// How long one sample runs each contender (`BENCH_QUICK`: 50 ms).
 const SAMPLE: Duration = Duration::from_millis(150);
-/// Rounds of samples; the best and the median are reported.
+/// Rounds of samples; the best and the median are reported (`BENCH_QUICK`: 3).
 const SAMPLES: usize = 9;
+/// N of the instruction counts: callgrind runs each contender for N and 2N calls per driver
+/// (`BENCH_QUICK`: 20,000).
+const CALLGRIND_CALLS: u64 = 200_000;
+/// Goal: ours adds at most 1/GOAL_RATIO of the fastest peer's added time.
+const GOAL_RATIO: f64 = 5.0;
+/// Goal: added instructions per call of the count rule without a timeout...
+const GOAL_COUNT_INSTRUCTIONS: f64 = 30.0;
+/// ... and of the rate rule and the `timeout` variants.
+const GOAL_OTHER_INSTRUCTIONS: f64 = 60.0;
 /// Calls between two looks at the stop flag.
 const CHUNK: u64 = 4096;
 /// Keys held by the keyed registry.
@@ -128,10 +175,15 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 // ---------------------------------------------------------------------------------------------
-// The call under test.
+// The calls under test.
 
 #[breaker]
 async fn count_rule(x: u64) -> Result<u64, CallError> {
+    work(x)
+}
+
+#[breaker(timeout = "1s")]
+async fn count_timeout(x: u64) -> Result<u64, CallError> {
     work(x)
 }
 
@@ -140,207 +192,255 @@ async fn rate_rule(x: u64) -> Result<u64, CallError> {
     work(x)
 }
 
+#[breaker(failure_rate = 0.5, min_calls = 20, timeout = "1s")]
+async fn rate_timeout(x: u64) -> Result<u64, CallError> {
+    work(x)
+}
+
 // ---------------------------------------------------------------------------------------------
-// Contenders.
+// Contenders, in table order (their numbers are `BENCH_PROFILE`'s).
 
-/// Runs `n` calls; each thread gets its own runner (its own handle to the one shared breaker).
-type Runner = Box<dyn FnMut(u64) + Send>;
-
-struct Contender {
-    name: String,
-    peer: bool,
-    make: Box<dyn Fn() -> Runner + Sync>,
-}
-
-/// A contender whose calls are `call(i)` for a shared, cloneable handle.
-fn contender<H, F, Fut>(name: String, peer: bool, handle: H, call: F) -> Contender
-where
-    H: Clone + Send + Sync + 'static,
-    F: Fn(&H, u64) -> Fut + Copy + Send + Sync + 'static,
-    Fut: Future,
-{
-    Contender {
-        name,
-        peer,
-        make: Box::new(move || {
-            let handle = handle.clone();
-            Box::new(move |n| {
-                let waker = thread_waker();
-                for i in 0..n {
-                    black_box(block_on(&waker, call(&handle, black_box(i))));
-                }
-            })
-        }),
-    }
-}
+const PLAIN: usize = 0;
+const COUNT: usize = 1;
+const COUNT_TIMEOUT: usize = 2;
+const RATE: usize = 3;
+const RATE_TIMEOUT: usize = 4;
+const SERVICE_FN: usize = 7;
 
 fn contenders(lock: &str) -> Vec<Contender> {
     let version = |name: &str| crate_version(lock, name);
-    let mut all = vec![
-        contender("plain `async fn`".into(), false, (), |_, i| plain(i)),
-        contender(
-            "`#[breaker]` count rule (defaults)".into(),
-            false,
-            (),
-            |_, i| count_rule(i),
-        ),
-        contender(
-            "`#[breaker(failure_rate = 0.5, min_calls = 20)]`".into(),
-            false,
-            (),
-            |_, i| rate_rule(i),
-        ),
-    ];
-
     // recloser: `AsyncRecloser` (a clone shares the same `Arc<Recloser>`), default options.
     let recloser = recloser::AsyncRecloser::from(recloser::Recloser::default());
-    all.push(contender(
-        format!("recloser {} (`AsyncRecloser::call`)", version("recloser")),
-        true,
-        recloser,
-        |r, i| r.call(plain(i)),
-    ));
-
     // failsafe: the futures API (`failsafe::futures::CircuitBreaker::call`), default policy
     // (success rate over a time window, or else consecutive failures). A clone shares the state.
     let failsafe = failsafe::Config::new().build();
-    all.push(contender(
-        format!("failsafe {} (futures `call`)", version("failsafe")),
-        true,
-        failsafe,
-        |f, i| failsafe::futures::CircuitBreaker::call(f, plain(i)),
-    ));
-
     // tower-resilience: its breaker is a tower `Service` middleware, not a function wrapper, so
-    // the plain fn is made a `service_fn` and each call is `ready().await` then `call(i).await`
-    // (a boxed future per call). Clones of the service share one circuit. Default options.
-    let layer = tower_resilience_circuitbreaker::CircuitBreakerLayer::builder()
+    // the plain work is a `service_fn` and each call is `ready()` then `call(i)` (a boxed future
+    // per call). Clones of the service share one circuit. Default options.
+    let resilience = tower_resilience_circuitbreaker::CircuitBreakerLayer::builder()
         .build()
-        .expect("default tower-resilience options are valid");
-    let service = layer.layer_fn(tower::service_fn(plain));
-    all.push(Contender {
-        name: format!(
-            "tower-resilience-circuitbreaker {} (`Service`)",
-            version("tower-resilience-circuitbreaker")
-        ),
-        peer: true,
-        make: Box::new(move || {
-            let mut service = service.clone();
-            Box::new(move |n| {
-                use tower::{Service as _, ServiceExt as _};
-                let waker = thread_waker();
-                for i in 0..n {
-                    let _ = black_box(block_on(&waker, async {
-                        let ready = service.ready().await.map_err(drop)?;
-                        ready.call(black_box(i)).await.map_err(drop)
-                    }));
-                }
-            })
+        .expect("default tower-resilience options are valid")
+        .layer_fn(tower::service_fn(plain_boxed));
+    let all = vec![
+        Contender::calls("plain `async fn`", Role::Baseline, PLAIN, (), |_, i| {
+            plain(i)
         }),
-    });
+        Contender::calls(
+            "`#[breaker]` count rule (defaults)",
+            Role::Ours,
+            PLAIN,
+            (),
+            |_, i| count_rule(i),
+        ),
+        Contender::calls(
+            "`#[breaker(timeout = \"1s\")]` count rule",
+            Role::Ours,
+            PLAIN,
+            (),
+            |_, i| count_timeout(i),
+        ),
+        Contender::calls(
+            "`#[breaker(failure_rate = 0.5, min_calls = 20)]`",
+            Role::Ours,
+            PLAIN,
+            (),
+            |_, i| rate_rule(i),
+        ),
+        Contender::calls(
+            "`#[breaker(failure_rate = 0.5, min_calls = 20, timeout = \"1s\")]`",
+            Role::Ours,
+            PLAIN,
+            (),
+            |_, i| rate_timeout(i),
+        ),
+        Contender::calls(
+            format!("recloser {} (`AsyncRecloser::call`)", version("recloser")),
+            Role::Peer,
+            PLAIN,
+            recloser,
+            |r, i| r.call(plain(i)),
+        ),
+        Contender::calls(
+            format!("failsafe {} (futures `call`)", version("failsafe")),
+            Role::Peer,
+            PLAIN,
+            failsafe,
+            |f, i| failsafe::futures::CircuitBreaker::call(f, plain(i)),
+        ),
+        Contender::requests(
+            "plain `service_fn` (`ready` + `call`)",
+            Role::Baseline,
+            SERVICE_FN,
+            || tower::service_fn(plain_boxed),
+        ),
+        Contender::requests(
+            format!(
+                "tower-resilience-circuitbreaker {} (`Service`)",
+                version("tower-resilience-circuitbreaker")
+            ),
+            Role::Peer,
+            SERVICE_FN,
+            clones_of(resilience),
+        ),
+    ];
+    assert_eq!(all[SERVICE_FN].role, Role::Baseline);
     all
 }
 
-/// ns per call of one sample on `threads` threads sharing the contender's breaker; `round`
-/// picks the stack shift.
-fn sample(contender: &Contender, threads: usize, round: usize) -> (f64, u64) {
-    sample_threads(threads, round, SAMPLE, |timing| {
+/// ns per call of one sample on `threads` threads sharing the contender's breaker, polled by
+/// `driver`; `round` picks the stack shift. Each worker enters a current-thread runtime of its
+/// own (the timers of the `timeout` variants need its time driver) and calls on its own thread.
+fn sample(
+    contender: &Contender,
+    driver: Driver,
+    threads: usize,
+    round: usize,
+    length: Duration,
+) -> (f64, u64) {
+    sample_threads(threads, round, length, |timing| {
+        let runtime = current_thread_runtime();
+        let _context = runtime.enter();
         let mut run = (contender.make)();
-        run(CHUNK); // warm up: caches, thread-locals
-        timing.timed(CHUNK, || run(CHUNK))
+        run(driver, CHUNK); // warm up: caches, thread-locals
+        timing.timed(CHUNK, || run(driver, CHUNK))
     })
 }
 
-fn print_table(all: &[Contender], ns: &[[f64; 2]]) {
-    let base = ns[0];
-    outln!("| contender | 1 thread ns/call | added | 2 threads ns/call | added |");
-    outln!("|---|---:|---:|---:|---:|");
-    for (c, contender) in all.iter().enumerate() {
-        let added = |t: usize| {
-            if c == 0 {
-                "—".to_string()
-            } else {
-                format!("{:+.1}", ns[c][t] - base[t])
-            }
-        };
-        outln!(
-            "| {} | {:.1} | {} | {:.1} | {} |",
-            contender.name,
-            ns[c][0],
-            added(0),
-            ns[c][1],
-            added(1)
-        );
+/// One call of each contender from this (unpinned) thread, so that every breaker is built here:
+/// the runtime sizes a rate window's stripes by the CPUs the building thread may use, which is 1
+/// on a pinned worker.
+fn build_here(all: &[Contender]) {
+    let runtime = current_thread_runtime();
+    let _context = runtime.enter();
+    for contender in all {
+        (contender.make)()(Driver::Inlined, 1);
     }
 }
 
-fn closed_path(lock: &str) {
+/// The peer with the lowest added time on driver `d` and thread count `t`: its name's first
+/// word and its added ns.
+fn fastest_peer(all: &[Contender], ns: &Grid, d: usize, t: usize) -> (String, f64) {
+    all.iter()
+        .enumerate()
+        .filter(|(_, c)| c.role == Role::Peer)
+        .map(|(p, c)| {
+            let word = c.name.split(' ').next().unwrap_or(&c.name);
+            (word.to_string(), added(all, ns, p, d, t))
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("there are peers")
+}
+
+fn closed_path(lock: &str, plan: &Plan) {
     let all = contenders(lock);
-    const THREADS: [usize; 2] = [1, 2];
-    // One call each from this (unpinned) thread first, so that every breaker is built here: the
-    // runtime sizes a rate window's stripes by the CPUs the building thread may use, which is 1 on
-    // a pinned worker.
-    for contender in &all {
-        (contender.make)()(1);
-    }
-    let Rounds {
+    build_here(&all);
+    let Figures {
         medians,
         best,
         fewest_calls,
-    } = rounds(all.len(), SAMPLES, |c, threads, round| {
-        sample(&all[c], threads, round)
+    } = measure(&all, plan.samples, |c, driver, threads, round| {
+        sample(c, driver, threads, round, plan.sample)
     });
+    let instructions = Instructions::count(&all, plan.callgrind_calls);
 
     outln!("## Closed-state success path\n");
     outln!(
-        "ns per call, median of {SAMPLES} samples of {} ms each (every sample made at least {} calls); \
-         \"added\" = contender minus the plain call. 2 threads = 2 OS threads sharing one breaker, \
-         time per call as each thread sees it.\n",
-        SAMPLE.as_millis(),
+        "ns per call, median of {} samples of {} ms each (every sample made at least {} calls), \
+         with each driver (`inlined`: the future polled in an inlined loop; `polled`: through a \
+         non-inlined `poll_in_place(Pin<&mut F>)`, as an executor polls a task; both make the \
+         future in place and never copy it) on 1 thread and on 2 OS threads sharing one breaker \
+         (time per call as each thread sees it). In parentheses, \"added\": the contender minus \
+         the baseline named in \"added vs\", on the same driver and thread count; instructions \
+         likewise.\n",
+        plan.samples,
+        plan.sample.as_millis(),
         group(fewest_calls),
     );
-    print_table(&all, &medians);
+    print_table(&all, &medians, Some(&instructions));
+    outln!("\n{}\n", instructions.describe());
     outln!(
-        "\nBest of the same samples (on 1 thread the undisturbed cost; on 2 threads a best sample \
+        "Best of the same samples (on 1 thread the undisturbed cost; on 2 threads a best sample \
          may be one in which the workers were not both running):\n"
     );
-    print_table(&all, &best);
+    print_table(&all, &best, None);
     outln!(
-        "\nAll contenders: futures polled to completion by one tiny `block_on` on plain OS threads \
-         (no tokio runtime), each worker thread pinned to its own CPU, every breaker built on the \
-         unpinned main thread before sampling; default options for every peer. tower-resilience \
-         fits as a tower `Service` layer (`ready` + `call`: one boxed future and two \
-         `tokio::sync::Mutex` locks per call), not as a function wrapper.\n"
+        "\nAll contenders: futures made in place and polled to completion on plain OS threads, \
+         each inside a current-thread tokio runtime's context (entered, not running: the \
+         `timeout` variants make their timer with its time driver, and never wait on it), each \
+         worker thread pinned to its own CPU, every breaker built on the unpinned main thread \
+         before sampling; default options for every peer. tower-resilience fits as a tower \
+         `Service` layer (`ready` + `call`: one boxed future and two `tokio::sync::Mutex` locks \
+         per call), not as a function wrapper, so it is compared with the same plain work as a \
+         `service_fn` called the same way.\n"
     );
+    let sizes: Vec<String> = all
+        .iter()
+        .map(|c| format!("{} {} B", c.name, c.future_size))
+        .collect();
     outln!(
-        "Size of the call's future before its first poll: plain {} B, count rule {} B, rate rule {} B.\n",
-        std::mem::size_of_val(&plain(0)),
-        std::mem::size_of_val(&count_rule(0)),
-        std::mem::size_of_val(&rate_rule(0)),
+        "Size of the call's future before its first poll (for a service, of the future `call` \
+         returns): {}.\n",
+        sizes.join(", ")
     );
-    let ns = medians;
-    let base = ns[0];
 
-    outln!("### Goal: our added cost <= 1/5 of the fastest peer's added cost (medians)\n");
-    outln!("| rule | threads | ours added | fastest peer | its added | limit (1/5) | result |");
-    outln!("|---|---:|---:|---|---:|---:|---|");
-    for (c, rule) in [(1, "count"), (2, "rate")] {
-        for (t, &threads) in THREADS.iter().enumerate() {
-            let (peer, peer_added) = all
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.peer)
-                .map(|(p, contender)| (contender.name.as_str(), ns[p][t] - base[t]))
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-                .expect("there are peers");
-            let ours = ns[c][t] - base[t];
-            let limit = peer_added / 5.0;
+    outln!(
+        "### Goal: our added time is at most 1/5 of the fastest peer's, on the worst driver \
+         (medians)\n"
+    );
+    outln!(
+        "For each rule and thread count, the driver on which our added time is the largest share \
+         of the fastest peer's (on that driver).\n"
+    );
+    outln!("| rule | threads | worst driver | ours added | fastest peer | its added | ratio | goal | result |");
+    outln!("|---|---:|---|---:|---|---:|---:|---:|---|");
+    for (c, rule) in [(COUNT, "count"), (RATE, "rate")] {
+        for (t, threads) in [1, 2].into_iter().enumerate() {
+            let worst = (0..2)
+                .map(|d| {
+                    let ours = added(&all, &medians, c, d, t);
+                    let (peer, theirs) = fastest_peer(&all, &medians, d, t);
+                    let ratio = if ours > 0.0 {
+                        theirs / ours
+                    } else {
+                        f64::INFINITY
+                    };
+                    (d, ours, peer, theirs, ratio)
+                })
+                .min_by(|a, b| a.4.total_cmp(&b.4))
+                .expect("two drivers");
+            let (d, ours, peer, theirs, ratio) = worst;
             outln!(
-                "| {rule} | {threads} | {ours:+.1} | {} | {peer_added:+.1} | {limit:.1} | {} |",
-                peer.split(' ').next().unwrap_or(peer),
-                if ours <= limit { "PASS" } else { "MISS" }
+                "| {rule} | {threads} | {} | {ours:+.1} | {peer} | {theirs:+.1} | {} | >= {GOAL_RATIO}x | {} |",
+                Driver::ALL[d].name(),
+                if ratio.is_finite() { format!("{ratio:.1}x") } else { "∞".into() },
+                pass(ours <= theirs / GOAL_RATIO)
             );
         }
+    }
+    outln!();
+
+    outln!("### Goal: added instructions per call, on the worst driver\n");
+    outln!("| contender | inlined | polled | worst | goal | result |");
+    outln!("|---|---:|---:|---:|---:|---|");
+    for (c, limit) in [
+        (COUNT, GOAL_COUNT_INSTRUCTIONS),
+        (COUNT_TIMEOUT, GOAL_OTHER_INSTRUCTIONS),
+        (RATE, GOAL_OTHER_INSTRUCTIONS),
+        (RATE_TIMEOUT, GOAL_OTHER_INSTRUCTIONS),
+    ] {
+        let per_driver = [0, 1].map(|d| instructions.added(&all, c, d));
+        let worst = match per_driver {
+            [Some(a), Some(b)] => Some(a.max(b)),
+            _ => None,
+        };
+        outln!(
+            "| {} | {} | {} | {} | <= {limit} | {} |",
+            all[c].name,
+            or_dash(per_driver[0], |n| format!("{n:+.1}")),
+            or_dash(per_driver[1], |n| format!("{n:+.1}")),
+            or_dash(worst, |n| format!("{n:+.1}")),
+            worst.map_or("not counted", |n| pass(n <= limit)),
+        );
     }
     outln!();
 }
@@ -523,17 +623,21 @@ fn crate_version(lock: &str, name: &str) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-/// `BENCH_PROFILE=<contender number>` (0 = plain, 1 = count rule, 2 = rate rule, 3.. = peers, in
-/// table order) runs just that contender for `BENCH_CALLS` calls (default 1M, rounded up to whole
-/// chunks) on each of `BENCH_THREADS` threads (default 1) sharing one breaker, and prints one
-/// line: a target for `valgrind --tool=callgrind` or `perf`. `BENCH_PROFILE=keyed` inserts `KEYS`
-/// keys and looks `BENCH_CALLS` random ones up.
+/// `BENCH_PROFILE=list` prints the contenders' numbers (table order: 0 = plain, 1 = count rule,
+/// 2 = count rule with `timeout`, 3 = rate rule, 4 = rate rule with `timeout`, 5 = recloser,
+/// 6 = failsafe, 7 = plain `service_fn`, 8 = tower-resilience). `BENCH_PROFILE=<number>` builds
+/// every breaker on this unpinned thread (one call each), then runs that contender alone on
+/// `BENCH_DRIVER` (`inlined` or `polled`) for exactly `BENCH_CALLS` calls (default 10M) on each of
+/// `BENCH_THREADS` threads (default 1) sharing one breaker, as the measurement does (a
+/// current-thread runtime entered per thread), and prints one line: what the instruction counts
+/// run under callgrind, and a target for `perf`. `BENCH_PROFILE=keyed` inserts `KEYS` keys and
+/// looks `BENCH_CALLS` random ones up.
 fn profile(lock: &str, which: &str) {
-    let calls = std::env::var("BENCH_CALLS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1_000_000u64);
     if which == "keyed" {
+        let calls = std::env::var("BENCH_CALLS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1_000_000u64);
         let keys: Vec<String> = (0..KEYS).map(|i| format!("host-{i:06}.example")).collect();
         let keyed = resilient::Breaker::builder("bench.hosts")
             .build_keyed()
@@ -548,32 +652,15 @@ fn profile(lock: &str, which: &str) {
         return;
     }
     let all = contenders(lock);
-    let contender = &all[which
-        .parse::<usize>()
-        .expect("BENCH_PROFILE is a contender number or `keyed`")];
-    (contender.make)()(1); // build the breaker on this unpinned thread, as `closed_path` does
-    let calls = calls.div_ceil(CHUNK) * CHUNK;
-    let threads = std::env::var("BENCH_THREADS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1usize);
-    let start = Instant::now();
-    std::thread::scope(|scope| {
-        for worker in 0..threads {
-            scope.spawn(move || {
-                pin_to_cpu(worker);
-                let mut run = (contender.make)();
-                for _ in 0..calls / CHUNK {
-                    run(CHUNK);
-                }
-            });
-        }
+    if which != "list" {
+        build_here(&all);
+    }
+    common::cost::profile(&all, which, |contender, driver, calls| {
+        let runtime = current_thread_runtime();
+        let _context = runtime.enter();
+        let mut run = (contender.make)();
+        in_chunks(calls, CHUNK, |n| run(driver, n));
     });
-    eprintln!(
-        "{threads} thread(s) x {calls} calls of {}: {:.1} ns per call per thread",
-        contender.name,
-        start.elapsed().as_nanos() as f64 / calls as f64
-    );
 }
 
 fn main() {
@@ -583,6 +670,7 @@ fn main() {
     if let Ok(which) = std::env::var("BENCH_PROFILE") {
         return profile(&lock, &which);
     }
+    let plan = Plan::from_env(SAMPLES, SAMPLE, CALLGRIND_CALLS);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     outln!("# resilient breaker benchmark\n");
     outln!(
@@ -595,12 +683,16 @@ fn main() {
     );
     let started = Instant::now();
     outln!("Load average at start: {}.\n", load_average());
-    closed_path(&lock);
+    closed_path(&lock, &plan);
     keyed_registry();
     outln!(
         "Whole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),
         load_average()
     );
-    common::publish("breaker");
+    if plan.quick {
+        eprintln!("breaker: BENCH_QUICK run, not published");
+    } else {
+        common::publish("breaker");
+    }
 }

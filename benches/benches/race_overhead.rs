@@ -2,77 +2,122 @@
 //! `cargo bench -p resilient-benches --bench race_overhead`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
-//! written to this benchmark's section of `benches/README.md` (`common::publish`): the ns
-//! per call of one trivial `async fn` returning `Result<u64, E>` whose body never waits (so the
-//! race's first attempt is ready at its first poll), called plainly, plainly with one read of
-//! tokio's clock (`tokio::time::Instant::now()`: a reference, as a race reads the clock when it
-//! starts, to show how much of the added cost is the clock), and under three forms of
-//! `#[race_retry]`: a fixed `after` (`retries = 2, after = "150ms", total = "450ms"`, with the
-//! default retry budget of 10%, so every call makes a deposit), the same with `budget = "off"`
-//! (no deposit: the difference is what the default budget costs a call), and the default `after`
-//! (`"p95"`, a percentile learned from the attempts' latencies, so calls record their attempt's
-//! latency; default budget too). Each on 1 thread and on 2 OS threads calling the same fn (so
-//! sharing its one `static` policy: its budget and its latency histogram). "added" is the raced
-//! figure minus the plain one for the same thread count. Then the heap allocations per call, counted by this
-//! binary's `#[global_allocator]` (a counter around `System`), and the size of each call's future.
-//! The goal: under 100 ns added per call and no allocation.
+//! written to this benchmark's section of `benches/README.md` (`common::publish`): the ns per
+//! call and the instructions per call of one trivial `async fn` returning `Result<u64, E>` whose
+//! body never waits (so the race's first attempt is ready at its first poll), called plainly,
+//! plainly with one read of tokio's clock (`tokio::time::Instant::now()`: a reference, as a race
+//! reads the clock when it starts, to show how much of the added cost is the clock), and under
+//! three forms of `#[race_retry]`: a fixed `after` (`retries = 2, after = "150ms", total =
+//! "450ms"`, with the default retry budget of 10%, so every call makes a deposit), the same with
+//! `budget = "off"` (no deposit: the difference is what the default budget costs a call), and the
+//! default `after` (`"p95"`, a percentile learned from the attempts' latencies, so calls record
+//! their attempt's latency; default budget too); and the peer, tower's `Hedge` (built as in
+//! `race_tail.rs`: every request may be hedged, after the p95 of the last full period of 1 s, with
+//! at least 32 data points) around a `tower::service_fn` over the same work, called as tower
+//! services are (`ready()`, then `call(i)`). A new hedge has no history and hedges nothing until
+//! a full period of calls has passed; each one here starts from the history that one period of
+//! this workload leaves it, 100 latencies of 1 ms (tower records whole milliseconds, rounded up:
+//! a call that answers at once counts 1 ms), with `Hedge::new_with_mock_latencies`, so it sets up
+//! a hedged attempt after 1 ms on every call, as a hedge in service does (a check run counts the
+//! clones of its inner service it makes for them). The history it rotates in every period holds
+//! the same latencies, so its cost per call does not depend on how long a run lasts (callgrind
+//! runs last seconds). Each contender runs on both drivers (below), on 1 thread and on 2 OS threads
+//! calling the same fn (so sharing its one `static` policy: its budget and its latency
+//! histogram); `Hedge` is not `Clone`, so each thread has its own (sharing one would take a lock
+//! or a `Buffer`, which tower's figure would then include). "added" is a contender's figure minus
+//! its baseline's on the same driver and thread count: the plain `async fn` for ours, and for
+//! tower's hedge the same work as a plain `service_fn` called the same way. Then the heap
+//! allocations per call on each driver, counted by this binary's `#[global_allocator]` (a counter
+//! around `System`), and the size of each call's future.
+//!
+//! The goals: each raced fn adds under 100 ns per call on the worst driver, on 1 and 2 threads,
+//! and allocates nothing; the fixed `after` adds fewer instructions per call than tower's hedge
+//! adds to its plain service, on each driver.
 //!
 //! # How calls are driven
 //!
-//! As in `too_busy_cost.rs`: each call's future is polled to completion by [`block_on`], a tiny
-//! loop on the calling thread, one fresh future per call, on plain OS threads pinned to their own
-//! CPUs, with the stack shifted between rounds. Each worker thread builds a current-thread tokio
-//! runtime (time driver on) and makes its calls inside that runtime's `block_on`, so the calls
-//! run in a runtime's context as in a server (tokio's clock and timers are usable; a race whose
-//! first attempt answers at once never makes a timer). The plain call runs in exactly the same
-//! setting. After the measurements, `resilient::race::stats` is read to check that no call made an
-//! extra attempt (every first attempt won at once).
+//! As in the breaker benchmark (`benches/breaker.rs`, `common::drive`): each call's future is made
+//! in place (`pin!(make(i))`) and never moved, and polled to completion on the calling thread by
+//! one of two drivers: `inlined`, an `#[inline(always)]` loop, or `polled`, one
+//! `#[inline(never)] poll_in_place(Pin<&mut F>, &mut Context)`, as an executor polls a task. No
+//! future is passed by value to a function that is not inlined, for any contender (such a copy,
+//! right after the future was written, stalls on store forwarding, and a race's future is
+//! large). A tower service's call is two futures, `ready()` and `call(i)`, each made in place and
+//! driven so. Workers are plain OS threads pinned to their own CPUs, with the stack shifted
+//! between rounds; each builds a current-thread tokio runtime (time driver on) and makes its
+//! calls inside that runtime's `block_on`, so the calls run in a runtime's context as in a server
+//! (tokio's clock and timers are usable; a race whose first attempt answers at once never makes
+//! a timer, tower's hedge makes one per call and drops it unpolled). Every contender runs in
+//! exactly the same setting. After the measurements, `resilient::race::stats` is read to check
+//! that no call made an extra attempt (every first attempt won at once).
 //!
 //! # How time is measured
 //!
-//! A sample runs a contender for a fixed time (`SAMPLE`) in chunks of `CHUNK` calls and divides
-//! the time by the calls made; with 2 threads both start at a barrier and stop at one flag, and
-//! the figure is the mean of the two threads' time per call. Samples are taken round-robin over
-//! the contenders (`SAMPLES` rounds); the main table and the goal use medians, a second table the
-//! best samples.
+//! A sample runs a contender on one driver for a fixed time (`SAMPLE`) in chunks of `CHUNK` calls
+//! and divides the time by the calls made; with 2 threads both start at a barrier and stop at one
+//! flag, and the figure is the mean of the two threads' time per call. Samples are taken
+//! round-robin over the contenders, drivers and thread counts (`SAMPLES` rounds,
+//! `common::rounds`); the main table and the goals use medians, a second table the best samples.
 //!
-//! `BENCH_PROFILE=<contender>` runs one contender alone, for `perf` or `valgrind`: see
-//! [`profile`].
+//! # How instructions are counted
+//!
+//! As in the breaker benchmark (`common::callgrind`): when `valgrind` is on the `PATH`, the
+//! benchmark runs its own executable under `valgrind --tool=callgrind` in the `BENCH_PROFILE`
+//! mode (one contender, one driver, 1 thread, the measurement's setting) for N
+//! (`CALLGRIND_CALLS`) and 2N calls, one run after another, and reports `(I(2N) - I(N)) / N`;
+//! without valgrind it says so and installs nothing.
 //!
 //! # How allocations are counted
 //!
-//! On one thread, inside a current-thread runtime, after `CHUNK` warm-up calls (the first call of
-//! a raced fn registers its name once, which allocates), `ALLOC_CALLS` calls are made and the
-//! allocator's counter (every `alloc`, `alloc_zeroed` and `realloc`, from any thread; nothing else
-//! runs meanwhile) is read before and after.
+//! On one thread, inside a current-thread runtime, with each driver, after `CHUNK` warm-up calls
+//! (the first call of a raced fn registers its name once, which allocates), `ALLOC_CALLS` calls
+//! are made and the allocator's counter (every `alloc`, `alloc_zeroed` and `realloc`, from any
+//! thread; nothing else runs meanwhile) is read before and after.
+//!
+//! `BENCH_QUICK=1` makes a quick run for development (3 samples of 50 ms, N = 20,000) and
+//! publishes nothing. `BENCH_PROFILE=<contender>` runs one contender alone, for `perf` or
+//! `valgrind`: see [`profile`].
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::future::Future;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::task::Waker;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use resilient::race_retry;
+use tower::Service;
 
 mod common;
+use common::cost::{
+    added, in_chunks, measure, or_dash, print_table, Contender, Figures, Instructions, Plan, Role,
+};
+use common::drive::{service_calls, Driver};
 use common::outln;
 use common::{
-    block_on, current_thread_runtime, group, load_average, plain, profile_calls, rounds,
-    sample_threads, thread_waker, work, CallError, Rounds,
+    current_thread_runtime, group, load_average, pass, plain, plain_boxed, sample_threads,
+    thread_waker, work, BoxError, CallError,
 };
 
-/// How long one sample runs each contender.
+/// How long one sample runs each contender (`BENCH_QUICK`: 50 ms).
 const SAMPLE: Duration = Duration::from_millis(150);
-/// Rounds of samples; the best and the median are reported.
+/// Rounds of samples; the best and the median are reported (`BENCH_QUICK`: 3).
 const SAMPLES: usize = 9;
+/// N of the instruction counts: callgrind runs each contender for N and 2N calls per driver
+/// (`BENCH_QUICK`: 20,000).
+const CALLGRIND_CALLS: u64 = 200_000;
 /// Calls between two looks at the stop flag.
 const CHUNK: u64 = 4096;
 /// Calls over which allocations are counted.
 const ALLOC_CALLS: u64 = 100_000;
 /// The goal: added ns per call, and allocations per call.
 const GOAL_NS: f64 = 100.0;
-const THREADS: [usize; 2] = [1, 2];
+/// Tower's hedge: its minimum of data points, its percentile, its histogram's period (as in
+/// race_tail), and the history it starts from: what one period of these calls records (tower
+/// rounds latencies up to whole milliseconds, so a call that answers at once counts 1 ms).
+const HEDGE_MIN_POINTS: u64 = 32;
+const HEDGE_PERCENTILE: f32 = 0.95;
+const HEDGE_PERIOD: Duration = Duration::from_secs(1);
+const HEDGE_HISTORY: [u64; 100] = [1; 100];
 
 // ---------------------------------------------------------------------------------------------
 // Counting allocations.
@@ -133,95 +178,191 @@ async fn plain_clock(x: u64) -> Result<u64, CallError> {
     work(x)
 }
 
-/// A contender: its name, the suffix of its raced fn's name (for its stats; empty for the plain
-/// call), and what makes `n` calls on this thread (with this thread's waker, made once).
-type Contender = (&'static str, &'static str, fn(&Waker, u64));
+/// Tower's hedge policy: every request may be cloned and hedged.
+#[derive(Clone, Copy, Debug)]
+struct HedgeAll;
 
-/// The contenders, in table order; the first is the plain call the others are compared with,
-/// the second a reference (not raced).
-const CONTENDERS: [Contender; 5] = [
-    ("plain `async fn`", "", |w, n| run(w, n, plain)),
-    (
-        "plain `async fn` + one `tokio::time::Instant::now()` (reference)",
-        "",
-        |w, n| run(w, n, plain_clock),
-    ),
-    (
-        "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]` (default budget, 10%)",
-        "::raced_fixed",
-        |w, n| run(w, n, raced_fixed),
-    ),
-    (
-        "`#[race_retry(retries = 2, total = \"450ms\")]` (after = \"p95\" and budget, the defaults)",
-        "::raced_p95",
-        |w, n| run(w, n, raced_p95),
-    ),
-    (
-        "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\", budget = \"off\")]`",
-        "::raced_budget_off",
-        |w, n| run(w, n, raced_budget_off),
-    ),
+impl tower::hedge::Policy<u64> for HedgeAll {
+    fn clone_request(&self, request: &u64) -> Option<u64> {
+        Some(*request)
+    }
+
+    fn can_retry(&self, _: &u64) -> bool {
+        true
+    }
+}
+
+/// Tower's hedge around `service`, its history prefilled (`HEDGE_HISTORY`): from its first call
+/// it clones every request and sets up the hedged attempt behind a timer (1 ms, its p95), as a
+/// hedge with a full period of history does.
+fn hedge<S>(service: S) -> tower::hedge::Hedge<S, HedgeAll>
+where
+    S: Service<u64, Response = u64> + Clone,
+    S::Error: Into<BoxError>,
+{
+    tower::hedge::Hedge::new_with_mock_latencies(
+        service,
+        HedgeAll,
+        HEDGE_MIN_POINTS,
+        HEDGE_PERCENTILE,
+        HEDGE_PERIOD,
+        &HEDGE_HISTORY,
+    )
+}
+
+/// A service that counts its clones: tower's hedge clones its inner service once for each call
+/// whose hedged attempt it sets up.
+#[derive(Debug)]
+struct CountClones<S>(S);
+
+static CLONES: AtomicU64 = AtomicU64::new(0);
+
+impl<S: Clone> Clone for CountClones<S> {
+    fn clone(&self) -> Self {
+        CLONES.fetch_add(1, Relaxed);
+        CountClones(self.0.clone())
+    }
+}
+
+impl<S: Service<u64>> Service<u64> for CountClones<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: u64) -> S::Future {
+        self.0.call(request)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contenders, in table order (their numbers are `BENCH_PROFILE`'s).
+
+const PLAIN: usize = 0;
+const FIXED: usize = 2;
+const WITHOUT_BUDGET: usize = 4;
+const SERVICE_FN: usize = 5;
+const HEDGE: usize = 6;
+
+/// Our raced contenders and the suffix of their fn's name (for their stats).
+const RACED: [(usize, &str); 3] = [
+    (FIXED, "::raced_fixed"),
+    (3, "::raced_p95"),
+    (WITHOUT_BUDGET, "::raced_budget_off"),
 ];
 
-/// The contender with the default budget, and the same without: their difference is the
-/// default budget's deposit.
-const WITH_BUDGET: usize = 2;
-const WITHOUT_BUDGET: usize = 4;
+fn contenders(lock: &str) -> Vec<Contender> {
+    vec![
+        Contender::calls("plain `async fn`", Role::Baseline, PLAIN, (), |_, i| {
+            plain(i)
+        }),
+        Contender::calls(
+            "plain `async fn` + one `tokio::time::Instant::now()` (reference)",
+            Role::Reference,
+            PLAIN,
+            (),
+            |_, i| plain_clock(i),
+        ),
+        Contender::calls(
+            "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\")]` (default budget, 10%)",
+            Role::Ours,
+            PLAIN,
+            (),
+            |_, i| raced_fixed(i),
+        ),
+        Contender::calls(
+            "`#[race_retry(retries = 2, total = \"450ms\")]` (after = \"p95\" and budget, the defaults)",
+            Role::Ours,
+            PLAIN,
+            (),
+            |_, i| raced_p95(i),
+        ),
+        Contender::calls(
+            "`#[race_retry(retries = 2, after = \"150ms\", total = \"450ms\", budget = \"off\")]`",
+            Role::Ours,
+            PLAIN,
+            (),
+            |_, i| raced_budget_off(i),
+        ),
+        Contender::requests(
+            "plain `service_fn` (`ready` + `call`)",
+            Role::Baseline,
+            SERVICE_FN,
+            || tower::service_fn(plain_boxed),
+        ),
+        Contender::requests(
+            format!(
+                "tower {} `Hedge` (p95, {HEDGE_MIN_POINTS} points, period \
+                 {} s), one per thread",
+                crate_version(lock, "tower"),
+                HEDGE_PERIOD.as_secs()
+            ),
+            Role::Peer,
+            SERVICE_FN,
+            || hedge(tower::service_fn(plain_boxed)),
+        ),
+    ]
+}
 
-/// `n` calls of `call`, each polled to completion by [`block_on`].
-#[inline(always)]
-fn run<E, F: Future<Output = Result<u64, E>>>(waker: &Waker, n: u64, call: impl Fn(u64) -> F) {
-    for i in 0..n {
-        let _ = black_box(block_on(waker, call(black_box(i))));
-    }
+/// The version of `name` in the workspace's `Cargo.lock`.
+fn crate_version(lock: &str, name: &str) -> String {
+    let needle = format!("name = \"{name}\"\nversion = \"");
+    lock.find(&needle)
+        .and_then(|at| {
+            let rest = &lock[at + needle.len()..];
+            rest.find('"').map(|end| rest[..end].to_string())
+        })
+        .unwrap_or_else(|| "?".into())
 }
 
 // ---------------------------------------------------------------------------------------------
 // Measuring.
 
-/// ns per call of one sample of `contender` on `threads` threads; `round` picks the stack shift.
-/// Also returns the calls made.
-fn sample(contender: fn(&Waker, u64), threads: usize, round: usize) -> (f64, u64) {
-    sample_threads(threads, round, SAMPLE, |timing| {
+/// ns per call of one sample of `contender` on `driver` and `threads` threads; `round` picks the
+/// stack shift. Also returns the calls made.
+fn sample(
+    contender: &Contender,
+    driver: Driver,
+    threads: usize,
+    round: usize,
+    length: Duration,
+) -> (f64, u64) {
+    sample_threads(threads, round, length, |timing| {
         current_thread_runtime().block_on(async {
-            let waker = thread_waker();
-            contender(&waker, CHUNK); // warm up
-            timing.timed(CHUNK, || contender(&waker, CHUNK))
+            let mut run = (contender.make)();
+            run(driver, CHUNK); // warm up
+            timing.timed(CHUNK, || run(driver, CHUNK))
         })
     })
 }
 
-/// Allocations per call of `contender`, on this thread, inside a current-thread runtime.
-fn allocations(contender: fn(&Waker, u64)) -> f64 {
+/// Allocations per call of `contender` on `driver`, on this thread, inside a current-thread
+/// runtime.
+fn allocations(contender: &Contender, driver: Driver) -> f64 {
     current_thread_runtime().block_on(async {
-        let waker = thread_waker();
-        contender(&waker, CHUNK); // warm up: the first call of a raced fn registers it
+        let mut run = (contender.make)();
+        run(driver, CHUNK); // warm up: the first call of a raced fn registers it
         let before = ALLOCATIONS.load(Relaxed);
-        contender(&waker, ALLOC_CALLS);
+        run(driver, ALLOC_CALLS);
         let after = ALLOCATIONS.load(Relaxed);
         (after - before) as f64 / ALLOC_CALLS as f64
     })
 }
 
-fn print_table(ns: &[[f64; 2]]) {
-    outln!("| contender | 1 thread ns/call | added | 2 threads ns/call | added |");
-    outln!("|---|---:|---:|---:|---:|");
-    for (c, &(name, _, _)) in CONTENDERS.iter().enumerate() {
-        let added = |t: usize| {
-            if c == 0 {
-                "—".to_string()
-            } else {
-                format!("{:+.1}", ns[c][t] - ns[0][t])
-            }
-        };
-        outln!(
-            "| {name} | {:.1} | {} | {:.1} | {} |",
-            ns[c][0],
-            added(0),
-            ns[c][1],
-            added(1)
-        );
-    }
+/// Clones of the inner service that a hedge built as the measured one makes over `calls` calls
+/// (after one warm-up call): one per call whose hedged attempt it set up.
+fn hedged_attempts(calls: u64) -> u64 {
+    current_thread_runtime().block_on(async {
+        let mut hedge = hedge(CountClones(tower::service_fn(plain_boxed)));
+        let waker = thread_waker();
+        service_calls(Driver::Inlined, &waker, 1, &mut hedge);
+        let before = CLONES.load(Relaxed);
+        service_calls(Driver::Inlined, &waker, calls, &mut hedge);
+        CLONES.load(Relaxed) - before
+    })
 }
 
 /// The stats of the raced fn whose name ends with `suffix`.
@@ -232,63 +373,91 @@ fn stats_of(suffix: &str) -> Option<resilient::race::RaceStats> {
     resilient::race::stats(name)
 }
 
-fn measure() {
-    let Rounds {
+fn measure_all(lock: &str, plan: &Plan) {
+    let all = contenders(lock);
+    let Figures {
         medians,
         best,
         fewest_calls,
-    } = rounds(CONTENDERS.len(), SAMPLES, |c, threads, round| {
-        sample(CONTENDERS[c].2, threads, round)
+    } = measure(&all, plan.samples, |contender, driver, threads, round| {
+        sample(contender, driver, threads, round, plan.sample)
     });
-    let allocs: Vec<f64> = CONTENDERS.iter().map(|c| allocations(c.2)).collect();
+    // [contender][driver]
+    let allocs: Vec<[f64; 2]> = all
+        .iter()
+        .map(|c| Driver::ALL.map(|driver| allocations(c, driver)))
+        .collect();
+    let hedged = hedged_attempts(ALLOC_CALLS);
+    let instructions = Instructions::count(&all, plan.callgrind_calls);
 
     outln!("## Added cost of a race whose first attempt answers at once\n");
     outln!(
-        "ns per call, median of {SAMPLES} samples of {} ms each (every sample made at least {} \
-         calls); \"added\" = contender minus the plain call. Calls run inside a current-thread \
-         tokio runtime per thread; 2 threads = 2 OS threads calling the same fn (one shared \
-         static policy), time per call as each thread sees it.\n",
-        SAMPLE.as_millis(),
+        "ns per call, median of {} samples of {} ms each (every sample made at least {} calls), \
+         with each driver (`inlined`: the future polled in an inlined loop; `polled`: through a \
+         non-inlined `poll_in_place(Pin<&mut F>)`, as an executor polls a task; both make the \
+         future in place and never copy it) on 1 thread and on 2 OS threads calling the same fn \
+         (one shared static policy; tower's `Hedge` is not `Clone`: one per thread), time per \
+         call as each thread sees it. Calls run inside a current-thread tokio runtime per thread. \
+         In parentheses, \"added\": the contender minus the baseline named in \"added vs\", on \
+         the same driver and thread count; instructions likewise.\n",
+        plan.samples,
+        plan.sample.as_millis(),
         group(fewest_calls),
     );
-    print_table(&medians);
-    outln!("\nBest of the same samples:\n");
-    print_table(&best);
+    print_table(&all, &medians, Some(&instructions));
+    outln!("\n{}\n", instructions.describe());
+    outln!("Best of the same samples:\n");
+    print_table(&all, &best, None);
     outln!(
-        "\nThe default budget's deposit (the fixed `after` with the default budget minus the same \
+        "\nTower's hedge starts from the history one period of these calls leaves it, {} \
+         latencies of {} ms (`Hedge::new_with_mock_latencies`; tower rounds up to whole \
+         milliseconds), so it hedges from its first call, after its p95: it cloned its inner \
+         service, for the hedged attempt, on {} of {} calls of a check run built the same way. \
+         Its first attempt answers at once, so the hedged attempt's timer is made and dropped, \
+         never polled; each call records its latency in the hedge's histogram.\n",
+        HEDGE_HISTORY.len(),
+        HEDGE_HISTORY[0],
+        group(hedged),
+        group(ALLOC_CALLS),
+    );
+    outln!(
+        "The default budget's deposit (the fixed `after` with the default budget minus the same \
          with `budget = \"off\"`), ns per call:\n"
     );
-    outln!("| | 1 thread | 2 threads |");
-    outln!("|---|---:|---:|");
+    outln!("| | inlined, 1 thread | inlined, 2 threads | polled, 1 thread | polled, 2 threads |");
+    outln!("|---|---:|---:|---:|---:|");
     for (label, figures) in [("medians", &medians), ("best", &best)] {
-        outln!(
-            "| {label} | {:+.1} | {:+.1} |",
-            figures[WITH_BUDGET][0] - figures[WITHOUT_BUDGET][0],
-            figures[WITH_BUDGET][1] - figures[WITHOUT_BUDGET][1]
-        );
+        let mut row = format!("| {label} |");
+        for (with, without) in figures[FIXED].iter().zip(&figures[WITHOUT_BUDGET]) {
+            for (with, without) in with.iter().zip(without) {
+                row.push_str(&format!(" {:+.1} |", with - without));
+            }
+        }
+        outln!("{row}");
     }
 
     outln!(
         "\n## Allocations and sizes\n\nHeap allocations per call over {} calls on 1 thread \
-         (after {} warm-up calls), and the size of the call's future before its first poll.\n",
+         (after {} warm-up calls), with each driver, and the size of the call's future before \
+         its first poll (for a service, of the future `call` returns).\n",
         group(ALLOC_CALLS),
         group(CHUNK)
     );
-    let sizes = [
-        std::mem::size_of_val(&plain(0)),
-        std::mem::size_of_val(&plain_clock(0)),
-        std::mem::size_of_val(&raced_fixed(0)),
-        std::mem::size_of_val(&raced_p95(0)),
-        std::mem::size_of_val(&raced_budget_off(0)),
-    ];
-    outln!("| contender | allocations per call | future size |");
-    outln!("|---|---:|---:|");
-    for (c, &(name, _, _)) in CONTENDERS.iter().enumerate() {
-        outln!("| {name} | {} | {} B |", allocs[c], sizes[c]);
+    outln!("| contender | allocations per call, inlined | polled | future size |");
+    outln!("|---|---:|---:|---:|");
+    for (c, contender) in all.iter().enumerate() {
+        outln!(
+            "| {} | {} | {} | {} B |",
+            contender.name,
+            allocs[c][0],
+            allocs[c][1],
+            contender.future_size
+        );
     }
     outln!(
-        "\nOutput `Result<u64, CallError>`: {} B.",
-        std::mem::size_of::<Result<u64, CallError>>()
+        "\nOutput `Result<u64, CallError>`: {} B; `Result<u64, Box<dyn Error>>`: {} B.",
+        std::mem::size_of::<Result<u64, CallError>>(),
+        std::mem::size_of::<Result<u64, BoxError>>(),
     );
 
     outln!(
@@ -297,7 +466,8 @@ fn measure() {
     );
     outln!("| raced fn | extra attempts | won by extra | deadlines | `after` now | latency samples recorded |");
     outln!("|---|---:|---:|---:|---:|---:|");
-    for &(name, suffix, _) in CONTENDERS.iter().filter(|c| !c.1.is_empty()) {
+    for (c, suffix) in RACED {
+        let name = &all[c].name;
         match stats_of(suffix) {
             Some(s) => outln!(
                 "| {name} | {} | {} | {} | {:?} | {} |",
@@ -318,50 +488,75 @@ fn measure() {
 
     outln!(
         "### Goal: a race whose first attempt answers at once adds under {GOAL_NS} ns per call \
-         (medians) and allocates nothing\n"
+         on the worst driver (medians) and allocates nothing\n"
     );
-    outln!("| contender | threads | added | allocations per call | goal | result |");
-    outln!("|---|---:|---:|---:|---|---|");
-    for (c, &(name, _, _)) in CONTENDERS
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| !c.1.is_empty())
-    {
-        for (t, &threads) in THREADS.iter().enumerate() {
-            let added = medians[c][t] - medians[0][t];
-            let ok = added < GOAL_NS && allocs[c] == 0.0;
+    outln!("| contender | threads | worst driver | added | allocations per call | goal | result |");
+    outln!("|---|---:|---|---:|---:|---|---|");
+    for (c, _) in RACED {
+        for (t, threads) in [1, 2].into_iter().enumerate() {
+            let (d, worst) = (0..2)
+                .map(|d| (d, added(&all, &medians, c, d, t)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("two drivers");
+            let allocated = allocs[c][0].max(allocs[c][1]);
             outln!(
-                "| {name} | {threads} | {added:+.1} ns | {} | < {GOAL_NS} ns, 0 | {} |",
-                allocs[c],
-                if ok { "PASS" } else { "MISS" }
+                "| {} | {threads} | {} | {worst:+.1} ns | {allocated} | < {GOAL_NS} ns, 0 | {} |",
+                all[c].name,
+                Driver::ALL[d].name(),
+                pass(worst < GOAL_NS && allocated == 0.0)
             );
         }
     }
     outln!();
+
+    outln!(
+        "### Goal: the fixed `after` adds fewer instructions per call than tower's `Hedge`, on \
+         each driver\n"
+    );
+    outln!("| driver | ours added | tower's added | result |");
+    outln!("|---|---:|---:|---|");
+    for (d, driver) in Driver::ALL.into_iter().enumerate() {
+        let ours = instructions.added(&all, FIXED, d);
+        let theirs = instructions.added(&all, HEDGE, d);
+        outln!(
+            "| {} | {} | {} | {} |",
+            driver.name(),
+            or_dash(ours, |n| format!("{n:+.1}")),
+            or_dash(theirs, |n| format!("{n:+.1}")),
+            match (ours, theirs) {
+                (Some(ours), Some(theirs)) => pass(ours < theirs),
+                _ => "not counted",
+            }
+        );
+    }
+    outln!();
 }
 
-/// `BENCH_PROFILE=<contender number>` (0 = plain, 1 = plain with a clock read, 2 = fixed
-/// `after`, 3 = `after = "p95"`, 4 = fixed `after` with `budget = "off"`) runs just that contender
-/// for `BENCH_CALLS` calls (default 10M, rounded up to whole chunks) on each of `BENCH_THREADS`
-/// threads (default 1), in the same setting as the measurement, and prints one line: a target for
-/// `perf` or `valgrind --tool=callgrind`.
-fn profile(which: &str) {
-    let (name, _, contender) = CONTENDERS[which
-        .parse::<usize>()
-        .expect("BENCH_PROFILE is a contender number")];
-    profile_calls(name, CHUNK, |calls| {
+/// `BENCH_PROFILE=list` prints the contenders' numbers (table order: 0 = plain, 1 = plain with a
+/// clock read, 2 = fixed `after`, 3 = `after = "p95"`, 4 = fixed `after` with `budget = "off"`,
+/// 5 = plain `service_fn`, 6 = tower's `Hedge`). `BENCH_PROFILE=<number>` runs that contender
+/// alone on `BENCH_DRIVER` (`inlined` or `polled`) for exactly `BENCH_CALLS` calls (default 10M)
+/// on each of `BENCH_THREADS` threads (default 1), in the same setting as the measurement (a
+/// current-thread runtime per thread), and prints one line: what the instruction counts run under
+/// callgrind, and a target for `perf`.
+fn profile(lock: &str, which: &str) {
+    let all = contenders(lock);
+    common::cost::profile(&all, which, |contender, driver, calls| {
         current_thread_runtime().block_on(async {
-            let waker = thread_waker();
-            contender(&waker, calls);
+            let mut run = (contender.make)();
+            in_chunks(calls, CHUNK, |n| run(driver, n));
         })
     });
 }
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock"))
+        .unwrap_or_default();
     if let Ok(which) = std::env::var("BENCH_PROFILE") {
-        return profile(&which);
+        return profile(&lock, &which);
     }
+    let plan = Plan::from_env(SAMPLES, SAMPLE, CALLGRIND_CALLS);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     outln!("# resilient `#[race_retry]` overhead benchmark\n");
     outln!(
@@ -369,11 +564,15 @@ fn main() {
         load_average()
     );
     let started = Instant::now();
-    measure();
+    measure_all(&lock, &plan);
     outln!(
         "Whole run: {:.1} s; load average at the end: {}.",
         started.elapsed().as_secs_f64(),
         load_average()
     );
-    common::publish("race_overhead");
+    if plan.quick {
+        eprintln!("race_overhead: BENCH_QUICK run, not published");
+    } else {
+        common::publish("race_overhead");
+    }
 }

@@ -1,7 +1,9 @@
 //! Helpers every benchmark of this package uses: driving futures on plain threads, pinning
-//! threads, shifting stacks, formatting, and publishing the results; an open-loop HTTP load
-//! generator's pieces ([`open_loop`]) and hand-written SVG plots ([`svg`]). Included with
-//! `mod common;`; not every benchmark uses every helper.
+//! threads, shifting stacks, formatting, and publishing the results; the two drivers of the cost
+//! benchmarks ([`drive`]), their shared tables and `BENCH_PROFILE` mode ([`cost`]) and their
+//! instruction counts ([`callgrind`]); an open-loop HTTP load generator's pieces ([`open_loop`])
+//! and hand-written SVG plots ([`svg`]). Included with `mod common;`; not every benchmark uses
+//! every helper.
 //!
 //! # Publishing
 //!
@@ -19,10 +21,15 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use resilient::Rejected;
 
+pub mod callgrind;
+pub mod cost;
+pub mod drive;
 pub mod open_loop;
 pub mod svg;
 
-/// The waker of [`block_on`]: unparks the thread that polls.
+use drive::Driver;
+
+/// The waker of [`block_on`] and of the drivers ([`drive`]): unparks the thread that polls.
 struct Unpark(std::thread::Thread);
 
 impl Wake for Unpark {
@@ -86,7 +93,8 @@ pub fn with_stack_shift<R>(shift: usize, f: impl FnOnce() -> R) -> R {
 /// Polls `future` to completion on this thread. Nothing benchmarked here waits for I/O or timers,
 /// so the first poll nearly always completes; when one returns `Pending` (only a contended
 /// `tokio::sync::Mutex` inside tower-resilience does), the thread parks until `waker` unparks it,
-/// as a runtime's worker with nothing else to run would.
+/// as a runtime's worker with nothing else to run would. The cost benchmarks use [`drive`]
+/// instead, whose drivers make each future in place rather than take it by value.
 #[inline(always)]
 pub fn block_on<F: Future>(waker: &Waker, future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
@@ -99,7 +107,7 @@ pub fn block_on<F: Future>(waker: &Waker, future: F) -> F::Output {
     }
 }
 
-/// A waker for this thread, made once per chunk of calls (so its cost is not in any call).
+/// A waker for this thread, made once per runner or chunk of calls (so no call pays for it).
 pub fn thread_waker() -> Waker {
     Waker::from(Arc::new(Unpark(std::thread::current())))
 }
@@ -163,6 +171,16 @@ pub async fn plain(x: u64) -> Result<u64, CallError> {
     work(x)
 }
 
+/// A pointer-sized error: `Result<u64, BoxError>` is 16 B, and what tower's layers require of
+/// a service's error (`Into<BoxError>`).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The same work with a boxed error: the plain call of the tower contenders, as
+/// `tower::service_fn(plain_boxed)`.
+pub async fn plain_boxed(x: u64) -> Result<u64, BoxError> {
+    work(x).map_err(|_| "down".into())
+}
+
 /// A current-thread runtime with the time driver, as a worker thread's own.
 pub fn current_thread_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -171,18 +189,41 @@ pub fn current_thread_runtime() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime builds")
 }
 
+/// A number from the environment variable `name`, or `default`.
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
 /// For `BENCH_PROFILE`: `run(calls)` on each of `BENCH_THREADS` threads (default 1, each pinned to
 /// its own CPU), `calls` being `BENCH_CALLS` (default 10M) rounded up to whole `chunk`s; prints
 /// one line with the time per call: a target for `perf` or `valgrind --tool=callgrind`.
 pub fn profile_calls(name: &str, chunk: u64, run: impl Fn(u64) + Sync) {
-    let env = |name: &str, default: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(default)
+    let calls = env_number("BENCH_CALLS", 10_000_000).div_ceil(chunk) * chunk;
+    profile_threads(name, calls, run);
+}
+
+/// For `BENCH_PROFILE` in the cost benchmarks, as [`profile_calls`] with a driver:
+/// `run(driver, calls)` on each of `BENCH_THREADS` threads (default 1, pinned), `driver` being
+/// `BENCH_DRIVER` (`inlined`, the default, or `polled`) and `calls` exactly `BENCH_CALLS`
+/// (default 10M): what [`callgrind::Callgrind`] runs, for N and 2N calls.
+pub fn profile_driven(name: &str, run: impl Fn(Driver, u64) + Sync) {
+    let driver = match std::env::var("BENCH_DRIVER") {
+        Ok(name) => Driver::parse(&name).expect("BENCH_DRIVER is `inlined` or `polled`"),
+        Err(_) => Driver::Inlined,
     };
-    let calls = env("BENCH_CALLS", 10_000_000).div_ceil(chunk) * chunk;
-    let threads = env("BENCH_THREADS", 1) as usize;
+    let calls = env_number("BENCH_CALLS", 10_000_000);
+    profile_threads(&format!("{name}, {}", driver.name()), calls, |calls| {
+        run(driver, calls)
+    });
+}
+
+/// `run(calls)` on each of `BENCH_THREADS` threads, each pinned to its own CPU; prints the time
+/// per call.
+fn profile_threads(name: &str, calls: u64, run: impl Fn(u64) + Sync) {
+    let threads = env_number("BENCH_THREADS", 1) as usize;
     let start = std::time::Instant::now();
     std::thread::scope(|scope| {
         for worker in 0..threads {
@@ -195,7 +236,7 @@ pub fn profile_calls(name: &str, chunk: u64, run: impl Fn(u64) + Sync) {
     });
     eprintln!(
         "{threads} thread(s) x {calls} calls of {name}: {:.1} ns per call per thread",
-        start.elapsed().as_nanos() as f64 / calls as f64
+        start.elapsed().as_nanos() as f64 / calls.max(1) as f64
     );
 }
 
