@@ -338,3 +338,37 @@ fn a_return_type_with_impl_trait() {
     assert_eq!(shown("1").unwrap().to_string(), "2");
     assert!(shown("x").is_err());
 }
+
+#[too_busy(max_in_flight = "auto", auto_min = 1, auto_initial = 2)]
+fn render_auto(inside: &Barrier, done: &Barrier, panic: bool) -> Result<u32, Rejected> {
+    inside.wait();
+    done.wait();
+    assert!(!panic, "expected: a blocking body that panics");
+    Ok(1)
+}
+
+/// `max_in_flight = "auto"` on a blocking fn: the learned limit (2 to start) refuses a third call
+/// at once, a panicking body gives its slot back, and no runtime is needed.
+#[test]
+fn a_blocking_fn_with_a_learned_limit_refuses_beyond_it_and_gets_slots_back() {
+    let (inside, done) = (Barrier::new(3), Barrier::new(3));
+    thread::scope(|s| {
+        let first = s.spawn(|| render_auto(&inside, &done, false));
+        let second = s.spawn(|| render_auto(&inside, &done, true));
+        inside.wait(); // both hold a slot
+        let third = render_auto(&Barrier::new(1), &Barrier::new(1), false);
+        assert!(third.unwrap_err().is_too_busy());
+        done.wait();
+        assert_eq!(first.join().unwrap().unwrap(), 1);
+        assert!(second.join().is_err(), "the second body panicked");
+    });
+    let one = Barrier::new(1);
+    assert_eq!(render_auto(&one, &one, false).unwrap(), 1);
+    let (_, name) = resilient::settings::sites()
+        .into_iter()
+        .find(|(_, name)| name.ends_with("::render_auto"))
+        .unwrap();
+    let guard = resilient::busy::get(&name).unwrap();
+    assert!(guard.learns_in_flight_limit());
+    assert_eq!(guard.in_flight(), 0);
+}
