@@ -34,7 +34,7 @@
 /// | `error_window = "10s"` | the window errors (or calls) are counted in | `error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout` |
 /// | `error_timeout = "30s"` | how long it stays open, from the last error | 10 s |
 /// | `capacity = 0.75` | instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` (so `async fn` only) | none |
-/// | `timeout = "60s"` | bounds every call; an expired call counts as an error and returns a timeout `Rejected`; `async fn` only | none |
+/// | `timeout = "60s"` | bounds every call, from its first wait; an expired call counts as an error and returns a timeout `Rejected`; `async fn` only | none |
 /// | `half_open_timeout = "1s"` | a shorter bound for probes while half-open; `async fn` only | `timeout` |
 /// | `success_threshold = 2` | successful probes that close it | 1 |
 /// | `half_open_calls = 1` | probes allowed at once while half-open | 1 |
@@ -166,8 +166,9 @@
 /// * **A subscriber or a `tracing` layer panics** on a state change: the change stands and the
 ///   call goes on; the panic is caught, and only that announcement is lost.
 /// * **No time driver**: a breaker without `timeout` runs on any executor. With `timeout`, a call
-///   polled outside a tokio runtime, or on one built without `enable_time`, panics with tokio's
-///   message (as `tokio::time::timeout` does) and gives its slot back.
+///   that waits outside a tokio runtime, or on one built without `enable_time`, panics with
+///   tokio's message at its first wait (as `tokio::time::timeout` does) and gives its slot back; a
+///   call that answers on its first poll needs no timer and runs anywhere.
 /// * **Keyed families** never evict a breaker that calls in flight still hold: their outcomes land
 ///   on the breaker that the key's later calls use. At most one eviction sweep waits at a time.
 /// * **Settings**: `error_threshold`, `success_threshold` and `half_open_calls` are at most 65535;

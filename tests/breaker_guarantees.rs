@@ -229,8 +229,9 @@ async fn a_keyed_breaker_with_calls_in_flight_is_not_evicted(rt: &str) {
 // ---------------------------------------------------------------------------------------------
 // Scenarios that need a runtime of their own.
 
-/// A breaker with a `timeout` whose call is polled where no timer can start: the call panics
-/// with tokio's message, and its probe slot comes back.
+/// A breaker with a `timeout` whose call waits where no timer can start: the call panics with
+/// tokio's message at its first wait, and its probe slot comes back. A call that answers on its
+/// first poll needs no timer, and runs there.
 fn timed_probe_without_timer(name: &str, block_on: impl Fn(&mut dyn FnMut())) {
     let b = Breaker::builder(name)
         .error_threshold(1)
@@ -240,9 +241,17 @@ fn timed_probe_without_timer(name: &str, block_on: impl Fn(&mut dyn FnMut())) {
         .unwrap();
     let fail_now = || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            support::block_on_without_tokio(b.call(async { Err::<(), BoxError>("down".into()) }))
+            support::block_on_without_tokio(b.call(async {
+                support::YieldOnce(false).await;
+                Err::<(), BoxError>("down".into())
+            }))
         }))
     };
+    // Answered on the first poll: no timer needed, nothing counted against the breaker.
+    block_on(&mut || {
+        let answered = support::block_on_without_tokio(b.call(async { Ok::<_, BoxError>(7) }));
+        assert_eq!(answered.unwrap(), 7);
+    });
     // Closed: the timer cannot start, the call panics; nothing counted.
     block_on(&mut || assert!(fail_now().is_err(), "no timer: the call panics"));
     assert_eq!(b.state(), State::Closed);

@@ -144,11 +144,13 @@ impl Timer for InlineTimer {
 enum Stage {
     /// Not polled yet: nothing asked of the breaker.
     New,
-    /// Admitted before its first poll (`Call::admit_now`); its timer starts at that poll.
+    /// Admitted before its first poll (`Call::admit_now`).
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     Admitted(Permit),
-    /// Admitted; the body runs.
+    /// Admitted; the body runs and has not waited yet.
     Running(Permit),
+    /// The body has waited once: its timer, if a timeout applies, runs.
+    Waiting(Permit),
     /// Finished; the outcome is recorded.
     Done,
 }
@@ -164,8 +166,11 @@ struct Admission<B: Deref<Target = Breaker>> {
 }
 
 impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
+    #[inline(always)]
     fn drop(&mut self) {
-        if let Stage::Running(permit) | Stage::Admitted(permit) = self.stage {
+        if let Stage::Running(permit) | Stage::Waiting(permit) | Stage::Admitted(permit) =
+            self.stage
+        {
             // Runs no user code: freeing a slot never changes the state.
             self.breaker.on_ignored(permit);
         }
@@ -185,6 +190,12 @@ impl Counted {
     /// counts it): what every call through a breaker, async or blocking, ends with.
     #[inline(always)]
     pub(super) fn record(self, breaker: &Breaker, permit: Permit) {
+        // The closed count rule's success: nothing to record (but its metric).
+        if let (Counted::Success, Permit::Fast { .. }) = (self, permit) {
+            #[cfg(feature = "metrics")]
+            breaker.metrics.success();
+            return;
+        }
         match self {
             Counted::Success => breaker.on_success(permit),
             Counted::Error => breaker.on_error(permit),
@@ -287,7 +298,7 @@ where
         let mut this = self.project();
         let admission = this.admission;
         let permit = match admission.stage {
-            Stage::Running(permit) => permit,
+            Stage::Running(permit) | Stage::Waiting(permit) => permit,
             Stage::New | Stage::Admitted(_) => {
                 let permit = match admission.stage {
                     Stage::Admitted(permit) => permit,
@@ -301,12 +312,7 @@ where
                         }
                     },
                 };
-                // Admitted before the timer starts: should it fail to (no tokio time driver),
-                // the panic drops the call and the slot comes back.
                 admission.stage = Stage::Running(permit);
-                if let Some(limit) = admission.breaker.limit(permit) {
-                    this.timer.as_mut().start(limit);
-                }
                 permit
             }
             Stage::Done => panic!("a breaker call was polled after it completed"),
@@ -340,6 +346,15 @@ where
                 admission.stage = Stage::Done;
                 Counted::Error.record(breaker, permit);
                 panic::resume_unwind(payload);
+            }
+        }
+        // A body that answers on its first poll needs no timer: it starts at the first wait.
+        // Admitted before: should it fail to start (no tokio time driver), the panic drops the
+        // call and the slot comes back.
+        if let Stage::Running(_) = admission.stage {
+            admission.stage = Stage::Waiting(permit);
+            if let Some(limit) = breaker.limit(permit) {
+                this.timer.as_mut().start(limit);
             }
         }
         if this.timer.expired(cx) {

@@ -33,16 +33,22 @@ const SUCCESS: u64 = 1 << 20;
 const SUCCESSES: u64 = 0xFFFF << 20;
 const STREAK: u64 = 1 << 36;
 const STREAKS: u64 = 0xFF << 36;
-const EPOCH_SHIFT: u32 = 44;
+/// Settings a closed call's admission must see (kept in the word, set by `hot_settings`): a
+/// timeout applies; the rule is the rate rule (a success is recorded). A closed breaker with
+/// neither admits a call with [`Permit::Fast`], whose success has nothing to do.
+const TIMED: u64 = 1 << 44;
+const RATE: u64 = 1 << 45;
+const FLAGS: u64 = TIMED | RATE;
+const EPOCH_SHIFT: u32 = 46;
 const EPOCH: u64 = 1 << EPOCH_SHIFT;
 
 fn epoch(word: u64) -> u32 {
     (word >> EPOCH_SHIFT) as u32
 }
 
-/// The word of a fresh phase: counters cleared, the streak kept, the epoch moved on.
+/// The word of a fresh phase: counters cleared, the streak and the flags kept, the epoch moved on.
 fn enter(word: u64, phase: u64) -> u64 {
-    (word & (FORCED | STREAKS)) | phase | ((word & !(EPOCH - 1)).wrapping_add(EPOCH))
+    (word & (FORCED | STREAKS | FLAGS)) | phase | ((word & !(EPOCH - 1)).wrapping_add(EPOCH))
 }
 
 /// The state of a breaker, as [`Breaker::state`] reports it and [`StateChange`](super::StateChange)
@@ -162,6 +168,9 @@ pub struct Breaker {
 /// Admission to run one call, handed back with its outcome.
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Permit {
+    /// Closed, under the count rule and no timeout: an error counts in the window of epoch
+    /// `epoch`; a success has nothing to do.
+    Fast { epoch: u32 },
     /// Closed: the outcome counts in the window of epoch `epoch`.
     Closed { epoch: u32 },
     /// Half-open probe of epoch `epoch`.
@@ -239,6 +248,20 @@ impl Breaker {
         );
         self.rate
             .store(matches!(config.rule, Rule::Rate { .. }), Ordering::Relaxed);
+        let mut flags = 0;
+        if config.timeout.is_some() || config.half_open_timeout.is_some() {
+            flags |= TIMED;
+        }
+        if matches!(config.rule, Rule::Rate { .. }) {
+            flags |= RATE;
+        }
+        // Not a change of state: no event, and a transition racing this keeps the flags
+        // (`enter`), so whichever lands last leaves them right.
+        let _ = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+                Some((word & !FLAGS) | flags)
+            });
     }
 
     /// Runs `body` through the breaker: refused with [`Rejected`] while open, bounded by `timeout`,
@@ -274,7 +297,8 @@ impl Breaker {
     /// The time limit of a call admitted with `permit`.
     #[inline(always)]
     pub(crate) fn limit(&self, permit: Permit) -> Option<Duration> {
-        if !self.timed.load(Ordering::Relaxed) {
+        // A fast permit was admitted with no timeout in force: nothing to read.
+        if matches!(permit, Permit::Fast { .. }) || !self.timed.load(Ordering::Relaxed) {
             return None;
         }
         let read = |setting: &Setting| match setting.load(Ordering::Relaxed) {
@@ -282,6 +306,7 @@ impl Breaker {
             ns => Some(Duration::from_nanos(ns)),
         };
         match permit {
+            Permit::Fast { .. } => None,
             Permit::Closed { .. } | Permit::Unchecked => read(&self.timeout_ns),
             Permit::Probe { .. } => read(&self.half_open_timeout_ns).or(read(&self.timeout_ns)),
             Permit::Bypass => None,
@@ -291,6 +316,9 @@ impl Breaker {
     #[inline(always)]
     pub(crate) fn admit(&self) -> Result<Permit, Rejected> {
         let word = self.state.load(Ordering::Acquire);
+        if word & (PHASE | FORCED | FLAGS) == CLOSED {
+            return Ok(Permit::Fast { epoch: epoch(word) });
+        }
         if word & (PHASE | FORCED) == CLOSED {
             return Ok(Permit::Closed { epoch: epoch(word) });
         }
@@ -308,6 +336,7 @@ impl Breaker {
                     }))
                 }
                 (FORCED_CLOSED, _) => return Ok(Permit::Unchecked),
+                (_, CLOSED) if word & FLAGS == 0 => return Ok(Permit::Fast { epoch: epoch(word) }),
                 (_, CLOSED) => return Ok(Permit::Closed { epoch: epoch(word) }),
                 (_, OPEN) => {
                     let now = self.now();
@@ -351,6 +380,7 @@ impl Breaker {
     pub(crate) fn on_success(&self, permit: Permit) {
         match permit {
             // The count rule has nothing to do on a success: no write, no clock.
+            Permit::Fast { .. } => {}
             Permit::Closed { epoch: e } => {
                 if self.rate.load(Ordering::Relaxed) {
                     self.rate_success(e);
@@ -375,7 +405,9 @@ impl Breaker {
         self.last_error.fetch_max(now, Ordering::AcqRel);
         let word = self.state.load(Ordering::Acquire);
         match permit {
-            Permit::Closed { epoch: e } if epoch(word) == e && word & PHASE == CLOSED => {
+            Permit::Fast { epoch: e } | Permit::Closed { epoch: e }
+                if epoch(word) == e && word & PHASE == CLOSED =>
+            {
                 let window = &self.window;
                 let trips = match self.config.load().rule {
                     Rule::Count { .. } => window.count.record_error(now, self.window_floor(now)),
@@ -405,6 +437,7 @@ impl Breaker {
         }
     }
 
+    #[inline(always)]
     pub(crate) fn on_ignored(&self, permit: Permit) {
         if let Permit::Probe { epoch: e } = permit {
             self.probe_done(e, false);

@@ -18,7 +18,8 @@
 //!   n-th consecutive re-open stays open `error_timeout * backoff^n` (capped at
 //!   `max_error_timeout`).
 //! * `timeout` bounds every call (`half_open_timeout` bounds probes): an expired call is abandoned,
-//!   counts as an error and returns a `Rejected` that says it timed out.
+//!   counts as an error and returns a `Rejected` that says it timed out. The timer starts when the
+//!   body first waits, so a call that answers on its first poll costs no timer.
 //! * `capacity = c` sets `error_timeout = timeout * c / (1 - c)`: a worker that keeps probing a
 //!   dead endpoint is free a share `c` of the time.
 //! * An outcome counts in the state the call was admitted in: a call admitted while closed that
@@ -40,8 +41,9 @@
 //! * **A subscriber or a `tracing` layer panics** on a state change: the change stands and the
 //!   call goes on; the panic is caught, and only that announcement is lost.
 //! * **No time driver**: a breaker without `timeout` runs on any executor. With `timeout`, a call
-//!   polled outside a tokio runtime, or on one built without `enable_time`, panics with tokio's
-//!   message (as `tokio::time::timeout` does) and gives its slot back.
+//!   that waits outside a tokio runtime, or on one built without `enable_time`, panics with
+//!   tokio's message at its first wait (as `tokio::time::timeout` does) and gives its slot back; a
+//!   call that answers on its first poll needs no timer and runs anywhere.
 //! * **Blocking calls** ([`Breaker::call_blocking`]) follow the same rules on the caller's thread,
 //!   with no runtime needed: a body that panics counts as an error (a probe that panics
 //!   re-opens, its slot comes back) and the panic goes on. `timeout` and `half_open_timeout`
