@@ -89,7 +89,7 @@ use tower::Service;
 
 mod common;
 use common::cost::{
-    added, in_chunks, measure, or_dash, print_table, Contender, Figures, Instructions, Plan, Role,
+    added, in_chunks, measure, print_table, Contender, Figures, Instructions, Plan, Role,
 };
 use common::drive::{service_calls, Driver};
 use common::outln;
@@ -513,23 +513,7 @@ fn measure_all(lock: &str, plan: &Plan) {
         "### Goal: the fixed `after` adds fewer instructions per call than tower's `Hedge`, on \
          each driver\n"
     );
-    outln!("| driver | ours added | tower's added | result |");
-    outln!("|---|---:|---:|---|");
-    for (d, driver) in Driver::ALL.into_iter().enumerate() {
-        let ours = instructions.added(&all, FIXED, d);
-        let theirs = instructions.added(&all, HEDGE, d);
-        outln!(
-            "| {} | {} | {} | {} |",
-            driver.name(),
-            or_dash(ours, |n| format!("{n:+.1}")),
-            or_dash(theirs, |n| format!("{n:+.1}")),
-            match (ours, theirs) {
-                (Some(ours), Some(theirs)) => pass(ours < theirs),
-                _ => "not counted",
-            }
-        );
-    }
-    outln!();
+    instructions.fewer_than(&all, FIXED, HEDGE);
 }
 
 /// `BENCH_PROFILE=list` prints the contenders' numbers (table order: 0 = plain, 1 = plain with a

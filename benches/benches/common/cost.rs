@@ -216,6 +216,27 @@ impl Instructions {
         Some(self.of(c, d)? - self.of(all[c].base, d)?)
     }
 
+    /// The goal table "ours adds fewer instructions per call than the peer", one row per driver:
+    /// contender `ours` against contender `peer`, each minus its own baseline.
+    pub fn fewer_than(&self, all: &[Contender], ours: usize, peer: usize) {
+        outln!("| driver | ours added | tower's added | result |");
+        outln!("|---|---:|---:|---|");
+        for (d, driver) in Driver::ALL.into_iter().enumerate() {
+            let (ours, theirs) = (self.added(all, ours, d), self.added(all, peer, d));
+            outln!(
+                "| {} | {} | {} | {} |",
+                driver.name(),
+                or_dash(ours, |n| format!("{n:+.1}")),
+                or_dash(theirs, |n| format!("{n:+.1}")),
+                match (ours, theirs) {
+                    (Some(ours), Some(theirs)) => super::pass(ours < theirs),
+                    _ => "not counted",
+                }
+            );
+        }
+        outln!();
+    }
+
     /// The sentence that says how they were counted, or why they were not.
     pub fn describe(&self) -> String {
         match self {
