@@ -98,6 +98,7 @@ use common::cost::{
     added, clones_of, in_chunks, measure, or_dash, print_table, Contender, Figures, Grid,
     Instructions, Plan, Role,
 };
+use common::crate_version;
 use common::drive::Driver;
 use common::outln;
 use common::{
@@ -267,12 +268,7 @@ fn contenders(lock: &str) -> Vec<Contender> {
             failsafe,
             |f, i| failsafe::futures::CircuitBreaker::call(f, plain(i)),
         ),
-        Contender::requests(
-            "plain `service_fn` (`ready` + `call`)",
-            Role::Baseline,
-            SERVICE_FN,
-            || tower::service_fn(plain_boxed),
-        ),
+        Contender::plain_service(SERVICE_FN),
         Contender::requests(
             format!(
                 "tower-resilience-circuitbreaker {} (`Service`)",
@@ -611,17 +607,6 @@ fn keyed_registry() {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-/// The version of `name` in the workspace's Cargo.lock, so the tables say what was measured.
-fn crate_version(lock: &str, name: &str) -> String {
-    let needle = format!("name = \"{name}\"\nversion = \"");
-    lock.find(&needle)
-        .and_then(|at| {
-            let rest = &lock[at + needle.len()..];
-            rest.find('"').map(|end| rest[..end].to_string())
-        })
-        .unwrap_or_else(|| "?".into())
-}
 
 /// `BENCH_PROFILE=list` prints the contenders' numbers (table order: 0 = plain, 1 = count rule,
 /// 2 = count rule with `timeout`, 3 = rate rule, 4 = rate rule with `timeout`, 5 = recloser,

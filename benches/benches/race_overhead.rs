@@ -93,6 +93,7 @@ use common::cost::{
 };
 use common::drive::{service_calls, Driver};
 use common::outln;
+use common::{crate_version, HedgeAll};
 use common::{
     current_thread_runtime, group, load_average, pass, plain, plain_boxed, sample_threads,
     thread_waker, work, BoxError, CallError,
@@ -176,20 +177,6 @@ async fn raced_budget_off(x: u64) -> Result<u64, CallError> {
 async fn plain_clock(x: u64) -> Result<u64, CallError> {
     black_box(tokio::time::Instant::now());
     work(x)
-}
-
-/// Tower's hedge policy: every request may be cloned and hedged.
-#[derive(Clone, Copy, Debug)]
-struct HedgeAll;
-
-impl tower::hedge::Policy<u64> for HedgeAll {
-    fn clone_request(&self, request: &u64) -> Option<u64> {
-        Some(*request)
-    }
-
-    fn can_retry(&self, _: &u64) -> bool {
-        true
-    }
 }
 
 /// Tower's hedge around `service`, its history prefilled (`HEDGE_HISTORY`): from its first call
@@ -287,12 +274,7 @@ fn contenders(lock: &str) -> Vec<Contender> {
             (),
             |_, i| raced_budget_off(i),
         ),
-        Contender::requests(
-            "plain `service_fn` (`ready` + `call`)",
-            Role::Baseline,
-            SERVICE_FN,
-            || tower::service_fn(plain_boxed),
-        ),
+        Contender::plain_service(SERVICE_FN),
         Contender::requests(
             format!(
                 "tower {} `Hedge` (p95, {HEDGE_MIN_POINTS} points, period \
@@ -305,17 +287,6 @@ fn contenders(lock: &str) -> Vec<Contender> {
             || hedge(tower::service_fn(plain_boxed)),
         ),
     ]
-}
-
-/// The version of `name` in the workspace's `Cargo.lock`.
-fn crate_version(lock: &str, name: &str) -> String {
-    let needle = format!("name = \"{name}\"\nversion = \"");
-    lock.find(&needle)
-        .and_then(|at| {
-            let rest = &lock[at + needle.len()..];
-            rest.find('"').map(|end| rest[..end].to_string())
-        })
-        .unwrap_or_else(|| "?".into())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -84,6 +84,7 @@ use tower::Service;
 
 mod common;
 use common::outln;
+use common::HedgeAll;
 use common::{group, load_average, ms, pass, CallError};
 
 /// Calls in flight at all times.
@@ -171,20 +172,6 @@ async fn ours_p95(_call: u64) -> Result<u32, CallError> {
 #[race_retry(retries = 1, after = "50ms", total = "5s")]
 async fn ours_fixed(_call: u64) -> Result<u32, CallError> {
     attempt().await
-}
-
-/// Tower's hedge policy: every request may be cloned and hedged.
-#[derive(Clone, Copy, Debug)]
-struct HedgeAll;
-
-impl tower::hedge::Policy<u64> for HedgeAll {
-    fn clone_request(&self, request: &u64) -> Option<u64> {
-        Some(*request)
-    }
-
-    fn can_retry(&self, _: &u64) -> bool {
-        true
-    }
 }
 
 /// The error tower's service returns (never, here).

@@ -783,10 +783,7 @@ fn run(
                 let (client, url) = (client.clone(), url.clone());
                 tasks.spawn(async move { request(&client, &url, due, t0).await });
             }
-            let mut outcomes = Vec::with_capacity(tasks.len());
-            while let Some(outcome) = tasks.join_next().await {
-                outcomes.push(outcome.expect("a request task does not panic"));
-            }
+            let mut outcomes = open_loop::finish(tasks).await;
             let wall = t0.elapsed();
             sampling.store(false, Relaxed);
             let samples = sampler.join().expect("the sampler runs");

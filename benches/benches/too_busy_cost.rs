@@ -81,6 +81,7 @@ mod common;
 use common::cost::{
     added, clones_of, in_chunks, measure, print_table, Contender, Figures, Instructions, Plan, Role,
 };
+use common::crate_version;
 use common::drive::Driver;
 use common::outln;
 use common::{
@@ -194,12 +195,7 @@ fn contenders(lock: &str) -> Vec<Contender> {
             (),
             |_, i| busy_default_boxed(i),
         ),
-        Contender::requests(
-            "plain `service_fn` (`ready` + `call`)",
-            Role::Baseline,
-            SERVICE_FN,
-            || tower::service_fn(plain_boxed),
-        ),
+        Contender::plain_service(SERVICE_FN),
         Contender::requests(
             format!(
                 "tower {} `load_shed().concurrency_limit({MAX_IN_FLIGHT})`",
@@ -228,17 +224,6 @@ fn run_in_runtime(contender: &Contender, driver: Driver, calls: u64) {
             tokio::task::yield_now().await;
         }
     });
-}
-
-/// The version of `name` in the workspace's `Cargo.lock`.
-fn crate_version(lock: &str, name: &str) -> String {
-    let needle = format!("name = \"{name}\"\nversion = \"");
-    lock.find(&needle)
-        .and_then(|at| {
-            let rest = &lock[at + needle.len()..];
-            rest.find('"').map(|end| rest[..end].to_string())
-        })
-        .unwrap_or_else(|| "?".into())
 }
 
 // ---------------------------------------------------------------------------------------------

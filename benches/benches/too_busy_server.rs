@@ -262,10 +262,7 @@ fn run(variant: Variant, rate: f64) -> Run {
             }
             tokio::time::sleep_until((t0 + RUN).into()).await;
             let monitor_samples = MONITOR_SAMPLES.load(Relaxed) - samples_before;
-            let mut outcomes = Vec::with_capacity(tasks.len());
-            while let Some(outcome) = tasks.join_next().await {
-                outcomes.push(outcome.expect("a request task does not panic"));
-            }
+            let mut outcomes = open_loop::finish(tasks).await;
             let wall = t0.elapsed();
             sampling.store(false, Relaxed);
             let lag = sampler.join().expect("the sampler runs");

@@ -64,6 +64,7 @@ use tower::{BoxError, Service, ServiceBuilder, ServiceExt as _};
 
 mod common;
 use common::outln;
+use common::{crate_version, HedgeAll};
 use common::{
     current_thread_runtime, group, load_average, pass, profile_calls, rounds, sample_threads,
     Rounds,
@@ -292,20 +293,6 @@ fn contenders(lock: &str) -> Vec<Contender> {
     all
 }
 
-/// Tower's hedge policy: every request may be cloned and hedged.
-#[derive(Clone, Copy, Debug)]
-struct HedgeAll;
-
-impl tower::hedge::Policy<u64> for HedgeAll {
-    fn clone_request(&self, request: &u64) -> Option<u64> {
-        Some(*request)
-    }
-
-    fn can_retry(&self, _: &u64) -> bool {
-        true
-    }
-}
-
 /// A service that is not `Clone`, shared: each `poll_ready` and `call` takes the lock (never held
 /// across an await).
 struct Locked<S>(Arc<Mutex<S>>);
@@ -404,17 +391,6 @@ fn ours_shedding() -> Vec<Contender> {
             ServiceBuilder::new().layer(lag).service(bare()),
         ),
     ]
-}
-
-/// The version of `name` in the workspace's `Cargo.lock`.
-fn crate_version(lock: &str, name: &str) -> String {
-    let needle = format!("name = \"{name}\"\nversion = \"");
-    lock.find(&needle)
-        .and_then(|at| {
-            let rest = &lock[at + needle.len()..];
-            rest.find('"').map(|end| rest[..end].to_string())
-        })
-        .unwrap_or_else(|| "?".into())
 }
 
 // ---------------------------------------------------------------------------------------------

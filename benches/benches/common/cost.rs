@@ -71,6 +71,17 @@ impl Contender {
         }
     }
 
+    /// The baseline of the tower peers: a plain `service_fn` over `plain_boxed`, called as they
+    /// are (`ready` then `call`); `index` is its own place in the table.
+    pub fn plain_service(index: usize) -> Self {
+        Contender::requests(
+            "plain `service_fn` (`ready` + `call`)",
+            Role::Baseline,
+            index,
+            || tower::service_fn(super::plain_boxed),
+        )
+    }
+
     /// A contender whose calls are requests to a tower service (`ready()`, then `call(i)`); each
     /// runner gets its own service from `service()`.
     pub fn requests<S, M>(name: impl Into<String>, role: Role, base: usize, service: M) -> Self

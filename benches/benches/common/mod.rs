@@ -240,6 +240,33 @@ fn profile_threads(name: &str, calls: u64, run: impl Fn(u64) + Sync) {
     );
 }
 
+/// The version of `name` in the workspace's `Cargo.lock`, so that the tables say what was
+/// measured.
+pub fn crate_version(lock: &str, name: &str) -> String {
+    let needle = format!("name = \"{name}\"\nversion = \"");
+    lock.find(&needle)
+        .and_then(|at| {
+            let rest = &lock[at + needle.len()..];
+            rest.find('"').map(|end| rest[..end].to_string())
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Tower's hedge policy in the benchmarks that race against `tower::hedge`: every request may be
+/// cloned and hedged.
+#[derive(Clone, Copy, Debug)]
+pub struct HedgeAll;
+
+impl tower::hedge::Policy<u64> for HedgeAll {
+    fn clone_request(&self, request: &u64) -> Option<u64> {
+        Some(*request)
+    }
+
+    fn can_retry(&self, _: &u64) -> bool {
+        true
+    }
+}
+
 /// A duration in ms with one decimal.
 pub fn ms(d: std::time::Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)

@@ -88,3 +88,12 @@ pub async fn warm_up(client: &reqwest::Client, url: &std::sync::Arc<str>) {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
+
+/// Waits for every request of a run (each answered or timed out) and returns their outcomes.
+pub async fn finish(mut tasks: tokio::task::JoinSet<Outcome>) -> Vec<Outcome> {
+    let mut outcomes = Vec::with_capacity(tasks.len());
+    while let Some(outcome) = tasks.join_next().await {
+        outcomes.push(outcome.expect("a request task does not panic"));
+    }
+    outcomes
+}
