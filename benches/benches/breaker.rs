@@ -198,6 +198,12 @@ async fn rate_timeout(x: u64) -> Result<u64, CallError> {
     work(x)
 }
 
+/// The shape of every attribute's expansion with no policy in it: the body as an inner `async`
+/// block, awaited by the `async fn`. What it adds to the plain call is the cost of that shape.
+async fn nested(x: u64) -> Result<u64, CallError> {
+    async move { work(x) }.await
+}
+
 // ---------------------------------------------------------------------------------------------
 // Contenders, in table order (their numbers are `BENCH_PROFILE`'s).
 
@@ -269,6 +275,13 @@ fn contenders(lock: &str) -> Vec<Contender> {
             |f, i| failsafe::futures::CircuitBreaker::call(f, plain(i)),
         ),
         Contender::plain_service(SERVICE_FN),
+        Contender::calls(
+            "`async fn` awaiting its body as an inner `async` block (no policy)",
+            Role::Reference,
+            PLAIN,
+            (),
+            |_, i| nested(i),
+        ),
         Contender::requests(
             format!(
                 "tower-resilience-circuitbreaker {} (`Service`)",

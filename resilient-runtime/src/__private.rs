@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::breaker::future::{Call, CountIf, EveryError, HeapTimer, InlineTimer};
-use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
+use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, Closed, KeyedBreaker};
 use crate::busy::future::BusyCall;
 use crate::busy::Refuse;
 
@@ -51,6 +51,22 @@ pub fn name_of<F>(marker: F) -> &'static str {
 pub struct Site<B>(B);
 
 impl<B: Deref<Target = Breaker>> Site<B> {
+    /// The site's breaker admits the call now when it is closed with no timeout in force (an
+    /// admission without side effects, for a call without a timer): `Ok`, to call the body
+    /// through [`Admitted::call`]; `Err` with the site otherwise, to call it through
+    /// [`call`](Self::call), which asks at its first poll. For a call awaited as it is made
+    /// (`#[breaker]` without `timeout` or `count_if`), where now is its first poll.
+    #[inline(always)]
+    pub fn admit_closed(self) -> Result<Admitted<B>, Self> {
+        match self.0.admit_untimed() {
+            Some(word) => Ok(Admitted {
+                breaker: self.0,
+                word,
+            }),
+            None => Err(self),
+        }
+    }
+
     /// A call without a configured timeout (should the breaker have one, its timer is boxed).
     #[inline]
     pub fn call<T, E, F>(self, body: F) -> Call<B, F, EveryError, HeapTimer, E>
@@ -121,6 +137,22 @@ impl<B: Deref<Target = Breaker>> Site<B> {
         P: FnMut(&E) -> bool,
     {
         self.0.call_blocking_if(counts, body)
+    }
+}
+
+/// A call admitted by a closed breaker with no timeout in force: [`Site::admit_closed`].
+#[derive(Debug)]
+pub struct Admitted<B> {
+    breaker: B,
+    word: u64,
+}
+
+impl<B: Deref<Target = Breaker>> Admitted<B> {
+    /// The admitted call of `body`, every error counting. Its bounds are the future's, and
+    /// [`Site::call`] in the other arm states them for the compiler's message.
+    #[inline(always)]
+    pub fn call<F>(self, body: F) -> Closed<B, F, EveryError> {
+        Closed::new(self.breaker, self.word, EveryError, body)
     }
 }
 

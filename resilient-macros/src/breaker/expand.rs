@@ -14,6 +14,20 @@
 //! }
 //! ```
 //!
+//! Without `timeout` or `count_if`, a closed breaker admits the call as it is made, and the body
+//! runs in a future with nothing else to keep; in every other state the call asks as above:
+//!
+//! ```ignore
+//! async fn charge(card: &Card) -> Result<Receipt, PayError> {
+//!     let site = { /* the site, as above */ };
+//!     let body = async move { /* the original body */ };
+//!     match site.admit_closed() {
+//!         Ok(admitted) => admitted.call(body).await,
+//!         Err(site) => site.call(body).await,
+//!     }
+//! }
+//! ```
+//!
 //! A blocking fn (not `async`) runs its body in a closure called at once, which keeps every
 //! `return` and `?` of the body as they were:
 //!
@@ -97,6 +111,26 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     let timed = attr.timeout.is_some() || attr.half_open_timeout.is_some();
     let body = func::async_body(&func, &krate);
     let count_if = attr.count_if.as_ref().map(|counts| &counts.value);
+    if count_if.is_none() && !timed {
+        // A closed breaker with no timeout in force admits the call as it is made (its first
+        // poll), and the body runs in a future of its own, with no stage or timer to keep; any
+        // other state asks at the first poll, as every other call does. The body is written
+        // once, before the two arms.
+        let body_ident = proc_macro2::Ident::new("body", Span::mixed_site());
+        let admitted = proc_macro2::Ident::new("admitted", Span::mixed_site());
+        let site_ident = proc_macro2::Ident::new("site", Span::mixed_site());
+        let call = quote_spanned!(ret_span=> call(#body_ident));
+        return quote! {
+            #(#attrs)*
+            #vis #sig {
+                #(#inner)*
+                match ({ #site }.admit_closed(), #body) {
+                    (::core::result::Result::Ok(#admitted), #body_ident) => #admitted.call(#body_ident).await,
+                    (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call.await,
+                }
+            }
+        };
+    }
     let call = match (count_if, timed) {
         (None, false) => quote_spanned!(ret_span=> call(#body)),
         (None, true) => quote_spanned!(ret_span=> call_timed(#body)),

@@ -4,25 +4,30 @@ impl Client {
         host: &str,
         path: impl AsRef<str>,
     ) -> anyhow::Result<T> {
-        {
-            fn breaker_site() {}
-            static BREAKER: ::resilient::__private::KeyedSite = ::resilient::__private::KeyedSite::new(
-                || ::resilient::__private::name_of(breaker_site),
-                |breaker| {
-                    breaker
-                        .failure_rate(0.5)
-                        .min_calls(20)
-                        .error_window(::core::time::Duration::from_secs(30))
-                },
-            );
-            ::resilient::__private::KeyedSite::breaker(&BREAKER, &host)
-        }
-            .call(async move {
+        match (
+            {
+                fn breaker_site() {}
+                static BREAKER: ::resilient::__private::KeyedSite = ::resilient::__private::KeyedSite::new(
+                    || ::resilient::__private::name_of(breaker_site),
+                    |breaker| {
+                        breaker
+                            .failure_rate(0.5)
+                            .min_calls(20)
+                            .error_window(::core::time::Duration::from_secs(30))
+                    },
+                );
+                ::resilient::__private::KeyedSite::breaker(&BREAKER, &host)
+            }
+                .admit_closed(),
+            async move {
                 if false {
                     return ::resilient::__private::body_returns::<anyhow::Result<T>>();
                 }
                 self.http.get(host, path.as_ref()).await
-            })
-            .await
+            },
+        ) {
+            (::core::result::Result::Ok(admitted), body) => admitted.call(body).await,
+            (::core::result::Result::Err(site), body) => site.call(body).await,
+        }
     }
 }

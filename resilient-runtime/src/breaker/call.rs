@@ -3,6 +3,7 @@
 //! timer unless a timeout applies.
 
 use std::future::Future;
+use std::mem::{self, ManuallyDrop};
 use std::ops::Deref;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
@@ -96,23 +97,56 @@ pub trait Timer: sealed::Sealed {
     fn start(self: Pin<&mut Self>, limit: Duration);
     /// True once the timer has fired; registers the waker otherwise.
     fn expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool;
+    /// Stops the timer, if it was started. The call's drop calls it when its body has waited.
+    fn stop(self: Pin<&mut Self>);
 }
 
 /// A timer kept on the heap, allocated only when a timeout applies: the future stays small for
 /// breakers without one.
+///
+/// It has no drop glue of its own: the call that holds it stops it (frees the `Sleep`) when its
+/// body has waited, so that the drop of a call that answered at once tests one word.
 #[derive(Debug, Default)]
-pub struct HeapTimer(Option<Pin<Box<Sleep>>>);
+pub struct HeapTimer(ManuallyDrop<Option<Pin<Box<Sleep>>>>);
+
+/// Drops what it is given, out of line: what a call holds only on its cold paths (a timer, a
+/// probe's permit) is freed through functions like this one, which take values rather than the
+/// call's address, so that the call's fields stay the optimizer's to forward.
+#[cold]
+#[inline(never)]
+fn free<T>(value: T) {
+    drop(value);
+}
+
+/// A timer on the heap, made out of line: the call's own address never leaves it.
+#[inline(never)]
+fn heap_sleep(limit: Duration) -> Pin<Box<Sleep>> {
+    Box::pin(tokio::time::sleep(limit))
+}
 
 impl Timer for HeapTimer {
+    #[inline(always)]
     fn start(self: Pin<&mut Self>, limit: Duration) {
-        self.get_mut().0 = Some(Box::pin(tokio::time::sleep(limit)));
+        let this = self.get_mut();
+        if this.0.is_some() {
+            free(ManuallyDrop::into_inner(mem::take(&mut this.0)));
+        }
+        this.0 = ManuallyDrop::new(Some(heap_sleep(limit)));
     }
 
     #[inline]
     fn expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool {
-        match &mut self.get_mut().0 {
+        match &mut *self.get_mut().0 {
             Some(sleep) => sleep.as_mut().poll(cx).is_ready(),
             None => false,
+        }
+    }
+
+    #[inline]
+    fn stop(self: Pin<&mut Self>) {
+        let this = self.get_mut();
+        if this.0.is_some() {
+            free(ManuallyDrop::into_inner(mem::take(&mut this.0)));
         }
     }
 }
@@ -138,43 +172,117 @@ impl Timer for InlineTimer {
             None => false,
         }
     }
+
+    #[cold]
+    #[inline(never)]
+    fn stop(self: Pin<&mut Self>) {
+        self.project().sleep.set(None);
+    }
 }
 
-#[derive(Copy, Clone, Debug)]
-enum Stage {
+/// Where a call stands, with its permit, in one word: two bits of stage and a bit that says the
+/// body has waited, below the permit's [`Permit::bits`]. A call writes it when it first waits and
+/// when it completes; its drop tests it against one mask.
+#[derive(Copy, Clone, PartialEq, Eq)]
+struct Stage(u64);
+
+impl Stage {
     /// Not polled yet: nothing asked of the breaker.
-    New,
-    /// Admitted before its first poll (`Call::admit_now`).
+    const NEW: Stage = Stage(0);
+    /// Finished, at its first poll; the outcome is recorded.
+    const DONE: Stage = Stage(1);
+    /// Admitted, not polled yet (`Call::admit_now`), or in its first poll.
+    const ADMITTED: u64 = 2;
+    /// Admitted, and the body has waited: its timer, if a timeout applies, runs.
+    const WAITING: u64 = 3;
+    const KIND: u64 = 3;
+    /// The body has waited (and may hold a timer), in every stage from then on.
+    const WAITED: u64 = 4;
+    /// Finished after waiting: its timer is still to stop.
+    const DONE_WAITED: Stage = Stage(1 | Self::WAITED);
+    /// The bits that make the drop of a call do anything: a timer to stop, or a probe's permit in
+    /// a live stage.
+    const DROP_WORK: u64 = Self::WAITED | Permit::PROBE;
+
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-    Admitted(Permit),
-    /// Admitted; the body runs and has not waited yet.
-    Running(Permit),
-    /// The body has waited once: its timer, if a timeout applies, runs.
-    Waiting(Permit),
-    /// Finished; the outcome is recorded.
-    Done,
-}
-
-/// The call's admission: what its breaker must be told if the call ends without an outcome.
-///
-/// A field of its own, declared after the body, so that Rust drops it after the body: a call
-/// dropped while running (cancelled, or abandoned by a caller's own timeout) frees its probe slot
-/// only once its body is gone, and counts neither way.
-struct Admission<B: Deref<Target = Breaker>> {
-    breaker: B,
-    stage: Stage,
-}
-
-impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
     #[inline(always)]
-    fn drop(&mut self) {
-        if let Stage::Running(permit) | Stage::Waiting(permit) | Stage::Admitted(permit) =
-            self.stage
-        {
-            // Runs no user code: freeing a slot never changes the state.
-            self.breaker.on_ignored(permit);
+    fn admitted(permit: Permit) -> Stage {
+        Stage(Self::ADMITTED | permit.bits())
+    }
+
+    /// This admitted stage, now waiting.
+    #[inline(always)]
+    fn waiting(self) -> Stage {
+        Stage(self.0 | Self::WAITING | Self::WAITED)
+    }
+
+    fn kind(self) -> u64 {
+        self.0 & Self::KIND
+    }
+
+    fn permit(self) -> Permit {
+        Permit::from_bits(self.0)
+    }
+
+    /// True when dropping the call now must hand its permit back.
+    fn releases(self) -> bool {
+        self.0 & Permit::PROBE != 0
+    }
+}
+
+impl std::fmt::Debug for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind() {
+            0 => f.write_str("New"),
+            1 => f.write_str("Done"),
+            Self::ADMITTED => f.debug_tuple("Admitted").field(&self.permit()).finish(),
+            _ => f.debug_tuple("Waiting").field(&self.permit()).finish(),
         }
     }
+}
+
+pin_project! {
+    /// The call's admission and its timer: what must be undone if the call ends without an
+    /// outcome.
+    ///
+    /// A field of its own, declared after the body, so that Rust drops it after the body: a call
+    /// dropped while running (cancelled, or abandoned by a caller's own timeout) frees its probe
+    /// slot only once its body is gone, and counts neither way.
+    struct Admission<B, T>
+    where
+        B: Deref<Target = Breaker>,
+        T: Timer,
+    {
+        breaker: B,
+        stage: Stage,
+        #[pin]
+        timer: T,
+    }
+
+    impl<B, T> PinnedDrop for Admission<B, T>
+    where
+        B: Deref<Target = Breaker>,
+        T: Timer,
+    {
+        #[inline(always)]
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if this.stage.0 & Stage::DROP_WORK != 0 {
+                this.timer.stop();
+                if this.stage.releases() {
+                    release(this.breaker, *this.stage);
+                }
+            }
+        }
+    }
+}
+
+/// Hands the probe slot of a call dropped at `stage` back. Runs no user code: freeing a slot never
+/// changes the state.
+#[cold]
+#[inline(never)]
+fn release(breaker: &Breaker, stage: Stage) {
+    breaker.on_ignored(stage.permit());
 }
 
 /// How a completed body counts.
@@ -216,20 +324,20 @@ pin_project! {
     pub struct Call<B, F, C, T, E>
     where
         B: Deref<Target = Breaker>,
+        T: Timer,
     {
         // `E::from`, taken where the call is made (and its bound checked, once).
         reject: fn(Rejected) -> E,
         counts: C,
         #[pin]
-        timer: T,
-        #[pin]
         body: F,
         // After `body`: see `Admission`.
-        admission: Admission<B>,
+        #[pin]
+        admission: Admission<B, T>,
     }
 }
 
-impl<B: Deref<Target = Breaker>, F, C, T, E> Call<B, F, C, T, E> {
+impl<B: Deref<Target = Breaker>, F, C, T: Timer, E> Call<B, F, C, T, E> {
     pub(crate) fn new(breaker: B, counts: C, timer: T, body: F) -> Self
     where
         E: From<Rejected>,
@@ -237,17 +345,17 @@ impl<B: Deref<Target = Breaker>, F, C, T, E> Call<B, F, C, T, E> {
         Call {
             reject: E::from,
             counts,
-            timer,
             body,
             admission: Admission {
                 breaker,
-                stage: Stage::New,
+                stage: Stage::NEW,
+                timer,
             },
         }
     }
 }
 
-impl<B: Deref<Target = Breaker>, F, C, T, E> Call<B, F, C, T, E> {
+impl<B: Deref<Target = Breaker>, F, C, T: Timer, E> Call<B, F, C, T, E> {
     /// Asks for admission now rather than at the first poll (the `tower` layer, which must not
     /// call its inner service for a refused request): the call, its body made by `body` once
     /// admitted, or the refusal. Should `body` panic, the slot comes back and nothing counts.
@@ -265,12 +373,12 @@ impl<B: Deref<Target = Breaker>, F, C, T, E> Call<B, F, C, T, E> {
             Ok(permit) => {
                 let admission = Admission {
                     breaker,
-                    stage: Stage::Admitted(permit),
+                    stage: Stage::admitted(permit),
+                    timer,
                 };
                 Ok(Call {
                     reject: E::from,
                     counts,
-                    timer,
                     body: body(),
                     admission,
                 })
@@ -294,87 +402,301 @@ where
     type Output = Result<R, E>;
 
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
-        let admission = this.admission;
-        let permit = match admission.stage {
-            Stage::Running(permit) | Stage::Waiting(permit) => permit,
-            Stage::New | Stage::Admitted(_) => {
-                let permit = match admission.stage {
-                    Stage::Admitted(permit) => permit,
-                    _ => match admission.breaker.admit() {
-                        Ok(permit) => permit,
-                        Err(rejected) => {
-                            admission.stage = Stage::Done;
-                            #[cfg(feature = "metrics")]
-                            admission.breaker.metrics.refused();
-                            return Poll::Ready(Err((this.reject)(rejected)));
-                        }
-                    },
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // The first poll of a call that a closed breaker admits, and whose body answers with a
+        // success: nothing to write but the stage, nothing to record but the rate rule's
+        // success. Every other poll goes out of line, so that this path keeps few registers.
+        let this = self.as_mut().project();
+        let admission = this.admission.project();
+        if *admission.stage == Stage::NEW {
+            if let Some(bits) = admission.breaker.admit_closed() {
+                return match poll_body(this.body, this.counts, cx) {
+                    Ok(Poll::Ready((outcome, Counted::Success))) => {
+                        *admission.stage = Stage::DONE;
+                        admission.breaker.on_success_bits(bits);
+                        #[cfg(feature = "metrics")]
+                        admission.breaker.metrics.success();
+                        Poll::Ready(outcome)
+                    }
+                    polled => self.first_poll_rest(Stage(Stage::ADMITTED | bits), polled, cx),
                 };
-                admission.stage = Stage::Running(permit);
-                permit
-            }
-            Stage::Done => panic!("a breaker call was polled after it completed"),
-        };
-        // The body and the `count_if` predicate are user code: a panic in either counts as an
-        // error, recorded here (not while unwinding, where a subscriber that panicked too would
-        // abort the process), and then goes on to the caller.
-        let body = this.body;
-        let counts = this.counts;
-        let polled = panic::catch_unwind(AssertUnwindSafe(|| match body.poll(cx) {
-            Poll::Ready(outcome) => {
-                let counted = match &outcome {
-                    Ok(ok) if counts.counts_ok(ok) => Counted::Error,
-                    Ok(_) => Counted::Success,
-                    Err(error) if counts.counts(error) => Counted::Error,
-                    Err(_) => Counted::Ignored,
-                };
-                Poll::Ready((outcome, counted))
-            }
-            Poll::Pending => Poll::Pending,
-        }));
-        let breaker = &*admission.breaker;
-        match polled {
-            Ok(Poll::Ready((outcome, counted))) => {
-                admission.stage = Stage::Done;
-                counted.record(breaker, permit);
-                return Poll::Ready(outcome);
-            }
-            Ok(Poll::Pending) => {}
-            Err(payload) => {
-                admission.stage = Stage::Done;
-                Counted::Error.record(breaker, permit);
-                panic::resume_unwind(payload);
             }
         }
-        // A body that answers on its first poll needs no timer: it starts at the first wait.
-        // Admitted before: should it fail to start (no tokio time driver), the panic drops the
-        // call and the slot comes back.
-        if let Stage::Running(_) = admission.stage {
-            admission.stage = Stage::Waiting(permit);
-            if let Some(limit) = breaker.limit(permit) {
-                this.timer.as_mut().start(limit);
-            }
-        }
-        if this.timer.expired(cx) {
-            admission.stage = Stage::Done;
-            breaker.on_error(permit);
-            #[cfg(feature = "metrics")]
-            breaker.metrics.timed_out();
-            let after = breaker.limit(permit).unwrap_or_default();
-            return Poll::Ready(Err((this.reject)(Rejected::new(Reason::Timeout {
-                circuit: breaker.circuit(),
-                after,
-            }))));
-        }
-        Poll::Pending
+        self.poll_slow(cx)
     }
+}
+
+impl<B, F, C, T, R, E> Call<B, F, C, T, E>
+where
+    B: Deref<Target = Breaker>,
+    F: Future<Output = Result<R, E>>,
+    C: Counts<E, R>,
+    T: Timer,
+{
+    /// The rest of a first poll admitted at `stage`, given what the body's poll gave: an error,
+    /// an outcome that does not count, a wait, or a panic.
+    #[inline(never)]
+    fn first_poll_rest(
+        self: Pin<&mut Self>,
+        stage: Stage,
+        polled: Polled<R, E>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<R, E>> {
+        let this = self.project();
+        let admission = this.admission.project();
+        let breaker = &**admission.breaker;
+        settle(
+            breaker,
+            stage,
+            admission.stage,
+            admission.timer,
+            this.reject,
+            polled,
+            cx,
+        )
+    }
+
+    /// Every poll but the fast one above: an admission that may refuse or take a probe slot,
+    /// a call admitted before (`Call::admit_now`), a body that has waited.
+    #[inline(never)]
+    fn poll_slow(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<R, E>> {
+        let this = self.project();
+        let admission = this.admission.project();
+        let breaker = &**admission.breaker;
+        let mut stage = *admission.stage;
+        if stage == Stage::NEW {
+            match breaker.admit_other() {
+                Ok(bits) => stage = Stage(Stage::ADMITTED | bits),
+                Err(rejected) => {
+                    *admission.stage = Stage::DONE;
+                    #[cfg(feature = "metrics")]
+                    breaker.metrics.refused();
+                    return Poll::Ready(Err((this.reject)(rejected)));
+                }
+            }
+        }
+        // Admitted (the first poll) or waiting.
+        if stage.kind() & Stage::ADMITTED == 0 {
+            panic!("a breaker call was polled after it completed");
+        }
+        let polled = poll_body(this.body, this.counts, cx);
+        settle(
+            breaker,
+            stage,
+            admission.stage,
+            admission.timer,
+            this.reject,
+            polled,
+            cx,
+        )
+    }
+}
+
+/// What polling the body gave: its outcome and how it counts, a wait, or a panic's payload.
+type Polled<R, E> = std::thread::Result<Poll<(Result<R, E>, Counted)>>;
+
+/// Ends a poll of a call at `stage` (admitted or waiting), given what its body's poll gave:
+/// records a completed outcome, starts the timer at the first wait, checks it at every wait, and
+/// counts a panic as an error before it goes on.
+#[inline(always)]
+fn settle<T: Timer, R, E>(
+    breaker: &Breaker,
+    stage: Stage,
+    at: &mut Stage,
+    mut timer: Pin<&mut T>,
+    reject: &fn(Rejected) -> E,
+    polled: Polled<R, E>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<R, E>> {
+    let done = Stage(Stage::DONE.0 | stage.0 & Stage::WAITED);
+    match polled {
+        Ok(Poll::Ready((outcome, counted))) => {
+            *at = done;
+            finish(breaker, stage, counted);
+            Poll::Ready(outcome)
+        }
+        Ok(Poll::Pending) => {
+            if stage.kind() == Stage::ADMITTED {
+                // A body that answers on its first poll needs no timer: it starts at the first
+                // wait. The stage says "waiting" first: should the timer fail to start (no tokio
+                // time driver), the panic drops the call and the slot comes back.
+                *at = stage.waiting();
+                if let Some(limit) = breaker.limit(stage.permit()) {
+                    timer.as_mut().start(limit);
+                }
+            }
+            expire(breaker, at, timer, reject, cx)
+        }
+        Err(payload) => {
+            *at = done;
+            record(breaker, stage, Counted::Error);
+            panic::resume_unwind(payload)
+        }
+    }
+}
+
+pin_project! {
+    /// The future of a call that a closed breaker admitted as it was made, with no timeout in
+    /// force: the body, polled in place, and its outcome recorded when it is ready. No stage, no
+    /// timer, nothing to hand back if it is dropped (a closed breaker takes no slot).
+    ///
+    /// Made by `#[breaker]`'s expansion only (`__private::Site::admit_closed`), which awaits it
+    /// where it is made: admitted then, which is its first poll.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Closed<B, F, C> {
+        breaker: B,
+        // The state word that admitted it (`Breaker::admit_untimed`): its epoch and rule.
+        word: u64,
+        counts: C,
+        #[pin]
+        body: F,
+    }
+}
+
+impl<B: Deref<Target = Breaker>, F, C> Closed<B, F, C> {
+    /// The call of `body`, admitted by `breaker` in state `word` ([`Breaker::admit_untimed`]).
+    pub(crate) fn new(breaker: B, word: u64, counts: C, body: F) -> Self {
+        Closed {
+            breaker,
+            word,
+            counts,
+            body,
+        }
+    }
+}
+
+impl<B, F, C, R, E> Future for Closed<B, F, C>
+where
+    B: Deref<Target = Breaker>,
+    F: Future<Output = Result<R, E>>,
+    C: Counts<E, R>,
+{
+    type Output = Result<R, E>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match poll_body(this.body, this.counts, cx) {
+            // The count rule's success has nothing to record.
+            Ok(Poll::Ready((outcome, Counted::Success)))
+                if Breaker::untimed_success_is_free(*this.word) =>
+            {
+                #[cfg(feature = "metrics")]
+                this.breaker.metrics.success();
+                Poll::Ready(outcome)
+            }
+            Ok(Poll::Ready((outcome, counted))) => {
+                Poll::Ready(settle_closed(this.breaker, *this.word, counted, outcome))
+            }
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => {
+                let bits = Breaker::untimed_bits(*this.word);
+                record(this.breaker, Stage(bits), Counted::Error);
+                panic::resume_unwind(payload)
+            }
+        }
+    }
+}
+
+/// Records the outcome of a call admitted in state `word` by
+/// [`Breaker::admit_untimed`], out of line, and hands the outcome back: so that nothing of the
+/// caller's lives across the call.
+#[inline(never)]
+fn settle_closed<O>(breaker: &Breaker, word: u64, counted: Counted, outcome: O) -> O {
+    match counted {
+        Counted::Success => {
+            breaker.on_untimed_success(word);
+            #[cfg(feature = "metrics")]
+            breaker.metrics.success();
+        }
+        _ => record(breaker, Stage(Breaker::untimed_bits(word)), counted),
+    }
+    outcome
+}
+
+impl<B: Deref<Target = Breaker>, F, C> std::fmt::Debug for Closed<B, F, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Closed")
+            .field("breaker", &self.breaker.name())
+            .field(
+                "permit",
+                &Permit::from_bits(Breaker::untimed_bits(self.word)),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Polls the body, and judges its outcome when it is ready. The body and the `count_if`
+/// predicate are user code: a panic in either comes back as `Err`, for the caller to count as an
+/// error here (not while unwinding, where a subscriber that panicked too would abort the
+/// process) before it goes on.
+#[inline(always)]
+fn poll_body<F, C, R, E>(body: Pin<&mut F>, counts: &mut C, cx: &mut Context<'_>) -> Polled<R, E>
+where
+    F: Future<Output = Result<R, E>>,
+    C: Counts<E, R>,
+{
+    panic::catch_unwind(AssertUnwindSafe(|| match body.poll(cx) {
+        Poll::Ready(outcome) => {
+            let counted = match &outcome {
+                Ok(ok) if counts.counts_ok(ok) => Counted::Error,
+                Ok(_) => Counted::Success,
+                Err(error) if counts.counts(error) => Counted::Error,
+                Err(_) => Counted::Ignored,
+            };
+            Poll::Ready((outcome, counted))
+        }
+        Poll::Pending => Poll::Pending,
+    }))
+}
+
+/// The end of a poll whose body is still waiting: the timeout, if its timer has fired.
+#[inline(always)]
+fn expire<T: Timer, R, E>(
+    breaker: &Breaker,
+    stage: &mut Stage,
+    timer: Pin<&mut T>,
+    reject: &fn(Rejected) -> E,
+    cx: &mut Context<'_>,
+) -> Poll<Result<R, E>> {
+    if !timer.expired(cx) {
+        return Poll::Pending;
+    }
+    let permit = stage.permit();
+    *stage = Stage::DONE_WAITED;
+    breaker.on_error(permit);
+    #[cfg(feature = "metrics")]
+    breaker.metrics.timed_out();
+    let after = breaker.limit(permit).unwrap_or_default();
+    Poll::Ready(Err(reject(Rejected::new(Reason::Timeout {
+        circuit: breaker.circuit(),
+        after,
+    }))))
+}
+
+/// Records the outcome of a call admitted at `stage`: a success inline (the closed count rule's
+/// has nothing to record, the rate rule's goes to its window), anything else out of line.
+#[inline(always)]
+fn finish(breaker: &Breaker, stage: Stage, counted: Counted) {
+    if let Counted::Success = counted {
+        breaker.on_success_bits(stage.0);
+        #[cfg(feature = "metrics")]
+        breaker.metrics.success();
+    } else {
+        record(breaker, stage, counted);
+    }
+}
+
+/// Records an error or an ignored outcome of a call admitted at `stage`.
+#[inline(never)]
+fn record(breaker: &Breaker, stage: Stage, counted: Counted) {
+    counted.record(breaker, stage.permit());
 }
 
 impl<B, F, C, T, E> std::fmt::Debug for Call<B, F, C, T, E>
 where
     B: Deref<Target = Breaker>,
+    T: Timer,
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Call")

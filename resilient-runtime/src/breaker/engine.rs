@@ -181,6 +181,45 @@ pub(crate) enum Permit {
     Bypass,
 }
 
+impl Permit {
+    /// A probe's bit in [`bits`](Self::bits): the one permit that a call dropped before its
+    /// outcome hands back.
+    pub(crate) const PROBE: u64 = 1 << 3;
+    const UNCHECKED: u64 = 1 << 4;
+    const BYPASS: u64 = 1 << 5;
+
+    /// The permit as bits laid out like the state word's (a closed word's flags and epoch, as
+    /// a closed call's admission reads them), with a bit for each other kind.
+    #[inline(always)]
+    pub(crate) fn bits(self) -> u64 {
+        let at = |epoch: u32| u64::from(epoch) << EPOCH_SHIFT;
+        match self {
+            Permit::Fast { epoch } => at(epoch),
+            Permit::Closed { epoch } => at(epoch) | TIMED,
+            Permit::Probe { epoch } => at(epoch) | Self::PROBE,
+            Permit::Unchecked => Self::UNCHECKED,
+            Permit::Bypass => Self::BYPASS,
+        }
+    }
+
+    /// The permit [`bits`](Self::bits) made `bits` of (other bits ignored).
+    #[inline(always)]
+    pub(crate) fn from_bits(bits: u64) -> Permit {
+        let epoch = epoch(bits);
+        if bits & Self::PROBE != 0 {
+            Permit::Probe { epoch }
+        } else if bits & Self::UNCHECKED != 0 {
+            Permit::Unchecked
+        } else if bits & Self::BYPASS != 0 {
+            Permit::Bypass
+        } else if bits & FLAGS != 0 {
+            Permit::Closed { epoch }
+        } else {
+            Permit::Fast { epoch }
+        }
+    }
+}
+
 impl Breaker {
     /// Starts a [`BreakerBuilder`] for a breaker called `name`.
     pub fn builder(name: &str) -> BreakerBuilder {
@@ -315,10 +354,84 @@ impl Breaker {
 
     #[inline(always)]
     pub(crate) fn admit(&self) -> Result<Permit, Rejected> {
-        let word = self.state.load(Ordering::Acquire);
+        // A fast permit reads nothing that a transition publishes (its success records nothing,
+        // its error reads the state again): a relaxed load, which leaves the caller's own memory
+        // to the optimizer.
+        let word = self.state.load(Ordering::Relaxed);
         if word & (PHASE | FORCED | FLAGS) == CLOSED {
             return Ok(Permit::Fast { epoch: epoch(word) });
         }
+        self.admit_acquired()
+    }
+
+    /// A closed breaker's admission, as [`Permit::bits`]: `Some` when the breaker is closed and
+    /// not forced, where admitting has no side effect.
+    #[inline(always)]
+    pub(crate) fn admit_closed(&self) -> Option<u64> {
+        // Acquire: a call admitted under the rate rule writes to the window, which must see the
+        // clear made before the breaker closed.
+        let word = self.state.load(Ordering::Acquire);
+        if word & (PHASE | FORCED) == CLOSED {
+            // A fast permit has neither flag; either makes it a closed one.
+            Some(word & (FLAGS | !(EPOCH - 1)))
+        } else {
+            None
+        }
+    }
+
+    /// A closed breaker's admission with no timeout in force: `Some` with the state word when
+    /// the breaker is closed, not forced and untimed, where admitting has no side effect and the
+    /// call needs no timer.
+    #[inline(always)]
+    pub(crate) fn admit_untimed(&self) -> Option<u64> {
+        // Acquire: a call admitted under the rate rule writes to the window, which must see the
+        // clear made before the breaker closed.
+        let word = self.state.load(Ordering::Acquire);
+        if word & (PHASE | FORCED | TIMED) == CLOSED {
+            Some(word)
+        } else {
+            None
+        }
+    }
+
+    /// [`Permit::bits`] of the permit that [`admit_untimed`](Self::admit_untimed) gave as `word`.
+    #[inline(always)]
+    pub(crate) fn untimed_bits(word: u64) -> u64 {
+        word & (RATE | !(EPOCH - 1))
+    }
+
+    /// True when the success of a call that [`admit_untimed`](Self::admit_untimed) admitted in
+    /// state `word` has nothing to record: under the count rule.
+    #[inline(always)]
+    pub(crate) fn untimed_success_is_free(word: u64) -> bool {
+        word & RATE == 0
+    }
+
+    /// The success of a call that [`admit_untimed`](Self::admit_untimed) admitted in state
+    /// `word`: the rate rule's is recorded.
+    #[inline(always)]
+    pub(crate) fn on_untimed_success(&self, word: u64) {
+        if word & RATE != 0 {
+            self.rate_success(epoch(word));
+        }
+    }
+
+    /// [`admit`](Self::admit), its permit as [`Permit::bits`].
+    #[inline(never)]
+    pub(crate) fn admit_other(&self) -> Result<u64, Rejected> {
+        match self.admit_closed() {
+            Some(bits) => Ok(bits),
+            None => self
+                .admit_slow(self.state.load(Ordering::Acquire))
+                .map(Permit::bits),
+        }
+    }
+
+    /// Admission for every permit but the fast one: its calls write to the window, which must
+    /// see the clear made before the breaker closed.
+    #[inline(always)]
+    fn admit_acquired(&self) -> Result<Permit, Rejected> {
+        let word = self.state.load(Ordering::Acquire);
         if word & (PHASE | FORCED) == CLOSED {
             return Ok(Permit::Closed { epoch: epoch(word) });
         }
@@ -391,9 +504,24 @@ impl Breaker {
         }
     }
 
+    /// [`on_success`](Self::on_success) for a permit kept as [`Permit::bits`]: nothing to do but
+    /// for a probe or under the rate rule.
+    #[inline(always)]
+    pub(crate) fn on_success_bits(&self, bits: u64) {
+        if bits & (RATE | Permit::PROBE) == 0 {
+            return;
+        }
+        if bits & Permit::PROBE == 0 {
+            self.rate_success(epoch(bits));
+        } else {
+            self.probe_done(epoch(bits), true);
+        }
+    }
+
+    #[inline(never)]
     fn rate_success(&self, e: u32) {
         if epoch(self.state.load(Ordering::Relaxed)) == e {
-            self.window.rate.record_success(|| self.now());
+            self.window.rate.record_success(self);
         }
     }
 
@@ -682,6 +810,12 @@ fn kill_switch(value: &str) -> Option<bool> {
         Some(false)
     } else {
         None
+    }
+}
+
+impl super::window::Clock for Breaker {
+    fn now(&self) -> u64 {
+        Breaker::now(self)
     }
 }
 

@@ -92,6 +92,7 @@ mod settings;
 mod window;
 
 pub use crate::ConfigError;
+pub(crate) use call::Closed;
 #[cfg(feature = "tower")]
 pub(crate) use call::{Judge, JudgeOk};
 pub use config::{

@@ -167,6 +167,18 @@ struct Stripe {
     since: AtomicU64,
 }
 
+/// The breaker's clock, read by the rate window only at the edges of a batch of successes.
+pub(crate) trait Clock {
+    /// Ns since the breaker's base, plus one.
+    fn now(&self) -> u64;
+}
+
+impl<F: Fn() -> u64> Clock for F {
+    fn now(&self) -> u64 {
+        self()
+    }
+}
+
 /// Successes per thread between two clock reads under the rate rule.
 const BATCH: u64 = 32;
 
@@ -176,6 +188,7 @@ thread_local! {
     static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
+#[inline(always)]
 fn stripe_of_this_thread() -> usize {
     STRIPE.with(|s| {
         let mut v = s.get();
@@ -218,7 +231,7 @@ impl RateWindow {
     }
 
     /// The stripes, made on first use.
-    #[inline]
+    #[inline(always)]
     fn stripes(&self) -> &[Stripe] {
         self.stripes.get_or_init(|| {
             (0..stripe_count())
@@ -232,21 +245,33 @@ impl RateWindow {
         })
     }
 
+    #[inline(always)]
     fn stripe(&self) -> &Stripe {
         let stripes = self.stripes();
         &stripes[stripe_of_this_thread() & (stripes.len() - 1)]
     }
 
-    /// Records one success; reads the clock (`now`, ns since the breaker's base) only when this
-    /// thread starts or completes a batch.
-    #[inline]
-    pub(crate) fn record_success(&self, now: impl FnOnce() -> u64) {
+    /// Records one success; reads the clock (`clock.now()`, ns since the breaker's base) only
+    /// when this thread starts or completes a batch, out of line.
+    #[inline(always)]
+    pub(crate) fn record_success(&self, clock: &impl Clock) {
         let stripe = self.stripe();
         let before = stripe.pending.fetch_add(1, Relaxed);
+        if before == 0 || before + 1 >= BATCH {
+            self.batch_edge(stripe, before, clock);
+        }
+    }
+
+    /// A batch starts (`before == 0`) or is complete: where its successes begin, or where they
+    /// go.
+    #[cold]
+    #[inline(never)]
+    fn batch_edge(&self, stripe: &Stripe, before: u64, clock: &impl Clock) {
+        let index = clock.now() / self.bucket_ns();
         if before == 0 {
-            stripe.since.store(now() / self.bucket_ns(), Relaxed);
-        } else if before + 1 >= BATCH {
-            self.flush(stripe, now() / self.bucket_ns());
+            stripe.since.store(index, Relaxed);
+        } else {
+            self.flush(stripe, index);
         }
     }
 
@@ -354,7 +379,7 @@ mod tests {
     fn successes_in_one_bucket_are_exact() {
         let w = RateWindow::new(10 * MS); // buckets of 1 ms
         for _ in 0..5 {
-            w.record_success(|| 3 * MS + 1);
+            w.record_success(&|| 3 * MS + 1);
         }
         w.record_error(3 * MS + 2);
         assert_eq!(w.totals(3 * MS + 3), (6, 1));
@@ -364,7 +389,7 @@ mod tests {
     fn a_batch_is_spread_over_the_buckets_it_spans() {
         let w = RateWindow::new(10 * MS);
         for _ in 0..4 {
-            w.record_success(|| MS); // the batch starts in bucket 1
+            w.record_success(&|| MS); // the batch starts in bucket 1
         }
         // Read in bucket 4: 4 successes over buckets 1..=4, one each.
         assert_eq!(w.totals(4 * MS), (4, 0));
@@ -375,14 +400,18 @@ mod tests {
     #[test]
     fn a_full_batch_flushes_itself() {
         let w = RateWindow::new(10 * MS);
-        let mut reads = 0;
+        let reads = Cell::new(0);
         for _ in 0..BATCH {
-            w.record_success(|| {
-                reads += 1;
+            w.record_success(&|| {
+                reads.set(reads.get() + 1);
                 MS
             });
         }
-        assert_eq!(reads, 2, "one read to start the batch, one to flush it");
+        assert_eq!(
+            reads.get(),
+            2,
+            "one read to start the batch, one to flush it"
+        );
         assert_eq!(w.stripe().pending.load(Relaxed), 0);
         assert_eq!(w.totals(MS), (BATCH, 0));
     }
@@ -391,7 +420,7 @@ mod tests {
     fn a_batch_older_than_the_window_counts_only_its_share_inside() {
         let w = RateWindow::new(10 * MS);
         for _ in 0..20 {
-            w.record_success(|| 0);
+            w.record_success(&|| 0);
         }
         // 20 successes spread over buckets 0..=19: the window at 19 holds buckets 10..=19.
         assert_eq!(w.totals(19 * MS), (10, 0));
