@@ -2,12 +2,15 @@
 //! in any release.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::future::Future;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::breaker::future::{Call, CountIf, EveryError, HeapTimer, InlineTimer};
+use crate::breaker::future::{
+    Call, CountIf, CountRule, EveryError, FirstOutOfLine, HeapTimer, InlineTimer, RateRule,
+};
 use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, Closed, KeyedBreaker};
 use crate::busy::future::BusyCall;
 use crate::busy::Refuse;
@@ -51,25 +54,32 @@ pub fn name_of<F>(marker: F) -> &'static str {
 pub struct Site<B>(B);
 
 impl<B: Deref<Target = Breaker>> Site<B> {
-    /// The site's breaker admits the call now when it is closed with no timeout in force (an
-    /// admission without side effects, for a call without a timer): `Ok`, to call the body
-    /// through [`Admitted::call`]; `Err` with the site otherwise, to call it through
-    /// [`call`](Self::call), which asks at its first poll. For a call awaited as it is made
-    /// (`#[breaker]` without `timeout` or `count_if`), where now is its first poll.
+    /// The site's breaker admits the call now when it is closed under the count rule with no
+    /// timeout in force (an admission without side effects, for a call without a timer whose
+    /// success records nothing): `Ok`, to call the body through [`Admitted::call`]; `Err` with
+    /// the site otherwise, to call it through [`call`](Self::call), which asks at its first
+    /// poll. For a call awaited as it is made (`#[breaker]` without `timeout` or `count_if`),
+    /// where now is its first poll.
     #[inline(always)]
-    pub fn admit_closed(self) -> Result<Admitted<B>, Self> {
-        match self.0.admit_untimed() {
-            Some(word) => Ok(Admitted {
-                breaker: self.0,
-                word,
-            }),
+    pub fn admit_closed(self) -> Result<Admitted<B, CountRule>, Self> {
+        match self.0.admit_untimed_count() {
+            Some(word) => Ok(Admitted::new(self.0, word)),
+            None => Err(self),
+        }
+    }
+
+    /// [`admit_closed`](Self::admit_closed), under the rate rule (`#[breaker(failure_rate)]`).
+    #[inline(always)]
+    pub fn admit_closed_rate(self) -> Result<Admitted<B, RateRule>, Self> {
+        match self.0.admit_untimed_rate() {
+            Some(word) => Ok(Admitted::new(self.0, word)),
             None => Err(self),
         }
     }
 
     /// A call without a configured timeout (should the breaker have one, its timer is boxed).
     #[inline]
-    pub fn call<T, E, F>(self, body: F) -> Call<B, F, EveryError, HeapTimer, E>
+    pub fn call<T, E, F>(self, body: F) -> Call<B, F, EveryError, HeapTimer, E, FirstOutOfLine>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
@@ -140,18 +150,29 @@ impl<B: Deref<Target = Breaker>> Site<B> {
     }
 }
 
-/// A call admitted by a closed breaker with no timeout in force: [`Site::admit_closed`].
+/// A call admitted by a closed breaker with no timeout in force, under rule `K`:
+/// [`Site::admit_closed`].
 #[derive(Debug)]
-pub struct Admitted<B> {
+pub struct Admitted<B, K> {
     breaker: B,
     word: u64,
+    rule: PhantomData<K>,
 }
 
-impl<B: Deref<Target = Breaker>> Admitted<B> {
+impl<B: Deref<Target = Breaker>, K> Admitted<B, K> {
+    #[inline(always)]
+    fn new(breaker: B, word: u64) -> Self {
+        Admitted {
+            breaker,
+            word,
+            rule: PhantomData,
+        }
+    }
+
     /// The admitted call of `body`, every error counting. Its bounds are the future's, and
     /// [`Site::call`] in the other arm states them for the compiler's message.
     #[inline(always)]
-    pub fn call<F>(self, body: F) -> Closed<B, F, EveryError> {
+    pub fn call<F>(self, body: F) -> Closed<B, F, EveryError, K> {
         Closed::new(self.breaker, self.word, EveryError, body)
     }
 }
@@ -160,7 +181,9 @@ impl<B: Deref<Target = Breaker>> Admitted<B> {
 pub struct BreakerSite {
     name: fn() -> &'static str,
     configure: fn(BreakerBuilder) -> BreakerBuilder,
-    breaker: OnceLock<Arc<Breaker>>,
+    /// The registry's breaker, held for good (a static site never lets it go): a reference, so
+    /// that a call reaches it in one load.
+    breaker: OnceLock<&'static Breaker>,
 }
 
 impl BreakerSite {
@@ -183,10 +206,11 @@ impl BreakerSite {
             let name = (self.name)();
             let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
                 .unwrap_or_else(|| Breaker::builder(name));
-            config.clone().register().unwrap_or_else(|error| {
+            let breaker = config.clone().register().unwrap_or_else(|error| {
                 tracing::warn!(target: "resilient::breaker", %error, "using an unregistered breaker");
                 Arc::new(or_defaults(config.build(), || Breaker::builder(name).build()))
-            })
+            });
+            &**Box::leak(Box::new(breaker))
         }))
     }
 }

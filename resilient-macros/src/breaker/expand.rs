@@ -120,11 +120,19 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
         let admitted = proc_macro2::Ident::new("admitted", Span::mixed_site());
         let site_ident = proc_macro2::Ident::new("site", Span::mixed_site());
         let call = quote_spanned!(ret_span=> call(#body_ident));
+        // The rule the attribute configures decides which admission the site tries: one whose
+        // success records nothing, or the rate rule's, which records it. Either falls back to
+        // `call` when the rule in force is the other (changed by a setting at run time).
+        let admit = if attr.failure_rate.is_some() {
+            quote!(admit_closed_rate)
+        } else {
+            quote!(admit_closed)
+        };
         return quote! {
             #(#attrs)*
             #vis #sig {
                 #(#inner)*
-                match ({ #site }.admit_closed(), #body) {
+                match ({ #site }.#admit(), #body) {
                     (::core::result::Result::Ok(#admitted), #body_ident) => #admitted.call(#body_ident).await,
                     (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call.await,
                 }

@@ -3,6 +3,7 @@
 //! timer unless a timeout applies.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::mem::{self, ManuallyDrop};
 use std::ops::Deref;
 use std::panic::{self, AssertUnwindSafe};
@@ -89,6 +90,35 @@ impl<E, T, J: JudgeOk<T>> Counts<E, T> for Judge<J> {
     fn counts_ok(&mut self, ok: &T) -> bool {
         self.0.fails(ok)
     }
+}
+
+/// Whether a call's first poll, under a closed breaker, is compiled inline where the call is
+/// awaited ([`FirstInline`]), or goes out of line with every other poll ([`FirstOutOfLine`]):
+/// for a call that runs only when the breaker is not closed, or has a timeout its site did not
+/// configure (`#[breaker]`'s other arm), whose code would only weigh on the closed path beside it.
+/// Sealed.
+pub trait FirstPoll: sealed::Sealed {
+    /// True for [`FirstInline`].
+    const INLINE: bool;
+}
+
+/// The first poll of a closed breaker's call is compiled inline: see [`FirstPoll`].
+#[derive(Copy, Clone, Debug, Default)]
+pub struct FirstInline;
+
+/// Every poll goes out of line: see [`FirstPoll`].
+#[derive(Copy, Clone, Debug, Default)]
+pub struct FirstOutOfLine;
+
+impl sealed::Sealed for FirstInline {}
+impl sealed::Sealed for FirstOutOfLine {}
+
+impl FirstPoll for FirstInline {
+    const INLINE: bool = true;
+}
+
+impl FirstPoll for FirstOutOfLine {
+    const INLINE: bool = false;
 }
 
 /// Where a call keeps its timer, if a timeout applies. Sealed.
@@ -321,7 +351,7 @@ impl Counted {
 pin_project! {
     /// The future of a call through a [`Breaker`]: see [`Breaker::call`].
     #[must_use = "futures do nothing unless polled"]
-    pub struct Call<B, F, C, T, E>
+    pub struct Call<B, F, C, T, E, M = FirstInline>
     where
         B: Deref<Target = Breaker>,
         T: Timer,
@@ -334,10 +364,11 @@ pin_project! {
         // After `body`: see `Admission`.
         #[pin]
         admission: Admission<B, T>,
+        first: PhantomData<M>,
     }
 }
 
-impl<B: Deref<Target = Breaker>, F, C, T: Timer, E> Call<B, F, C, T, E> {
+impl<B: Deref<Target = Breaker>, F, C, T: Timer, E, M> Call<B, F, C, T, E, M> {
     pub(crate) fn new(breaker: B, counts: C, timer: T, body: F) -> Self
     where
         E: From<Rejected>,
@@ -351,11 +382,12 @@ impl<B: Deref<Target = Breaker>, F, C, T: Timer, E> Call<B, F, C, T, E> {
                 stage: Stage::NEW,
                 timer,
             },
+            first: PhantomData,
         }
     }
 }
 
-impl<B: Deref<Target = Breaker>, F, C, T: Timer, E> Call<B, F, C, T, E> {
+impl<B: Deref<Target = Breaker>, F, C, T: Timer, E, M> Call<B, F, C, T, E, M> {
     /// Asks for admission now rather than at the first poll (the `tower` layer, which must not
     /// call its inner service for a refused request): the call, its body made by `body` once
     /// admitted, or the refusal. Should `body` panic, the slot comes back and nothing counts.
@@ -381,6 +413,7 @@ impl<B: Deref<Target = Breaker>, F, C, T: Timer, E> Call<B, F, C, T, E> {
                     counts,
                     body: body(),
                     admission,
+                    first: PhantomData,
                 })
             }
             Err(rejected) => {
@@ -392,12 +425,13 @@ impl<B: Deref<Target = Breaker>, F, C, T: Timer, E> Call<B, F, C, T, E> {
     }
 }
 
-impl<B, F, C, T, R, E> Future for Call<B, F, C, T, E>
+impl<B, F, C, T, R, E, M> Future for Call<B, F, C, T, E, M>
 where
     B: Deref<Target = Breaker>,
     F: Future<Output = Result<R, E>>,
     C: Counts<E, R>,
     T: Timer,
+    M: FirstPoll,
 {
     type Output = Result<R, E>;
 
@@ -408,7 +442,7 @@ where
         // success. Every other poll goes out of line, so that this path keeps few registers.
         let this = self.as_mut().project();
         let admission = this.admission.project();
-        if *admission.stage == Stage::NEW {
+        if M::INLINE && *admission.stage == Stage::NEW {
             if let Some(bits) = admission.breaker.admit_closed() {
                 return match poll_body(this.body, this.counts, cx) {
                     Ok(Poll::Ready((outcome, Counted::Success))) => {
@@ -426,7 +460,7 @@ where
     }
 }
 
-impl<B, F, C, T, R, E> Call<B, F, C, T, E>
+impl<B, F, C, T, R, E, M> Call<B, F, C, T, E, M>
 where
     B: Deref<Target = Breaker>,
     F: Future<Output = Result<R, E>>,
@@ -535,41 +569,71 @@ fn settle<T: Timer, R, E>(
     }
 }
 
+/// The rule a [`Closed`] call was admitted under: whether its success is recorded. Sealed.
+pub trait ClosedRule: sealed::Sealed {
+    /// True under the rate rule, which counts successes too.
+    const RATE: bool;
+}
+
+/// The count rule: a success records nothing.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct CountRule;
+
+/// The rate rule: a success is recorded in the window.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct RateRule;
+
+impl sealed::Sealed for CountRule {}
+impl sealed::Sealed for RateRule {}
+
+impl ClosedRule for CountRule {
+    const RATE: bool = false;
+}
+
+impl ClosedRule for RateRule {
+    const RATE: bool = true;
+}
+
 pin_project! {
-    /// The future of a call that a closed breaker admitted as it was made, with no timeout in
-    /// force: the body, polled in place, and its outcome recorded when it is ready. No stage, no
-    /// timer, nothing to hand back if it is dropped (a closed breaker takes no slot).
+    /// The future of a call that a closed breaker admitted as it was made, under rule `K` with
+    /// no timeout in force: the body, polled in place, and its outcome recorded when it is ready.
+    /// No stage, no timer, nothing to hand back if it is dropped (a closed breaker takes no
+    /// slot).
     ///
     /// Made by `#[breaker]`'s expansion only (`__private::Site::admit_closed`), which awaits it
     /// where it is made: admitted then, which is its first poll.
     #[must_use = "futures do nothing unless polled"]
-    pub struct Closed<B, F, C> {
+    pub struct Closed<B, F, C, K> {
         breaker: B,
-        // The state word that admitted it (`Breaker::admit_untimed`): its epoch and rule.
+        // The state word that admitted it (`Breaker::admit_untimed_count` or `_rate`): its
+        // epoch.
         word: u64,
         counts: C,
+        rule: PhantomData<K>,
         #[pin]
         body: F,
     }
 }
 
-impl<B: Deref<Target = Breaker>, F, C> Closed<B, F, C> {
-    /// The call of `body`, admitted by `breaker` in state `word` ([`Breaker::admit_untimed`]).
+impl<B: Deref<Target = Breaker>, F, C, K> Closed<B, F, C, K> {
+    /// The call of `body`, admitted by `breaker` in state `word`.
     pub(crate) fn new(breaker: B, word: u64, counts: C, body: F) -> Self {
         Closed {
             breaker,
             word,
             counts,
+            rule: PhantomData,
             body,
         }
     }
 }
 
-impl<B, F, C, R, E> Future for Closed<B, F, C>
+impl<B, F, C, K, R, E> Future for Closed<B, F, C, K>
 where
     B: Deref<Target = Breaker>,
     F: Future<Output = Result<R, E>>,
     C: Counts<E, R>,
+    K: ClosedRule,
 {
     type Output = Result<R, E>;
 
@@ -578,9 +642,7 @@ where
         let this = self.project();
         match poll_body(this.body, this.counts, cx) {
             // The count rule's success has nothing to record.
-            Ok(Poll::Ready((outcome, Counted::Success)))
-                if Breaker::untimed_success_is_free(*this.word) =>
-            {
+            Ok(Poll::Ready((outcome, Counted::Success))) if !K::RATE => {
                 #[cfg(feature = "metrics")]
                 this.breaker.metrics.success();
                 Poll::Ready(outcome)
@@ -598,14 +660,14 @@ where
     }
 }
 
-/// Records the outcome of a call admitted in state `word` by
-/// [`Breaker::admit_untimed`], out of line, and hands the outcome back: so that nothing of the
-/// caller's lives across the call.
+/// Records the outcome of a call admitted in state `word` (a [`Closed`] call), out of line, and
+/// hands the outcome back: so that nothing of the caller's lives across the call. A success comes
+/// here under the rate rule only.
 #[inline(never)]
 fn settle_closed<O>(breaker: &Breaker, word: u64, counted: Counted, outcome: O) -> O {
     match counted {
         Counted::Success => {
-            breaker.on_untimed_success(word);
+            breaker.on_untimed_rate_success(word);
             #[cfg(feature = "metrics")]
             breaker.metrics.success();
         }
@@ -614,7 +676,7 @@ fn settle_closed<O>(breaker: &Breaker, word: u64, counted: Counted, outcome: O) 
     outcome
 }
 
-impl<B: Deref<Target = Breaker>, F, C> std::fmt::Debug for Closed<B, F, C> {
+impl<B: Deref<Target = Breaker>, F, C, K> std::fmt::Debug for Closed<B, F, C, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Closed")
             .field("breaker", &self.breaker.name())
@@ -693,7 +755,7 @@ fn record(breaker: &Breaker, stage: Stage, counted: Counted) {
     counted.record(breaker, stage.permit());
 }
 
-impl<B, F, C, T, E> std::fmt::Debug for Call<B, F, C, T, E>
+impl<B, F, C, T, E, M> std::fmt::Debug for Call<B, F, C, T, E, M>
 where
     B: Deref<Target = Breaker>,
     T: Timer,

@@ -379,41 +379,40 @@ impl Breaker {
         }
     }
 
-    /// A closed breaker's admission with no timeout in force: `Some` with the state word when
-    /// the breaker is closed, not forced and untimed, where admitting has no side effect and the
-    /// call needs no timer.
+    /// A closed breaker's admission under the count rule with no timeout in force: `Some` with
+    /// the state word when the breaker is closed, not forced, untimed and counts errors, where
+    /// admitting has no side effect, the call needs no timer and its success records nothing.
     #[inline(always)]
-    pub(crate) fn admit_untimed(&self) -> Option<u64> {
-        // Acquire: a call admitted under the rate rule writes to the window, which must see the
-        // clear made before the breaker closed.
-        let word = self.state.load(Ordering::Acquire);
-        if word & (PHASE | FORCED | TIMED) == CLOSED {
-            Some(word)
-        } else {
-            None
-        }
+    pub(crate) fn admit_untimed_count(&self) -> Option<u64> {
+        // Nothing that a transition publishes is read here or at a success; an error reads the
+        // state again.
+        let word = self.state.load(Ordering::Relaxed);
+        (word & (PHASE | FORCED | FLAGS) == CLOSED).then_some(word)
     }
 
-    /// [`Permit::bits`] of the permit that [`admit_untimed`](Self::admit_untimed) gave as `word`.
+    /// [`admit_untimed_count`](Self::admit_untimed_count) under the rate rule, whose success is
+    /// recorded.
+    #[inline(always)]
+    pub(crate) fn admit_untimed_rate(&self) -> Option<u64> {
+        // Acquire: the call writes to the window, which must see the clear made before the
+        // breaker closed.
+        let word = self.state.load(Ordering::Acquire);
+        (word & (PHASE | FORCED | FLAGS) == CLOSED | RATE).then_some(word)
+    }
+
+    /// [`Permit::bits`] of the permit given as the state `word` by
+    /// [`admit_untimed_count`](Self::admit_untimed_count) or
+    /// [`admit_untimed_rate`](Self::admit_untimed_rate).
     #[inline(always)]
     pub(crate) fn untimed_bits(word: u64) -> u64 {
         word & (RATE | !(EPOCH - 1))
     }
 
-    /// True when the success of a call that [`admit_untimed`](Self::admit_untimed) admitted in
-    /// state `word` has nothing to record: under the count rule.
+    /// The rate rule's success of a call admitted in state `word`
+    /// ([`admit_untimed_rate`](Self::admit_untimed_rate)).
     #[inline(always)]
-    pub(crate) fn untimed_success_is_free(word: u64) -> bool {
-        word & RATE == 0
-    }
-
-    /// The success of a call that [`admit_untimed`](Self::admit_untimed) admitted in state
-    /// `word`: the rate rule's is recorded.
-    #[inline(always)]
-    pub(crate) fn on_untimed_success(&self, word: u64) {
-        if word & RATE != 0 {
-            self.rate_success(epoch(word));
-        }
+    pub(crate) fn on_untimed_rate_success(&self, word: u64) {
+        self.rate_success(epoch(word));
     }
 
     /// [`admit`](Self::admit), its permit as [`Permit::bits`].

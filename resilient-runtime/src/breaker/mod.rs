@@ -108,5 +108,8 @@ pub(crate) use settings::check_value;
 /// The future a breaker call returns and the types it is generic over, named in the return types of
 /// [`Breaker::call`] and [`Breaker::call_if`]. Code rarely spells them out: `.await` the call.
 pub mod future {
-    pub use super::call::{Call, CountIf, Counts, EveryError, HeapTimer, InlineTimer, Timer};
+    pub use super::call::{
+        Call, ClosedRule, CountIf, CountRule, Counts, EveryError, FirstInline, FirstOutOfLine,
+        FirstPoll, HeapTimer, InlineTimer, RateRule, Timer,
+    };
 }
