@@ -456,7 +456,17 @@ where
                 };
             }
         }
-        self.poll_slow(cx)
+        // Out of line but for the body's poll: the admission, and what follows the poll. A body
+        // that cannot wait leaves no `Pending` here for the optimizer to keep.
+        let stage = match self.as_mut().begin() {
+            Ok(stage) => stage,
+            Err(refused) => return Poll::Ready(refused),
+        };
+        let this = self.as_mut().project();
+        match poll_body(this.body, this.counts, cx) {
+            Ok(Poll::Pending) => self.waits(stage, cx),
+            polled => Poll::Ready(self.ends(stage, polled)),
+        }
     }
 }
 
@@ -490,37 +500,62 @@ where
         )
     }
 
-    /// Every poll but the fast one above: an admission that may refuse or take a probe slot,
-    /// a call admitted before (`Call::admit_now`), a body that has waited.
+    /// Before the body's poll, out of line: the stage the call is at, admitted now if it was
+    /// new (`Err` with the refusal).
     #[inline(never)]
-    fn poll_slow(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<R, E>> {
+    fn begin(self: Pin<&mut Self>) -> Result<Stage, Result<R, E>> {
         let this = self.project();
         let admission = this.admission.project();
-        let breaker = &**admission.breaker;
-        let mut stage = *admission.stage;
+        let stage = *admission.stage;
         if stage == Stage::NEW {
-            match breaker.admit_other() {
-                Ok(bits) => stage = Stage(Stage::ADMITTED | bits),
+            return match admission.breaker.admit_other() {
+                Ok(bits) => Ok(Stage(Stage::ADMITTED | bits)),
                 Err(rejected) => {
                     *admission.stage = Stage::DONE;
                     #[cfg(feature = "metrics")]
-                    breaker.metrics.refused();
-                    return Poll::Ready(Err((this.reject)(rejected)));
+                    admission.breaker.metrics.refused();
+                    Err(Err((this.reject)(rejected)))
                 }
-            }
+            };
         }
         // Admitted (the first poll) or waiting.
         if stage.kind() & Stage::ADMITTED == 0 {
             panic!("a breaker call was polled after it completed");
         }
-        let polled = poll_body(this.body, this.counts, cx);
+        Ok(stage)
+    }
+
+    /// After a poll of the body at `stage` that completed or panicked, out of line.
+    #[inline(never)]
+    fn ends(self: Pin<&mut Self>, stage: Stage, polled: Polled<R, E>) -> Result<R, E> {
+        let at = self.project().admission.project();
+        let breaker = &**at.breaker;
+        *at.stage = Stage(Stage::DONE.0 | stage.0 & Stage::WAITED);
+        match polled {
+            Ok(Poll::Ready((outcome, counted))) => {
+                finish(breaker, stage, counted);
+                outcome
+            }
+            Ok(Poll::Pending) => unreachable!("`ends` follows a completed poll"),
+            Err(payload) => {
+                record(breaker, stage, Counted::Error);
+                panic::resume_unwind(payload)
+            }
+        }
+    }
+
+    /// After a poll of the body at `stage` that waits, out of line.
+    #[inline(never)]
+    fn waits(self: Pin<&mut Self>, stage: Stage, cx: &mut Context<'_>) -> Poll<Result<R, E>> {
+        let this = self.project();
+        let admission = this.admission.project();
         settle(
-            breaker,
+            admission.breaker,
             stage,
             admission.stage,
             admission.timer,
             this.reject,
-            polled,
+            Ok(Poll::Pending),
             cx,
         )
     }
@@ -637,7 +672,7 @@ where
 {
     type Output = Result<R, E>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         match poll_body(this.body, this.counts, cx) {
