@@ -2,14 +2,15 @@
 //! in any release.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::breaker::future::{
-    Call, CountIf, CountRule, EveryError, FirstOutOfLine, HeapTimer, InlineTimer, RateRule,
+    Call, CountIf, CountRule, EveryError, FirstInline, FirstOutOfLine, HeapTimer, InlineTimer,
+    RateRule, ViaFrom,
 };
 use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, Closed, KeyedBreaker};
 use crate::busy::future::BusyCall;
@@ -79,22 +80,28 @@ impl<B: Deref<Target = Breaker>> Site<B> {
 
     /// A call without a configured timeout (should the breaker have one, its timer is boxed).
     #[inline]
-    pub fn call<T, E, F>(self, body: F) -> Call<B, F, EveryError, HeapTimer, E, FirstOutOfLine>
+    pub fn call<T, E, F>(
+        self,
+        body: F,
+    ) -> Call<B, F, EveryError, HeapTimer, E, FirstOutOfLine, ViaFrom>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
-        Call::new(self.0, EveryError, HeapTimer::default(), body)
+        Call::with_reject(self.0, EveryError, HeapTimer::default(), body, ViaFrom)
     }
 
     /// A call with a configured timeout, its timer kept inside the future.
     #[inline]
-    pub fn call_timed<T, E, F>(self, body: F) -> Call<B, F, EveryError, InlineTimer, E>
+    pub fn call_timed<T, E, F>(
+        self,
+        body: F,
+    ) -> Call<B, F, EveryError, InlineTimer, E, FirstInline, ViaFrom>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
-        Call::new(self.0, EveryError, InlineTimer::default(), body)
+        Call::with_reject(self.0, EveryError, InlineTimer::default(), body, ViaFrom)
     }
 
     /// [`call`](Self::call) with `count_if`. The body comes first, so that the compiler learns the

@@ -120,6 +120,8 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
         let admitted = proc_macro2::Ident::new("admitted", Span::mixed_site());
         let site_ident = proc_macro2::Ident::new("site", Span::mixed_site());
         let call = quote_spanned!(ret_span=> call(#body_ident));
+        // Spanned as `call`, whose bound it repeats: rustc reports the error once.
+        let wait = quote_spanned!(ret_span=> .await);
         // The rule the attribute configures decides which admission the site tries: one whose
         // success records nothing, or the rate rule's, which records it. Either falls back to
         // `call` when the rule in force is the other (changed by a setting at run time).
@@ -134,7 +136,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
                 #(#inner)*
                 match ({ #site }.#admit(), #body) {
                     (::core::result::Result::Ok(#admitted), #body_ident) => #admitted.call(#body_ident).await,
-                    (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call.await,
+                    (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call #wait,
                 }
             }
         };
@@ -168,7 +170,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
             let (_, last) = first_last(counts);
             quote_spanned!(last=> .await)
         }
-        None => quote!(.await),
+        None => quote_spanned!(ret_span=> .await),
     };
     quote! {
         #(#attrs)*

@@ -18,7 +18,7 @@ impl Client {
                 );
                 ::resilient::__private::KeyedSite::breaker(&BREAKER, &host)
             }
-                .admit_closed(),
+                .admit_closed_rate(),
             async move {
                 if false {
                     return ::resilient::__private::body_returns::<anyhow::Result<T>>();

@@ -15,7 +15,7 @@ use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 
 use super::engine::{Breaker, Permit};
-use crate::rejected::{Reason, Rejected};
+use crate::rejected::{FromRejected, Reason, Rejected};
 
 mod sealed {
     /// Keeps [`Counts`](super::Counts) and [`Timer`](super::Timer) to the types of this module.
@@ -89,6 +89,36 @@ impl<E, T, J: JudgeOk<T>> Counts<E, T> for Judge<J> {
     #[inline]
     fn counts_ok(&mut self, ok: &T) -> bool {
         self.0.fails(ok)
+    }
+}
+
+/// How a call turns a refusal into its error type: a function kept in the call
+/// (`fn(Rejected) -> E`, its bound checked where the call is made), or [`ViaFrom`], which keeps
+/// nothing and calls `E::from`. Sealed.
+pub trait Reject<E>: sealed::Sealed {
+    /// The error for `rejected`.
+    fn reject(&self, rejected: Rejected) -> E;
+}
+
+impl<E> sealed::Sealed for fn(Rejected) -> E {}
+
+impl<E> Reject<E> for fn(Rejected) -> E {
+    #[inline]
+    fn reject(&self, rejected: Rejected) -> E {
+        self(rejected)
+    }
+}
+
+/// Refusals become the error type through `E::from`, nothing kept in the call: see [`Reject`].
+#[derive(Copy, Clone, Debug, Default)]
+pub struct ViaFrom;
+
+impl sealed::Sealed for ViaFrom {}
+
+impl<E: FromRejected> Reject<E> for ViaFrom {
+    #[inline]
+    fn reject(&self, rejected: Rejected) -> E {
+        E::from(rejected)
     }
 }
 
@@ -351,20 +381,21 @@ impl Counted {
 pin_project! {
     /// The future of a call through a [`Breaker`]: see [`Breaker::call`].
     #[must_use = "futures do nothing unless polled"]
-    pub struct Call<B, F, C, T, E, M = FirstInline>
+    pub struct Call<B, F, C, T, E, M = FirstInline, J = fn(Rejected) -> E>
     where
         B: Deref<Target = Breaker>,
         T: Timer,
     {
-        // `E::from`, taken where the call is made (and its bound checked, once).
-        reject: fn(Rejected) -> E,
+        // How a refusal becomes an `E`.
+        reject: J,
         counts: C,
         #[pin]
         body: F,
         // After `body`: see `Admission`.
         #[pin]
         admission: Admission<B, T>,
-        first: PhantomData<M>,
+        // The first poll's place (`M`), and the error type.
+        types: PhantomData<(M, fn() -> E)>,
     }
 }
 
@@ -373,8 +404,15 @@ impl<B: Deref<Target = Breaker>, F, C, T: Timer, E, M> Call<B, F, C, T, E, M> {
     where
         E: From<Rejected>,
     {
+        Self::with_reject(breaker, counts, timer, body, E::from)
+    }
+}
+
+impl<B: Deref<Target = Breaker>, F, C, T: Timer, E, M, J> Call<B, F, C, T, E, M, J> {
+    /// A call whose refusals become errors through `reject`.
+    pub(crate) fn with_reject(breaker: B, counts: C, timer: T, body: F, reject: J) -> Self {
         Call {
-            reject: E::from,
+            reject,
             counts,
             body,
             admission: Admission {
@@ -382,7 +420,7 @@ impl<B: Deref<Target = Breaker>, F, C, T: Timer, E, M> Call<B, F, C, T, E, M> {
                 stage: Stage::NEW,
                 timer,
             },
-            first: PhantomData,
+            types: PhantomData,
         }
     }
 }
@@ -413,7 +451,7 @@ impl<B: Deref<Target = Breaker>, F, C, T: Timer, E, M> Call<B, F, C, T, E, M> {
                     counts,
                     body: body(),
                     admission,
-                    first: PhantomData,
+                    types: PhantomData,
                 })
             }
             Err(rejected) => {
@@ -425,10 +463,11 @@ impl<B: Deref<Target = Breaker>, F, C, T: Timer, E, M> Call<B, F, C, T, E, M> {
     }
 }
 
-impl<B, F, C, T, R, E, M> Future for Call<B, F, C, T, E, M>
+impl<B, F, C, T, R, E, M, J> Future for Call<B, F, C, T, E, M, J>
 where
     B: Deref<Target = Breaker>,
     F: Future<Output = Result<R, E>>,
+    J: Reject<E>,
     C: Counts<E, R>,
     T: Timer,
     M: FirstPoll,
@@ -470,10 +509,11 @@ where
     }
 }
 
-impl<B, F, C, T, R, E, M> Call<B, F, C, T, E, M>
+impl<B, F, C, T, R, E, M, J> Call<B, F, C, T, E, M, J>
 where
     B: Deref<Target = Breaker>,
     F: Future<Output = Result<R, E>>,
+    J: Reject<E>,
     C: Counts<E, R>,
     T: Timer,
 {
@@ -514,7 +554,7 @@ where
                     *admission.stage = Stage::DONE;
                     #[cfg(feature = "metrics")]
                     admission.breaker.metrics.refused();
-                    Err(Err((this.reject)(rejected)))
+                    Err(Err(this.reject.reject(rejected)))
                 }
             };
         }
@@ -573,7 +613,7 @@ fn settle<T: Timer, R, E>(
     stage: Stage,
     at: &mut Stage,
     mut timer: Pin<&mut T>,
-    reject: &fn(Rejected) -> E,
+    reject: &impl Reject<E>,
     polled: Polled<R, E>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<R, E>> {
@@ -753,7 +793,7 @@ fn expire<T: Timer, R, E>(
     breaker: &Breaker,
     stage: &mut Stage,
     timer: Pin<&mut T>,
-    reject: &fn(Rejected) -> E,
+    reject: &impl Reject<E>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<R, E>> {
     if !timer.expired(cx) {
@@ -765,7 +805,7 @@ fn expire<T: Timer, R, E>(
     #[cfg(feature = "metrics")]
     breaker.metrics.timed_out();
     let after = breaker.limit(permit).unwrap_or_default();
-    Poll::Ready(Err(reject(Rejected::new(Reason::Timeout {
+    Poll::Ready(Err(reject.reject(Rejected::new(Reason::Timeout {
         circuit: breaker.circuit(),
         after,
     }))))
@@ -790,7 +830,7 @@ fn record(breaker: &Breaker, stage: Stage, counted: Counted) {
     counted.record(breaker, stage.permit());
 }
 
-impl<B, F, C, T, E, M> std::fmt::Debug for Call<B, F, C, T, E, M>
+impl<B, F, C, T, E, M, J> std::fmt::Debug for Call<B, F, C, T, E, M, J>
 where
     B: Deref<Target = Breaker>,
     T: Timer,

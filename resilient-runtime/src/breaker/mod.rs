@@ -110,6 +110,6 @@ pub(crate) use settings::check_value;
 pub mod future {
     pub use super::call::{
         Call, ClosedRule, CountIf, CountRule, Counts, EveryError, FirstInline, FirstOutOfLine,
-        FirstPoll, HeapTimer, InlineTimer, RateRule, Timer,
+        FirstPoll, HeapTimer, InlineTimer, RateRule, Reject, Timer, ViaFrom,
     };
 }
