@@ -716,8 +716,12 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         match poll_body(this.body, this.counts, cx) {
-            // The count rule's success has nothing to record.
-            Ok(Poll::Ready((outcome, Counted::Success))) if !K::RATE => {
+            // The count rule's success has nothing to record; the rate rule's goes to the
+            // window, inline.
+            Ok(Poll::Ready((outcome, Counted::Success))) => {
+                if K::RATE {
+                    this.breaker.on_untimed_rate_success(*this.word);
+                }
                 #[cfg(feature = "metrics")]
                 this.breaker.metrics.success();
                 Poll::Ready(outcome)
@@ -735,19 +739,11 @@ where
     }
 }
 
-/// Records the outcome of a call admitted in state `word` (a [`Closed`] call), out of line, and
-/// hands the outcome back: so that nothing of the caller's lives across the call. A success comes
-/// here under the rate rule only.
+/// Records the error or ignored outcome of a call admitted in state `word` (a [`Closed`] call),
+/// out of line, and hands the outcome back: so that nothing of the caller's lives across the call.
 #[inline(never)]
 fn settle_closed<O>(breaker: &Breaker, word: u64, counted: Counted, outcome: O) -> O {
-    match counted {
-        Counted::Success => {
-            breaker.on_untimed_rate_success(word);
-            #[cfg(feature = "metrics")]
-            breaker.metrics.success();
-        }
-        _ => record(breaker, Stage(Breaker::untimed_bits(word)), counted),
-    }
+    record(breaker, Stage(Breaker::untimed_bits(word)), counted);
     outcome
 }
 

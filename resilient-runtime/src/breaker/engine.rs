@@ -412,7 +412,7 @@ impl Breaker {
     /// ([`admit_untimed_rate`](Self::admit_untimed_rate)).
     #[inline(always)]
     pub(crate) fn on_untimed_rate_success(&self, word: u64) {
-        self.rate_success(epoch(word));
+        self.rate_success_inline(epoch(word));
     }
 
     /// [`admit`](Self::admit), its permit as [`Permit::bits`].
@@ -519,6 +519,13 @@ impl Breaker {
 
     #[inline(never)]
     fn rate_success(&self, e: u32) {
+        self.rate_success_inline(e);
+    }
+
+    /// A success under the rate rule, of a call admitted in epoch `e`: counted in the window
+    /// unless the breaker has moved on since (opened, and closed with a clean window).
+    #[inline(always)]
+    fn rate_success_inline(&self, e: u32) {
         if epoch(self.state.load(Ordering::Relaxed)) == e {
             self.window.rate.record_success(self);
         }

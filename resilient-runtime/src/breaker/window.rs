@@ -180,7 +180,7 @@ impl<F: Fn() -> u64> Clock for F {
 }
 
 /// Successes per thread between two clock reads under the rate rule.
-const BATCH: u64 = 32;
+const BATCH: u64 = 64;
 
 static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
 
@@ -257,7 +257,8 @@ impl RateWindow {
     pub(crate) fn record_success(&self, clock: &impl Clock) {
         let stripe = self.stripe();
         let before = stripe.pending.fetch_add(1, Relaxed);
-        if before == 0 || before + 1 >= BATCH {
+        // A batch starts (`before == 0`) or is complete (`before + 1 >= BATCH`), in one test.
+        if before.wrapping_sub(1) >= BATCH - 2 {
             self.batch_edge(stripe, before, clock);
         }
     }
