@@ -827,7 +827,66 @@ impl super::window::Clock for Breaker {
 
 #[cfg(test)]
 mod tests {
-    use super::kill_switch;
+    use super::{epoch, kill_switch, Permit, CLOSED, EPOCH, EPOCH_SHIFT, FLAGS, RATE, TIMED};
+
+    #[test]
+    fn a_permit_survives_its_bits_and_keeps_the_low_bits_free() {
+        let top = (1u32 << (64 - EPOCH_SHIFT)) - 1;
+        for e in [0, 1, 7, 1 << 17, top] {
+            for permit in [
+                Permit::Fast { epoch: e },
+                Permit::Closed { epoch: e },
+                Permit::Probe { epoch: e },
+            ] {
+                let bits = permit.bits();
+                assert_eq!(bits & 7, 0, "{permit:?}: the stage's bits are free");
+                assert_eq!(
+                    format!("{:?}", Permit::from_bits(bits)),
+                    format!("{permit:?}")
+                );
+                assert_eq!(epoch(bits), e);
+            }
+        }
+        for permit in [Permit::Unchecked, Permit::Bypass] {
+            let bits = permit.bits();
+            assert_eq!(
+                format!("{:?}", Permit::from_bits(bits | 3)),
+                format!("{permit:?}")
+            );
+        }
+        // Only a probe has the bit that a dropped call hands back.
+        assert_ne!(Permit::Probe { epoch: 1 }.bits() & Permit::PROBE, 0);
+        for permit in [
+            Permit::Fast { epoch: 1 },
+            Permit::Closed { epoch: 1 },
+            Permit::Unchecked,
+            Permit::Bypass,
+        ] {
+            assert_eq!(permit.bits() & Permit::PROBE, 0, "{permit:?}");
+        }
+    }
+
+    #[test]
+    fn a_closed_state_word_reads_as_the_permit_its_flags_say() {
+        let word = |flags: u64| CLOSED | flags | 5 * EPOCH;
+        let untimed = super::Breaker::untimed_bits;
+        assert!(matches!(
+            Permit::from_bits(untimed(word(0))),
+            Permit::Fast { epoch: 5 }
+        ));
+        assert!(matches!(
+            Permit::from_bits(untimed(word(RATE))),
+            Permit::Closed { epoch: 5 }
+        ));
+        assert!(matches!(
+            Permit::from_bits(word(FLAGS) & (FLAGS | !(EPOCH - 1))),
+            Permit::Closed { epoch: 5 }
+        ));
+        assert!(matches!(
+            Permit::from_bits(word(TIMED) & (FLAGS | !(EPOCH - 1))),
+            Permit::Closed { epoch: 5 }
+        ));
+    }
 
     #[test]
     fn the_kill_switch_takes_the_spellings_people_write() {

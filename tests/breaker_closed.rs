@@ -1,0 +1,215 @@
+//! `#[breaker]` without `timeout` or `count_if`: a closed breaker admits the call as it is made
+//! and runs its body in a future with no stage or timer of its own; in any other state, or once a
+//! setting gives the site a timeout or the other rule, the call asks at its first poll. These
+//! tests hold that path to the same guarantees as every other call: a panic counts as an error
+//! and reaches the caller, a cancelled call counts nothing, the rate rule counts every success,
+//! and a site moves between the two paths as its state and settings change.
+#![allow(clippy::await_holding_lock)]
+
+use std::pin::pin;
+use std::time::Duration;
+
+use resilient::breaker::get as breaker_named;
+use resilient::breaker::State;
+use resilient::settings::{self, Policy};
+use resilient::{breaker, RejectedKind};
+use tokio::time::sleep;
+
+mod support;
+use support::{ms, poll_once, rejected, serial, BoxError};
+
+#[breaker(name = "closed::panics", error_threshold = 2, error_timeout = "10s")]
+async fn panics(wait: bool) -> Result<u32, BoxError> {
+    if wait {
+        sleep(ms(1)).await;
+    }
+    explode()
+}
+
+fn explode() -> Result<u32, BoxError> {
+    panic!("the body panics")
+}
+
+/// A panic at the first poll and one after a wait both count as errors, and the caller sees each
+/// panic's own payload.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_body_counts_as_an_error_and_the_caller_sees_the_panic() {
+    for wait in [false, true] {
+        let call = tokio::spawn(panics(wait));
+        let payload = call.await.unwrap_err().into_panic();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"the body panics"));
+    }
+    let b = breaker_named("closed::panics").unwrap();
+    assert_eq!(b.state(), State::Open, "two panics are two errors");
+}
+
+#[breaker(name = "closed::cancelled", error_threshold = 1, error_timeout = "10s")]
+async fn slow_failure() -> Result<u32, BoxError> {
+    sleep(ms(100)).await;
+    Err("down".into())
+}
+
+/// A call dropped while its body waits counts neither way: the breaker stays closed with no error.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_call_counts_nothing() {
+    {
+        let mut call = pin!(slow_failure());
+        assert!(poll_once(call.as_mut()).await.is_pending());
+    }
+    let b = breaker_named("closed::cancelled").unwrap();
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.snapshot().recent_errors, 0);
+    // The same call left to finish counts its error, and opens the breaker.
+    assert!(slow_failure().await.is_err());
+    assert_eq!(b.state(), State::Open);
+}
+
+#[breaker(name = "closed::count", error_threshold = 3, error_timeout = "1s")]
+async fn count_site(fail: bool) -> Result<u32, BoxError> {
+    if fail {
+        Err("down".into())
+    } else {
+        Ok(7)
+    }
+}
+
+/// Errors through the closed path open the breaker; the open breaker refuses through the other
+/// path, probes through it, and once closed again the closed path takes the calls back.
+#[tokio::test(start_paused = true)]
+async fn a_site_moves_between_the_closed_path_and_the_other_as_its_state_changes() {
+    for _ in 0..2 {
+        assert!(count_site(true).await.is_err());
+    }
+    assert_eq!(
+        count_site(false).await.unwrap(),
+        7,
+        "a success resets nothing"
+    );
+    let b = breaker_named("closed::count").unwrap();
+    assert_eq!(b.snapshot().recent_errors, 2);
+    assert!(count_site(true).await.is_err());
+    assert_eq!(b.state(), State::Open);
+    let refused = count_site(false).await.unwrap_err();
+    assert_eq!(rejected(&refused).kind(), RejectedKind::CircuitOpen);
+    sleep(Duration::from_secs(1)).await;
+    assert_eq!(count_site(false).await.unwrap(), 7, "the probe succeeds");
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.snapshot().recent_errors, 0, "closed with a clean window");
+    assert!(count_site(true).await.is_err());
+    assert_eq!(b.snapshot().recent_errors, 1);
+}
+
+#[breaker(
+    name = "closed::rate",
+    failure_rate = 0.5,
+    min_calls = 10,
+    error_timeout = "10s"
+)]
+async fn rate_site(fail: bool) -> Result<u32, BoxError> {
+    if fail {
+        Err("down".into())
+    } else {
+        Ok(7)
+    }
+}
+
+/// The rate rule counts every success of the closed path (more than a batch of them), and opens at
+/// its failure rate.
+#[tokio::test(start_paused = true)]
+async fn the_rate_rule_counts_every_success_of_the_closed_path() {
+    for _ in 0..100 {
+        rate_site(false).await.unwrap();
+    }
+    let b = breaker_named("closed::rate").unwrap();
+    assert_eq!(b.snapshot().recent_calls, Some(100));
+    for i in 0..99 {
+        assert!(rate_site(true).await.is_err());
+        assert_eq!(b.state(), State::Closed, "after {} errors", i + 1);
+    }
+    assert!(rate_site(true).await.is_err());
+    assert_eq!(b.state(), State::Open, "100 errors in 200 calls");
+}
+
+#[breaker(name = "closed::switch", error_threshold = 50, error_timeout = "10s")]
+async fn switch_site(wait: Duration) -> Result<u32, BoxError> {
+    sleep(wait).await;
+    Ok(7)
+}
+
+/// A setting that gives the site the rate rule sends its calls the other way, where their
+/// successes are counted; a setting that gives it a timeout bounds them; unset, the site is back
+/// on the closed path.
+#[tokio::test(start_paused = true)]
+async fn settings_that_change_the_rule_or_add_a_timeout_reach_the_site() {
+    let _serial = serial();
+    let site = "closed::switch";
+    switch_site(Duration::ZERO).await.unwrap();
+    let b = breaker_named(site).unwrap();
+    assert_eq!(
+        b.snapshot().recent_calls,
+        None,
+        "the count rule counts no successes"
+    );
+
+    settings::set(Policy::Breaker, site, "failure_rate", "0.5").unwrap();
+    for _ in 0..3 {
+        switch_site(Duration::ZERO).await.unwrap();
+    }
+    assert_eq!(b.snapshot().recent_calls, Some(3));
+
+    settings::unset(Policy::Breaker, site, "failure_rate").unwrap();
+    settings::set(Policy::Breaker, site, "timeout", "50ms").unwrap();
+    let timed_out = switch_site(ms(200)).await.unwrap_err();
+    assert_eq!(rejected(&timed_out).kind(), RejectedKind::Timeout);
+    assert_eq!(switch_site(ms(20)).await.unwrap(), 7, "within the timeout");
+
+    settings::unset(Policy::Breaker, site, "timeout").unwrap();
+    assert_eq!(
+        switch_site(ms(200)).await.unwrap(),
+        7,
+        "no timeout any more"
+    );
+    assert_eq!(b.snapshot().recent_errors, 1, "the timeout was an error");
+}
+
+#[breaker(name = "closed::forced", error_threshold = 1, error_timeout = "10s")]
+async fn forced_site() -> Result<u32, BoxError> {
+    Ok(7)
+}
+
+/// A forced breaker is not closed: forced open refuses, forced closed runs and counts nothing.
+#[tokio::test]
+async fn a_forced_breaker_takes_the_other_path() {
+    forced_site().await.unwrap();
+    let b = breaker_named("closed::forced").unwrap();
+    b.force_open();
+    let refused = forced_site().await.unwrap_err();
+    assert_eq!(rejected(&refused).kind(), RejectedKind::CircuitOpen);
+    b.force_closed();
+    assert_eq!(forced_site().await.unwrap(), 7);
+    b.reset();
+    assert_eq!(forced_site().await.unwrap(), 7);
+}
+
+/// The closed path makes no timer: a call runs on a runtime without a time driver.
+#[test]
+fn the_closed_path_runs_without_a_time_driver() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    assert_eq!(runtime.block_on(no_timer_site()).unwrap(), 7);
+    assert!(runtime.block_on(no_timer_failure()).is_err());
+    let b = breaker_named("closed::no_timer").unwrap();
+    assert_eq!(b.snapshot().recent_errors, 1);
+}
+
+#[breaker(name = "closed::no_timer", error_threshold = 5)]
+async fn no_timer_site() -> Result<u32, BoxError> {
+    tokio::task::yield_now().await;
+    Ok(7)
+}
+
+#[breaker(name = "closed::no_timer", error_threshold = 5)]
+async fn no_timer_failure() -> Result<u32, BoxError> {
+    Err("down".into())
+}
