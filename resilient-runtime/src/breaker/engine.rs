@@ -868,7 +868,7 @@ mod tests {
 
     #[test]
     fn a_closed_state_word_reads_as_the_permit_its_flags_say() {
-        let word = |flags: u64| CLOSED | flags | 5 * EPOCH;
+        let word = |flags: u64| CLOSED | flags | (5 * EPOCH);
         let untimed = super::Breaker::untimed_bits;
         assert!(matches!(
             Permit::from_bits(untimed(word(0))),
