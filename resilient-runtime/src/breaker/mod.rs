@@ -8,7 +8,7 @@
 //!   count. Under the *rate rule* it opens on an error when at least `min_calls` calls completed
 //!   within `error_window` and `errors / calls >= failure_rate`. The window is kept in 10 time
 //!   buckets. Errors are placed exactly; successes are counted without reading the clock and
-//!   placed in batches: each thread's batch (at most 32) is spread evenly over the buckets from its
+//!   placed in batches: each thread's batch (at most 64) is spread evenly over the buckets from its
 //!   first success to the moment it is placed, which happens when it is full and whenever an error
 //!   is recorded or the window is read ([`Breaker::snapshot`]).
 //! * **Open**: calls are refused with [`Rejected`](crate::Rejected) until `error_timeout` has passed
