@@ -390,14 +390,16 @@ impl Breaker {
         (word & (PHASE | FORCED | FLAGS) == CLOSED).then_some(word)
     }
 
-    /// [`admit_untimed_count`](Self::admit_untimed_count) under the rate rule, whose success is
-    /// recorded.
+    /// [`admit_untimed_count`](Self::admit_untimed_count) for a site of the rate rule, whose
+    /// success is recorded in the rate window. The rule in force is not tested: should a setting
+    /// have put the count rule in force, the success lands in a window that rule does not read
+    /// (and that is cleared when the rate rule comes back).
     #[inline(always)]
     pub(crate) fn admit_untimed_rate(&self) -> Option<u64> {
         // Acquire: the call writes to the window, which must see the clear made before the
         // breaker closed.
         let word = self.state.load(Ordering::Acquire);
-        (word & (PHASE | FORCED | FLAGS) == CLOSED | RATE).then_some(word)
+        (word & (PHASE | FORCED | TIMED) == CLOSED).then_some(word)
     }
 
     /// [`Permit::bits`] of the permit given as the state `word` by
