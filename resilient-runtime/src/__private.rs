@@ -347,6 +347,20 @@ impl fmt::Debug for TooBusySite {
 pub struct BusySite(pub &'static TooBusy);
 
 impl BusySite {
+    /// `Ok` when the guard admits the call now holding nothing (the lag signal alone, the lag at
+    /// most `max_lag`): its body then runs as it is, with nothing to give back or record when it
+    /// ends. `Err` with the site otherwise, to call the body through [`call`](Self::call) or
+    /// [`respond`](Self::respond), which ask at their first poll. For a call awaited as it is
+    /// made (`#[too_busy]` on an `async fn`), where now is its first poll.
+    #[inline(always)]
+    pub fn admit_free(self) -> Result<(), Self> {
+        if self.0.admits_freely() {
+            Ok(())
+        } else {
+            Err(self)
+        }
+    }
+
     /// The call: [`TooBusy::call`].
     #[inline(always)]
     pub fn call<T, E, F>(self, body: F) -> BusyCall<F, Result<T, E>>

@@ -19,6 +19,17 @@
 //! (`|guard| guard` with none); a setting written as an expression (`max_in_flight = LIMIT`) is
 //! passed as written, checked by the builder then.
 //!
+//! The call is awaited where it is made, so the guard can answer at once: when it admits the call
+//! holding nothing (the lag signal alone, the lag at most `max_lag`), the body is awaited as it
+//! is; otherwise the call goes through `.call(..)` above, which asks at its first poll:
+//!
+//! ```ignore
+//! match ({ /* the site, as above */ }.admit_free(), async move { /* the original body */ }) {
+//!     (Ok(()), body) => body.await,
+//!     (Err(site), body) => site.call(body).await,
+//! }
+//! ```
+//!
 //! A blocking fn (not `async`) calls `.call_blocking(move || -> Result<T, E> { /* the original
 //! body */ })`, with no `.await`.
 //!
@@ -83,34 +94,49 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
         },
         _ => func::async_body(&func, &krate),
     };
+    let name = quote!(|| #krate::__private::name_of(too_busy_site));
+    let site = quote! {
+        {
+            fn too_busy_site() {}
+            static TOO_BUSY: #krate::__private::TooBusySite =
+                #krate::__private::TooBusySite::new(#name, #configure);
+            TOO_BUSY.guard()
+        }
+    };
+    if func::is_blocking(&func) {
+        // A blocking fn (which returns a `Result`, checked in `valid`): its body in a closure,
+        // called at once through the guard.
+        let body = func::blocking_body(&func);
+        let call = quote_spanned!(ret_span=> call_blocking(#body));
+        return quote! {
+            #(#attrs)*
+            #vis #sig {
+                #(#inner)*
+                #site.#call
+            }
+        }
+        .into_token_stream();
+    }
+    // A call the guard admits now holding nothing (the lag alone, below `max_lag`) has nothing to
+    // give back or record however it ends: its body runs as it is. Any other call asks at its
+    // first poll. The body is written once, and goes to one arm or the other.
+    let body_ident = proc_macro2::Ident::new("body", proc_macro2::Span::mixed_site());
+    let site_ident = proc_macro2::Ident::new("site", proc_macro2::Span::mixed_site());
     // A `Result` is called with `call`, whose bound names `E: From<Rejected>` itself, so that an
     // error type without it gets the same message as under the other attributes; another type
     // with `respond`, bound on `Refuse`.
     let call = match func::return_type(&func) {
-        Some(ty) if func::is_result(ty) => quote_spanned!(ret_span=> call(#body)),
-        _ => quote_spanned!(ret_span=> respond(#body)),
+        Some(ty) if func::is_result(ty) => quote_spanned!(ret_span=> call(#body_ident)),
+        _ => quote_spanned!(ret_span=> respond(#body_ident)),
     };
-    // A blocking fn (which returns a `Result`, checked in `valid`): its body in a closure, called
-    // at once through the guard.
-    let (call, wait) = if func::is_blocking(&func) {
-        let body = func::blocking_body(&func);
-        (quote_spanned!(ret_span=> call_blocking(#body)), quote!())
-    } else {
-        (call, quote!(.await))
-    };
-    let name = quote!(|| #krate::__private::name_of(too_busy_site));
     quote! {
         #(#attrs)*
         #vis #sig {
             #(#inner)*
-            {
-                fn too_busy_site() {}
-                static TOO_BUSY: #krate::__private::TooBusySite =
-                    #krate::__private::TooBusySite::new(#name, #configure);
-                TOO_BUSY.guard()
+            match (#site.admit_free(), #body) {
+                (::core::result::Result::Ok(()), #body_ident) => #body_ident.await,
+                (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call.await,
             }
-            .#call
-            #wait
         }
     }
     .into_token_stream()

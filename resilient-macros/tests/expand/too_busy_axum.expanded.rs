@@ -1,18 +1,20 @@
 async fn handler(State(app): State<App>, Json(order): Json<Order>) -> impl IntoResponse {
-    {
-        fn too_busy_site() {}
-        static TOO_BUSY: ::resilient::__private::TooBusySite = ::resilient::__private::TooBusySite::new(
-            || ::resilient::__private::name_of(too_busy_site),
-            |guard| {
-                guard
-                    .max_lag(::core::time::Duration::from_millis(50))
-                    .max_in_flight(256)
-                    .max_latency(::core::time::Duration::from_millis(200))
-            },
-        );
-        TOO_BUSY.guard()
-    }
-        .respond(async move {
+    match (
+        {
+            fn too_busy_site() {}
+            static TOO_BUSY: ::resilient::__private::TooBusySite = ::resilient::__private::TooBusySite::new(
+                || ::resilient::__private::name_of(too_busy_site),
+                |guard| {
+                    guard
+                        .max_lag(::core::time::Duration::from_millis(50))
+                        .max_in_flight(256)
+                        .max_latency(::core::time::Duration::from_millis(200))
+                },
+            );
+            TOO_BUSY.guard()
+        }
+            .admit_free(),
+        async move {
             ::resilient::__private::into_response(
                 async move {
                     if order.items.is_empty() {
@@ -22,6 +24,9 @@ async fn handler(State(app): State<App>, Json(order): Json<Order>) -> impl IntoR
                 }
                     .await,
             )
-        })
-        .await
+        },
+    ) {
+        (::core::result::Result::Ok(()), body) => body.await,
+        (::core::result::Result::Err(site), body) => site.respond(body).await,
+    }
 }

@@ -346,18 +346,31 @@ impl TooBusy {
             // Other signals named, lag not: the runtime's lag is not looked at.
             return self.admit_slow(None, 0, limits);
         }
-        let lag_ns = current_lag_ns();
-        let max_lag_ns = if own_lag_ns != 0 {
-            // The monitor caps samples at twice the largest `max_lag` in use.
-            note_max_lag(own_lag_ns);
-            own_lag_ns
-        } else {
-            MAX_LAG_NS.load(Relaxed)
-        };
+        let (lag_ns, max_lag_ns) = lag_and_max(own_lag_ns);
         if lag_alone && lag_ns.is_none_or(|lag| lag <= max_lag_ns) {
             return Ok(Held::NOTHING);
         }
         self.admit_slow(lag_ns, max_lag_ns, limits)
+    }
+
+    /// True when the guard admits a call now holding nothing: the lag signal alone, the lag at
+    /// most `max_lag`. Such a call has nothing to give back or record when it ends, however it
+    /// ends, so its body runs as it is (`#[too_busy]`'s expansion, for a call awaited as it is
+    /// made, where now is its first poll). False says nothing of a refusal: the call then asks
+    /// at its first poll, as every other call does.
+    #[inline(always)]
+    pub(crate) fn admits_freely(&self) -> bool {
+        let limits = self.limits();
+        if limits.in_flight != 0 || limits.latency_ns != 0 {
+            return false;
+        }
+        let (lag_ns, max_lag_ns) = lag_and_max(self.max_lag_ns.load(Relaxed));
+        let free = lag_ns.is_none_or(|lag| lag <= max_lag_ns);
+        #[cfg(feature = "metrics")]
+        if free {
+            self.meter().admitted(false);
+        }
+        free
     }
 
     /// `max_in_flight` and `max_latency` as a call reads them, once.
@@ -565,6 +578,21 @@ impl fmt::Debug for TooBusy {
 pub(super) struct Limits {
     pub(super) in_flight: u32,
     pub(super) latency_ns: u64,
+}
+
+/// The runtime's lag now (`None` off a tokio runtime) and the `max_lag` it is held to: the
+/// guard's own (`own_lag_ns`, noted for the monitor, which caps samples at twice the largest in
+/// use), or else the process-wide one.
+#[inline(always)]
+fn lag_and_max(own_lag_ns: u64) -> (Option<u64>, u64) {
+    let lag_ns = current_lag_ns();
+    let max_lag_ns = if own_lag_ns != 0 {
+        note_max_lag(own_lag_ns);
+        own_lag_ns
+    } else {
+        MAX_LAG_NS.load(Relaxed)
+    };
+    (lag_ns, max_lag_ns)
 }
 
 /// What an admitted call holds until it is over.
