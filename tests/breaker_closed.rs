@@ -64,13 +64,18 @@ async fn a_cancelled_call_counts_nothing() {
     assert_eq!(b.state(), State::Open);
 }
 
-#[breaker(name = "closed::count", error_threshold = 3, error_timeout = "1s")]
-async fn count_site(fail: bool) -> Result<u32, BoxError> {
+/// An error when `fail`, else 7.
+fn outcome(fail: bool) -> Result<u32, BoxError> {
     if fail {
         Err("down".into())
     } else {
         Ok(7)
     }
+}
+
+#[breaker(name = "closed::count", error_threshold = 3, error_timeout = "1s")]
+async fn count_site(fail: bool) -> Result<u32, BoxError> {
+    outcome(fail)
 }
 
 /// Errors through the closed path open the breaker; the open breaker refuses through the other
@@ -106,11 +111,7 @@ async fn a_site_moves_between_the_closed_path_and_the_other_as_its_state_changes
     error_timeout = "10s"
 )]
 async fn rate_site(fail: bool) -> Result<u32, BoxError> {
-    if fail {
-        Err("down".into())
-    } else {
-        Ok(7)
-    }
+    outcome(fail)
 }
 
 /// The rate rule counts every success of the closed path (more than a batch of them), and opens at

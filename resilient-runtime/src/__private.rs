@@ -9,10 +9,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::breaker::future::{
-    Call, CountIf, CountRule, EveryError, FirstInline, FirstOutOfLine, HeapTimer, InlineTimer,
-    RateRule, ViaFrom,
+    Call, CountIf, EveryError, FirstInline, FirstOutOfLine, HeapTimer, InlineTimer, ViaFrom,
 };
-use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, Closed, KeyedBreaker};
+use crate::breaker::{
+    Breaker, BreakerBuilder, BreakerKey, Closed, CountRule, KeyedBreaker, RateRule,
+};
 use crate::busy::future::BusyCall;
 use crate::busy::Refuse;
 

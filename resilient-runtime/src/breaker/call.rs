@@ -122,33 +122,52 @@ impl<E: FromRejected> Reject<E> for ViaFrom {
     }
 }
 
-/// Whether a call's first poll, under a closed breaker, is compiled inline where the call is
-/// awaited ([`FirstInline`]), or goes out of line with every other poll ([`FirstOutOfLine`]):
-/// for a call that runs only when the breaker is not closed, or has a timeout its site did not
-/// configure (`#[breaker]`'s other arm), whose code would only weigh on the closed path beside it.
-/// Sealed.
-pub trait FirstPoll: sealed::Sealed {
-    /// True for [`FirstInline`].
-    const INLINE: bool;
+/// A sealed trait that answers one question with a constant, and the two marker types that answer
+/// it yes and no.
+macro_rules! question {
+    (
+        $(#[$doc:meta])* $trait:ident::$answer:ident;
+        $(#[$yes_doc:meta])* yes: $yes:ident;
+        $(#[$no_doc:meta])* no: $no:ident;
+    ) => {
+        $(#[$doc])*
+        pub trait $trait: sealed::Sealed {
+            #[doc = concat!("True for [`", stringify!($yes), "`].")]
+            const $answer: bool;
+        }
+
+        $(#[$yes_doc])*
+        #[derive(Copy, Clone, Debug, Default)]
+        pub struct $yes;
+
+        $(#[$no_doc])*
+        #[derive(Copy, Clone, Debug, Default)]
+        pub struct $no;
+
+        impl sealed::Sealed for $yes {}
+        impl sealed::Sealed for $no {}
+
+        impl $trait for $yes {
+            const $answer: bool = true;
+        }
+
+        impl $trait for $no {
+            const $answer: bool = false;
+        }
+    };
 }
 
-/// The first poll of a closed breaker's call is compiled inline: see [`FirstPoll`].
-#[derive(Copy, Clone, Debug, Default)]
-pub struct FirstInline;
-
-/// Every poll goes out of line: see [`FirstPoll`].
-#[derive(Copy, Clone, Debug, Default)]
-pub struct FirstOutOfLine;
-
-impl sealed::Sealed for FirstInline {}
-impl sealed::Sealed for FirstOutOfLine {}
-
-impl FirstPoll for FirstInline {
-    const INLINE: bool = true;
-}
-
-impl FirstPoll for FirstOutOfLine {
-    const INLINE: bool = false;
+question! {
+    /// Whether a call's first poll, under a closed breaker, is compiled inline where the call is
+    /// awaited ([`FirstInline`]), or goes out of line with every other poll ([`FirstOutOfLine`]):
+    /// for a call that runs only when the breaker is not closed, or has a timeout its site did
+    /// not configure (`#[breaker]`'s other arm), whose code would only weigh on the closed path
+    /// beside it. Sealed.
+    FirstPoll::INLINE;
+    /// The first poll of a closed breaker's call is compiled inline: see [`FirstPoll`].
+    yes: FirstInline;
+    /// Every poll goes out of line: see [`FirstPoll`].
+    no: FirstOutOfLine;
 }
 
 /// Where a call keeps its timer, if a timeout applies. Sealed.
@@ -644,29 +663,13 @@ fn settle<T: Timer, R, E>(
     }
 }
 
-/// The rule a [`Closed`] call was admitted under: whether its success is recorded. Sealed.
-pub trait ClosedRule: sealed::Sealed {
-    /// True under the rate rule, which counts successes too.
-    const RATE: bool;
-}
-
-/// The count rule: a success records nothing.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct CountRule;
-
-/// The rate rule: a success is recorded in the window.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct RateRule;
-
-impl sealed::Sealed for CountRule {}
-impl sealed::Sealed for RateRule {}
-
-impl ClosedRule for CountRule {
-    const RATE: bool = false;
-}
-
-impl ClosedRule for RateRule {
-    const RATE: bool = true;
+question! {
+    /// The rule a [`Closed`] call was admitted under: whether its success is recorded. Sealed.
+    ClosedRule::RATE;
+    /// The rate rule: a success is recorded in the window.
+    yes: RateRule;
+    /// The count rule: a success records nothing.
+    no: CountRule;
 }
 
 pin_project! {

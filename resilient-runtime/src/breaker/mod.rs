@@ -92,7 +92,7 @@ mod settings;
 mod window;
 
 pub use crate::ConfigError;
-pub(crate) use call::Closed;
+pub(crate) use call::{Closed, CountRule, RateRule};
 #[cfg(feature = "tower")]
 pub(crate) use call::{Judge, JudgeOk};
 pub use config::{
@@ -109,7 +109,7 @@ pub(crate) use settings::check_value;
 /// [`Breaker::call`] and [`Breaker::call_if`]. Code rarely spells them out: `.await` the call.
 pub mod future {
     pub use super::call::{
-        Call, ClosedRule, CountIf, CountRule, Counts, EveryError, FirstInline, FirstOutOfLine,
-        FirstPoll, HeapTimer, InlineTimer, RateRule, Reject, Timer, ViaFrom,
+        Call, CountIf, Counts, EveryError, FirstInline, FirstOutOfLine, FirstPoll, HeapTimer,
+        InlineTimer, Reject, Timer, ViaFrom,
     };
 }
