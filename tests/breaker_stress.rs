@@ -860,3 +860,42 @@ fn breaker_fn_counters_lose_no_calls() {
     let breaker = breaker::get("stress-counters-macro").expect("registered on first call");
     assert_nothing_lost("stress-counters-macro", &breaker, &tallies);
 }
+
+/// The rate rule's closed path (`#[breaker]` without `count_if`: admitted as the call is made, its
+/// success recorded inline): every error counts, and every call lands in the window.
+#[resilient::breaker(
+    name = "stress-closed-macro",
+    failure_rate = 0.01,
+    min_calls = 1000000000,
+    error_window = "1h"
+)]
+async fn counted_closed(outcome: Outcome, hold: Hold) -> Result<(), AppError> {
+    body(outcome, hold).await
+}
+
+#[test]
+fn breaker_fn_closed_path_counters_lose_no_calls() {
+    let tallies = on_threads(THREADS * 2, TASKS, |t, i| {
+        counted_traffic((t * TASKS + i) as u64 + 900, counted_closed)
+    });
+    let breaker = breaker::get("stress-closed-macro").expect("registered on first call");
+    let sum = total(&tallies);
+    assert_eq!(
+        sum.attempts,
+        THREADS as u64 * 2 * TASKS as u64 * CALLS_PER_TASK
+    );
+    assert_eq!(sum.refused(), 0, "{sum:?}");
+    let snapshot = breaker.snapshot();
+    assert_eq!(snapshot.state, State::Closed);
+    // Without `count_if`, every error counts.
+    assert_eq!(
+        snapshot.recent_calls,
+        Some(sum.admitted()),
+        "{snapshot:?} vs {sum:?}"
+    );
+    assert_eq!(
+        snapshot.recent_errors,
+        sum.failed + sum.skipped,
+        "{snapshot:?} vs {sum:?}"
+    );
+}
