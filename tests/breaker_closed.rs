@@ -214,3 +214,100 @@ async fn no_timer_site() -> Result<u32, BoxError> {
 async fn no_timer_failure() -> Result<u32, BoxError> {
     Err("down".into())
 }
+
+#[breaker(name = "closed::timed", timeout = "50ms", error_threshold = 5)]
+async fn timed_site(wait: Duration, panic: bool) -> Result<u32, BoxError> {
+    sleep(wait).await;
+    if panic {
+        return explode();
+    }
+    Ok(7)
+}
+
+/// A site with a timeout: a call that answers in time succeeds, one that waits past the timeout
+/// ends with a timeout refusal and counts as an error, a panic after a wait counts as an error;
+/// the timeout follows its setting.
+#[tokio::test(start_paused = true)]
+async fn the_timed_closed_path_bounds_calls_and_counts_their_end() {
+    let _serial = serial();
+    assert_eq!(timed_site(ms(20), false).await.unwrap(), 7);
+    let b = breaker_named("closed::timed").unwrap();
+    let timed_out = timed_site(ms(200), false).await.unwrap_err();
+    assert_eq!(rejected(&timed_out).kind(), RejectedKind::Timeout);
+    assert_eq!(b.snapshot().recent_errors, 1);
+    let payload = tokio::spawn(timed_site(ms(1), true))
+        .await
+        .unwrap_err()
+        .into_panic();
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"the body panics"));
+    assert_eq!(b.snapshot().recent_errors, 2);
+
+    settings::set(Policy::Breaker, "closed::timed", "timeout", "off").unwrap();
+    assert_eq!(
+        timed_site(ms(200), false).await.unwrap(),
+        7,
+        "no timeout any more"
+    );
+    settings::set(Policy::Breaker, "closed::timed", "timeout", "100ms").unwrap();
+    assert_eq!(timed_site(ms(80), false).await.unwrap(), 7);
+    let timed_out = timed_site(ms(150), false).await.unwrap_err();
+    assert_eq!(rejected(&timed_out).kind(), RejectedKind::Timeout);
+    settings::unset(Policy::Breaker, "closed::timed", "timeout").unwrap();
+    assert_eq!(b.snapshot().recent_errors, 3);
+}
+
+#[breaker(
+    name = "closed::timed_rate",
+    timeout = "1s",
+    failure_rate = 0.5,
+    min_calls = 10,
+    error_timeout = "10s"
+)]
+async fn timed_rate_site(fail: bool) -> Result<u32, BoxError> {
+    outcome(fail)
+}
+
+/// The rate rule with a timeout counts every success of the closed path too.
+#[tokio::test]
+async fn the_timed_rate_rule_counts_every_success_of_the_closed_path() {
+    for _ in 0..100 {
+        timed_rate_site(false).await.unwrap();
+    }
+    let b = breaker_named("closed::timed_rate").unwrap();
+    assert_eq!(b.snapshot().recent_calls, Some(100));
+    assert!(timed_rate_site(true).await.is_err());
+    assert_eq!(b.snapshot().recent_calls, Some(101));
+    assert_eq!(b.snapshot().recent_errors, 1);
+}
+
+#[breaker(name = "closed::timed_no_driver", timeout = "1s")]
+async fn timed_no_driver(wait: bool) -> Result<u32, BoxError> {
+    if wait {
+        tokio::task::yield_now().await;
+    }
+    Ok(7)
+}
+
+/// With a timeout, a call that answers at once needs no timer and runs without a time driver; one
+/// that waits there panics with tokio's message at its first wait, and the breaker stays closed.
+#[test]
+fn the_timed_closed_path_without_a_time_driver() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    assert_eq!(runtime.block_on(timed_no_driver(false)).unwrap(), 7);
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(timed_no_driver(true))
+    }));
+    let payload = waited.unwrap_err();
+    let message = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or(payload.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    assert!(message.contains("timers are disabled"), "{message}");
+    let b = breaker_named("closed::timed_no_driver").unwrap();
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.snapshot().recent_errors, 0);
+    assert_eq!(runtime.block_on(timed_no_driver(false)).unwrap(), 7);
+}

@@ -9,10 +9,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::breaker::future::{
-    Call, CountIf, EveryError, FirstInline, FirstOutOfLine, HeapTimer, InlineTimer, ViaFrom,
+    Call, CountIf, EveryError, FirstOutOfLine, HeapTimer, InlineTimer, ViaFrom,
 };
 use crate::breaker::{
-    Breaker, BreakerBuilder, BreakerKey, Closed, CountRule, KeyedBreaker, RateRule,
+    Breaker, BreakerBuilder, BreakerKey, Closed, ClosedTimed, CountRule, KeyedBreaker, RateRule,
 };
 use crate::busy::future::BusyCall;
 use crate::busy::Refuse;
@@ -79,6 +79,25 @@ impl<B: Deref<Target = Breaker>> Site<B> {
         }
     }
 
+    /// [`admit_closed`](Self::admit_closed) for a site with a configured timeout: its call's
+    /// timer starts at the body's first wait ([`Admitted::call_timed`]).
+    #[inline(always)]
+    pub fn admit_closed_timed(self) -> Result<Admitted<B, CountRule>, Self> {
+        match self.0.admit_timed_count() {
+            Some(word) => Ok(Admitted::new(self.0, word)),
+            None => Err(self),
+        }
+    }
+
+    /// [`admit_closed_timed`](Self::admit_closed_timed), under the rate rule.
+    #[inline(always)]
+    pub fn admit_closed_timed_rate(self) -> Result<Admitted<B, RateRule>, Self> {
+        match self.0.admit_timed_rate() {
+            Some(word) => Ok(Admitted::new(self.0, word)),
+            None => Err(self),
+        }
+    }
+
     /// A call without a configured timeout (should the breaker have one, its timer is boxed).
     #[inline]
     pub fn call<T, E, F>(
@@ -97,7 +116,7 @@ impl<B: Deref<Target = Breaker>> Site<B> {
     pub fn call_timed<T, E, F>(
         self,
         body: F,
-    ) -> Call<B, F, EveryError, InlineTimer, E, FirstInline, ViaFrom>
+    ) -> Call<B, F, EveryError, InlineTimer, E, FirstOutOfLine, ViaFrom>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
@@ -182,6 +201,19 @@ impl<B: Deref<Target = Breaker>, K> Admitted<B, K> {
     #[inline(always)]
     pub fn call<F>(self, body: F) -> Closed<B, F, EveryError, K> {
         Closed::new(self.breaker, self.word, EveryError, body)
+    }
+
+    /// [`call`](Self::call) for a site with a configured timeout
+    /// ([`Site::admit_closed_timed`]): the timeout's error needs `E: From<Rejected>`, stated as
+    /// [`Site::call_timed`] in the other arm states it, at the same place, so that the compiler
+    /// reports it once.
+    #[inline(always)]
+    pub fn call_timed<T, E, F>(self, body: F) -> ClosedTimed<B, F, K, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        ClosedTimed::new(self.breaker, self.word, body)
     }
 }
 

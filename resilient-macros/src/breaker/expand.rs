@@ -14,8 +14,9 @@
 //! }
 //! ```
 //!
-//! Without `timeout` or `count_if`, a closed breaker admits the call as it is made, and the body
-//! runs in a future with nothing else to keep; in every other state the call asks as above:
+//! Without `count_if`, a closed breaker admits the call as it is made, and the body runs in a
+//! future with nothing else to keep (with `timeout`, a timer started at its first wait); in every
+//! other state the call asks as above:
 //!
 //! ```ignore
 //! async fn charge(card: &Card) -> Result<Receipt, PayError> {
@@ -111,7 +112,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     let timed = attr.timeout.is_some() || attr.half_open_timeout.is_some();
     let body = func::async_body(&func, &krate);
     let count_if = attr.count_if.as_ref().map(|counts| &counts.value);
-    if count_if.is_none() && !timed {
+    if count_if.is_none() {
         // A closed breaker with no timeout in force admits the call as it is made (its first
         // poll), and the body runs in a future of its own, with no stage or timer to keep; any
         // other state asks at the first poll, as every other call does. The body is written
@@ -119,23 +120,29 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
         let body_ident = proc_macro2::Ident::new("body", Span::mixed_site());
         let admitted = proc_macro2::Ident::new("admitted", Span::mixed_site());
         let site_ident = proc_macro2::Ident::new("site", Span::mixed_site());
-        let call = quote_spanned!(ret_span=> call(#body_ident));
         // Spanned as `call`, whose bound it repeats: rustc reports the error once.
         let wait = quote_spanned!(ret_span=> .await);
         // The rule the attribute configures decides which admission the site tries: one whose
         // success records nothing, or the rate rule's, which records it. Either falls back to
-        // `call` when the rule in force is the other (changed by a setting at run time).
-        let admit = if attr.failure_rate.is_some() {
-            quote!(admit_closed_rate)
-        } else {
-            quote!(admit_closed)
+        // `call` when the rule in force is the other (changed by a setting at run time). A site
+        // with a timeout keeps a timer in either arm, started at the body's first wait.
+        let (admit, call) = match (attr.failure_rate.is_some(), timed) {
+            (false, false) => ("admit_closed", "call"),
+            (true, false) => ("admit_closed_rate", "call"),
+            (false, true) => ("admit_closed_timed", "call_timed"),
+            (true, true) => ("admit_closed_timed_rate", "call_timed"),
         };
+        let admit = proc_macro2::Ident::new(admit, Span::call_site());
+        // Both calls carry the return type's span, where their bound is reported.
+        let call = proc_macro2::Ident::new(call, ret_span);
+        let closed_call = call.clone();
+        let call = quote_spanned!(ret_span=> #call(#body_ident));
         return quote! {
             #(#attrs)*
             #vis #sig {
                 #(#inner)*
                 match ({ #site }.#admit(), #body) {
-                    (::core::result::Result::Ok(#admitted), #body_ident) => #admitted.call(#body_ident).await,
+                    (::core::result::Result::Ok(#admitted), #body_ident) => #admitted.#closed_call(#body_ident) #wait,
                     (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call #wait,
                 }
             }

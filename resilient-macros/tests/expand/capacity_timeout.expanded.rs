@@ -1,17 +1,19 @@
 async fn charge(card: &Card) -> Result<Receipt, PayError> {
-    {
-        static BREAKER: ::resilient::__private::BreakerSite = ::resilient::__private::BreakerSite::new(
-            || "payments",
-            |breaker| {
-                breaker
-                    .capacity(0.75)
-                    .timeout(::core::time::Duration::from_secs(60))
-                    .half_open_timeout(::core::time::Duration::from_millis(1500))
-            },
-        );
-        BREAKER.breaker()
-    }
-        .call_timed(async move {
+    match (
+        {
+            static BREAKER: ::resilient::__private::BreakerSite = ::resilient::__private::BreakerSite::new(
+                || "payments",
+                |breaker| {
+                    breaker
+                        .capacity(0.75)
+                        .timeout(::core::time::Duration::from_secs(60))
+                        .half_open_timeout(::core::time::Duration::from_millis(1500))
+                },
+            );
+            BREAKER.breaker()
+        }
+            .admit_closed_timed(),
+        async move {
             if false {
                 return ::resilient::__private::body_returns::<
                     Result<Receipt, PayError>,
@@ -19,6 +21,9 @@ async fn charge(card: &Card) -> Result<Receipt, PayError> {
             }
             let receipt = gateway(card).await?;
             Ok(receipt)
-        })
-        .await
+        },
+    ) {
+        (::core::result::Result::Ok(admitted), body) => admitted.call_timed(body).await,
+        (::core::result::Result::Err(site), body) => site.call_timed(body).await,
+    }
 }

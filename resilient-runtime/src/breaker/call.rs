@@ -239,6 +239,13 @@ pin_project! {
     }
 }
 
+impl InlineTimer {
+    /// True once started.
+    fn started(&self) -> bool {
+        self.sleep.is_some()
+    }
+}
+
 impl Timer for InlineTimer {
     fn start(self: Pin<&mut Self>, limit: Duration) {
         self.project().sleep.set(Some(tokio::time::sleep(limit)));
@@ -718,28 +725,125 @@ where
     #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        match poll_body(this.body, this.counts, cx) {
-            // The count rule's success has nothing to record; the rate rule's goes to the
-            // window, inline.
-            Ok(Poll::Ready((outcome, Counted::Success))) => {
-                if K::RATE {
-                    this.breaker.on_untimed_rate_success(*this.word);
-                }
-                #[cfg(feature = "metrics")]
-                this.breaker.metrics.success();
-                Poll::Ready(outcome)
+        let polled = poll_body(this.body, this.counts, cx);
+        closed_end::<K, R, E>(this.breaker, *this.word, polled)
+    }
+}
+
+/// The end of a poll of a closed call's body, admitted in state `word` under rule `K`: a success
+/// records nothing under the count rule and goes to the window, inline, under the rate rule;
+/// any other outcome is recorded out of line; a panic counts as an error and goes on. `Pending`
+/// is left to the caller.
+#[inline(always)]
+fn closed_end<K: ClosedRule, R, E>(
+    breaker: &Breaker,
+    word: u64,
+    polled: Polled<R, E>,
+) -> Poll<Result<R, E>> {
+    match polled {
+        Ok(Poll::Ready((outcome, Counted::Success))) => {
+            if K::RATE {
+                breaker.on_untimed_rate_success(word);
             }
-            Ok(Poll::Ready((outcome, counted))) => {
-                Poll::Ready(settle_closed(this.breaker, *this.word, counted, outcome))
-            }
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => {
-                let bits = Breaker::untimed_bits(*this.word);
-                record(this.breaker, Stage(bits), Counted::Error);
-                panic::resume_unwind(payload)
-            }
+            #[cfg(feature = "metrics")]
+            breaker.metrics.success();
+            Poll::Ready(outcome)
+        }
+        Ok(Poll::Ready((outcome, counted))) => {
+            Poll::Ready(settle_closed(breaker, word, counted, outcome))
+        }
+        Ok(Poll::Pending) => Poll::Pending,
+        Err(payload) => {
+            record(breaker, Stage(Breaker::untimed_bits(word)), Counted::Error);
+            panic::resume_unwind(payload)
         }
     }
+}
+
+pin_project! {
+    /// [`Closed`] for a site with a timeout: its timer, kept inside the future, starts at the
+    /// body's first wait (if a timeout is in force then), so a call that answers at once makes
+    /// none. An expired call counts as an error and ends with a timeout `Rejected`. Made by
+    /// `#[breaker(timeout = ..)]`'s expansion only (`__private::Site::admit_closed_timed`).
+    #[must_use = "futures do nothing unless polled"]
+    pub struct ClosedTimed<B, F, K, E> {
+        breaker: B,
+        // The state word that admitted it: its epoch and flags.
+        word: u64,
+        // `E::from`, taken where the call is made (and its bound checked there, once).
+        reject: fn(Rejected) -> E,
+        rule: PhantomData<K>,
+        #[pin]
+        timer: InlineTimer,
+        #[pin]
+        body: F,
+    }
+}
+
+impl<B: Deref<Target = Breaker>, F, K, E> ClosedTimed<B, F, K, E> {
+    /// The call of `body`, admitted by `breaker` in state `word`.
+    pub(crate) fn new(breaker: B, word: u64, body: F) -> Self
+    where
+        E: From<Rejected>,
+    {
+        ClosedTimed {
+            breaker,
+            word,
+            reject: E::from,
+            rule: PhantomData,
+            timer: InlineTimer::default(),
+            body,
+        }
+    }
+}
+
+impl<B, F, K, R, E> Future for ClosedTimed<B, F, K, E>
+where
+    B: Deref<Target = Breaker>,
+    F: Future<Output = Result<R, E>>,
+    K: ClosedRule,
+{
+    type Output = Result<R, E>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let polled = poll_body(this.body, &mut EveryError, cx);
+        match closed_end::<K, R, E>(this.breaker, *this.word, polled) {
+            Poll::Pending => closed_wait(this.breaker, *this.word, this.timer, this.reject, cx),
+            ready => ready,
+        }
+    }
+}
+
+/// A poll of a [`ClosedTimed`] call whose body waits, out of line: starts the timer at the first
+/// wait, and ends the call once it has fired.
+#[inline(never)]
+fn closed_wait<R, E>(
+    breaker: &Breaker,
+    word: u64,
+    mut timer: Pin<&mut InlineTimer>,
+    reject: &fn(Rejected) -> E,
+    cx: &mut Context<'_>,
+) -> Poll<Result<R, E>> {
+    if !timer.started() {
+        match breaker.closed_limit() {
+            Some(limit) => timer.as_mut().start(limit),
+            None => return Poll::Pending,
+        }
+    }
+    if !timer.expired(cx) {
+        return Poll::Pending;
+    }
+    let permit = Permit::from_bits(Breaker::untimed_bits(word));
+    breaker.on_error(permit);
+    #[cfg(feature = "metrics")]
+    breaker.metrics.timed_out();
+    let after = breaker.closed_limit().unwrap_or_default();
+    Poll::Ready(Err(reject(Rejected::new(Reason::Timeout {
+        circuit: breaker.circuit(),
+        after,
+    }))))
 }
 
 /// Records the error or ignored outcome of a call admitted in state `word` (a [`Closed`] call),

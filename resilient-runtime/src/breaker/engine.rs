@@ -402,12 +402,32 @@ impl Breaker {
         (word & (PHASE | FORCED | TIMED) == CLOSED).then_some(word)
     }
 
-    /// [`Permit::bits`] of the permit given as the state `word` by
-    /// [`admit_untimed_count`](Self::admit_untimed_count) or
-    /// [`admit_untimed_rate`](Self::admit_untimed_rate).
+    /// [`admit_untimed_count`](Self::admit_untimed_count) for a site with a timeout: the count
+    /// rule's closed admission whether a timeout is in force or not.
+    #[inline(always)]
+    pub(crate) fn admit_timed_count(&self) -> Option<u64> {
+        let word = self.state.load(Ordering::Relaxed);
+        (word & (PHASE | FORCED | RATE) == CLOSED).then_some(word)
+    }
+
+    /// [`admit_untimed_rate`](Self::admit_untimed_rate) for a site with a timeout.
+    #[inline(always)]
+    pub(crate) fn admit_timed_rate(&self) -> Option<u64> {
+        // Acquire, as `admit_untimed_rate`.
+        let word = self.state.load(Ordering::Acquire);
+        (word & (PHASE | FORCED) == CLOSED).then_some(word)
+    }
+
+    /// The time limit of a closed call, if a timeout is in force.
+    pub(crate) fn closed_limit(&self) -> Option<Duration> {
+        self.limit(Permit::Closed { epoch: 0 })
+    }
+
+    /// [`Permit::bits`] of the permit given as the state `word` by a closed admission
+    /// ([`admit_untimed_count`](Self::admit_untimed_count) and its kin).
     #[inline(always)]
     pub(crate) fn untimed_bits(word: u64) -> u64 {
-        word & (RATE | !(EPOCH - 1))
+        word & (FLAGS | !(EPOCH - 1))
     }
 
     /// The rate rule's success of a call admitted in state `word`
