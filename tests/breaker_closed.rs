@@ -114,15 +114,25 @@ async fn rate_site(fail: bool) -> Result<u32, BoxError> {
     outcome(fail)
 }
 
-/// The rate rule counts every success of the closed path (more than a batch of them), and opens at
-/// its failure rate.
+/// Makes 100 successful calls of `call`, more than a batch of them, and checks that the breaker
+/// `name` counted them all.
+async fn hundred_successes<F, Fut>(name: &str, call: F) -> std::sync::Arc<resilient::Breaker>
+where
+    F: Fn(bool) -> Fut,
+    Fut: std::future::Future<Output = Result<u32, BoxError>>,
+{
+    for _ in 0..100 {
+        call(false).await.unwrap();
+    }
+    let b = breaker_named(name).unwrap();
+    assert_eq!(b.snapshot().recent_calls, Some(100));
+    b
+}
+
+/// The rate rule counts every success of the closed path, and opens at its failure rate.
 #[tokio::test(start_paused = true)]
 async fn the_rate_rule_counts_every_success_of_the_closed_path() {
-    for _ in 0..100 {
-        rate_site(false).await.unwrap();
-    }
-    let b = breaker_named("closed::rate").unwrap();
-    assert_eq!(b.snapshot().recent_calls, Some(100));
+    let b = hundred_successes("closed::rate", rate_site).await;
     for i in 0..99 {
         assert!(rate_site(true).await.is_err());
         assert_eq!(b.state(), State::Closed, "after {} errors", i + 1);
@@ -270,11 +280,7 @@ async fn timed_rate_site(fail: bool) -> Result<u32, BoxError> {
 /// The rate rule with a timeout counts every success of the closed path too.
 #[tokio::test]
 async fn the_timed_rate_rule_counts_every_success_of_the_closed_path() {
-    for _ in 0..100 {
-        timed_rate_site(false).await.unwrap();
-    }
-    let b = breaker_named("closed::timed_rate").unwrap();
-    assert_eq!(b.snapshot().recent_calls, Some(100));
+    let b = hundred_successes("closed::timed_rate", timed_rate_site).await;
     assert!(timed_rate_site(true).await.is_err());
     assert_eq!(b.snapshot().recent_calls, Some(101));
     assert_eq!(b.snapshot().recent_errors, 1);

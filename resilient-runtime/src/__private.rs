@@ -12,7 +12,8 @@ use crate::breaker::future::{
     Call, CountIf, EveryError, FirstOutOfLine, HeapTimer, InlineTimer, ViaFrom,
 };
 use crate::breaker::{
-    Breaker, BreakerBuilder, BreakerKey, Closed, ClosedTimed, CountRule, KeyedBreaker, RateRule,
+    Breaker, BreakerBuilder, BreakerKey, Closed, ClosedRule, ClosedTimed, CountRule, KeyedBreaker,
+    RateRule,
 };
 use crate::busy::future::BusyCall;
 use crate::busy::Refuse;
@@ -60,39 +61,35 @@ impl<B: Deref<Target = Breaker>> Site<B> {
     /// timeout in force (an admission without side effects, for a call without a timer whose
     /// success records nothing): `Ok`, to call the body through [`Admitted::call`]; `Err` with
     /// the site otherwise, to call it through [`call`](Self::call), which asks at its first
-    /// poll. For a call awaited as it is made (`#[breaker]` without `timeout` or `count_if`),
-    /// where now is its first poll.
+    /// poll. For a call awaited as it is made (`#[breaker]` without `count_if`), where now is
+    /// its first poll.
     #[inline(always)]
     pub fn admit_closed(self) -> Result<Admitted<B, CountRule>, Self> {
-        match self.0.admit_untimed_count() {
-            Some(word) => Ok(Admitted::new(self.0, word)),
-            None => Err(self),
-        }
+        self.admit::<CountRule>(false)
     }
 
     /// [`admit_closed`](Self::admit_closed), under the rate rule (`#[breaker(failure_rate)]`).
     #[inline(always)]
     pub fn admit_closed_rate(self) -> Result<Admitted<B, RateRule>, Self> {
-        match self.0.admit_untimed_rate() {
-            Some(word) => Ok(Admitted::new(self.0, word)),
-            None => Err(self),
-        }
+        self.admit::<RateRule>(false)
     }
 
     /// [`admit_closed`](Self::admit_closed) for a site with a configured timeout: its call's
     /// timer starts at the body's first wait ([`Admitted::call_timed`]).
     #[inline(always)]
     pub fn admit_closed_timed(self) -> Result<Admitted<B, CountRule>, Self> {
-        match self.0.admit_timed_count() {
-            Some(word) => Ok(Admitted::new(self.0, word)),
-            None => Err(self),
-        }
+        self.admit::<CountRule>(true)
     }
 
     /// [`admit_closed_timed`](Self::admit_closed_timed), under the rate rule.
     #[inline(always)]
     pub fn admit_closed_timed_rate(self) -> Result<Admitted<B, RateRule>, Self> {
-        match self.0.admit_timed_rate() {
+        self.admit::<RateRule>(true)
+    }
+
+    #[inline(always)]
+    fn admit<K: ClosedRule>(self, timed: bool) -> Result<Admitted<B, K>, Self> {
+        match self.0.admit_site(K::RATE, timed) {
             Some(word) => Ok(Admitted::new(self.0, word)),
             None => Err(self),
         }

@@ -379,43 +379,25 @@ impl Breaker {
         }
     }
 
-    /// A closed breaker's admission under the count rule with no timeout in force: `Some` with
-    /// the state word when the breaker is closed, not forced, untimed and counts errors, where
-    /// admitting has no side effect, the call needs no timer and its success records nothing.
+    /// A closed breaker's admission for a `#[breaker]` site's closed path: `Some` with the state
+    /// word when the breaker is closed and not forced (admitting has no side effect) and the path
+    /// can serve the call. A site of the count rule (`!rate`) records nothing on a success, so
+    /// it cannot serve the rate rule (put in force by a setting); a site of the rate rule records
+    /// its successes in the rate window whichever rule is in force (the count rule does not read
+    /// that window, which is cleared when the rate rule comes back). An untimed site (`!timed`)
+    /// keeps no timer, so it cannot serve a timeout put in force by a setting.
     #[inline(always)]
-    pub(crate) fn admit_untimed_count(&self) -> Option<u64> {
-        // Nothing that a transition publishes is read here or at a success; an error reads the
-        // state again.
-        let word = self.state.load(Ordering::Relaxed);
-        (word & (PHASE | FORCED | FLAGS) == CLOSED).then_some(word)
-    }
-
-    /// [`admit_untimed_count`](Self::admit_untimed_count) for a site of the rate rule, whose
-    /// success is recorded in the rate window. The rule in force is not tested: should a setting
-    /// have put the count rule in force, the success lands in a window that rule does not read
-    /// (and that is cleared when the rate rule comes back).
-    #[inline(always)]
-    pub(crate) fn admit_untimed_rate(&self) -> Option<u64> {
-        // Acquire: the call writes to the window, which must see the clear made before the
-        // breaker closed.
-        let word = self.state.load(Ordering::Acquire);
-        (word & (PHASE | FORCED | TIMED) == CLOSED).then_some(word)
-    }
-
-    /// [`admit_untimed_count`](Self::admit_untimed_count) for a site with a timeout: the count
-    /// rule's closed admission whether a timeout is in force or not.
-    #[inline(always)]
-    pub(crate) fn admit_timed_count(&self) -> Option<u64> {
-        let word = self.state.load(Ordering::Relaxed);
-        (word & (PHASE | FORCED | RATE) == CLOSED).then_some(word)
-    }
-
-    /// [`admit_untimed_rate`](Self::admit_untimed_rate) for a site with a timeout.
-    #[inline(always)]
-    pub(crate) fn admit_timed_rate(&self) -> Option<u64> {
-        // Acquire, as `admit_untimed_rate`.
-        let word = self.state.load(Ordering::Acquire);
-        (word & (PHASE | FORCED) == CLOSED).then_some(word)
+    pub(crate) fn admit_site(&self, rate: bool, timed: bool) -> Option<u64> {
+        // A count rule's success reads and writes nothing that a transition publishes (an error
+        // reads the state again): relaxed. A rate rule's writes to the window, which must see
+        // the clear made before the breaker closed: acquire.
+        let word = self.state.load(if rate {
+            Ordering::Acquire
+        } else {
+            Ordering::Relaxed
+        });
+        let cannot = if rate { 0 } else { RATE } | if timed { 0 } else { TIMED };
+        (word & (PHASE | FORCED | cannot) == CLOSED).then_some(word)
     }
 
     /// The time limit of a closed call, if a timeout is in force.
@@ -423,15 +405,15 @@ impl Breaker {
         self.limit(Permit::Closed { epoch: 0 })
     }
 
-    /// [`Permit::bits`] of the permit given as the state `word` by a closed admission
-    /// ([`admit_untimed_count`](Self::admit_untimed_count) and its kin).
+    /// [`Permit::bits`] of the permit given as the state `word` by
+    /// [`admit_site`](Self::admit_site).
     #[inline(always)]
     pub(crate) fn untimed_bits(word: u64) -> u64 {
         word & (FLAGS | !(EPOCH - 1))
     }
 
     /// The rate rule's success of a call admitted in state `word`
-    /// ([`admit_untimed_rate`](Self::admit_untimed_rate)).
+    /// ([`admit_site`](Self::admit_site)).
     #[inline(always)]
     pub(crate) fn on_untimed_rate_success(&self, word: u64) {
         self.rate_success_inline(epoch(word));

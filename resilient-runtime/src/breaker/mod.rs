@@ -92,7 +92,7 @@ mod settings;
 mod window;
 
 pub use crate::ConfigError;
-pub(crate) use call::{Closed, ClosedTimed, CountRule, RateRule};
+pub(crate) use call::{Closed, ClosedRule, ClosedTimed, CountRule, RateRule};
 #[cfg(feature = "tower")]
 pub(crate) use call::{Judge, JudgeOk};
 pub use config::{
