@@ -1,6 +1,11 @@
-//! The future of one call through a breaker, written by hand: admitted on its first poll, the
-//! body polled in place, the outcome recorded when it is ready. No allocation, no lock, and no
-//! timer unless a timeout applies.
+//! The futures of one call through a breaker, written by hand: the body polled in place, the
+//! outcome recorded when it is ready. No allocation, no lock, and no timer unless a timeout
+//! applies and the body waits.
+//!
+//! * [`Call`]: admitted at its first poll, in any state (`Breaker::call`, the `tower` layer, and
+//!   `#[breaker]` when its closed path cannot serve the call).
+//! * [`Closed`] and [`ClosedTimed`]: `#[breaker]`'s closed path, for a call that a closed breaker
+//!   admitted where it was made; nothing to hand back when dropped, so no stage is kept.
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -852,6 +857,18 @@ fn closed_wait<R, E>(
 fn settle_closed<O>(breaker: &Breaker, word: u64, counted: Counted, outcome: O) -> O {
     record(breaker, Stage(Breaker::untimed_bits(word)), counted);
     outcome
+}
+
+impl<B: Deref<Target = Breaker>, F, K, E> std::fmt::Debug for ClosedTimed<B, F, K, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClosedTimed")
+            .field("breaker", &self.breaker.name())
+            .field(
+                "permit",
+                &Permit::from_bits(Breaker::untimed_bits(self.word)),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl<B: Deref<Target = Breaker>, F, C, K> std::fmt::Debug for Closed<B, F, C, K> {
