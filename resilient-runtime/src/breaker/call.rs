@@ -859,27 +859,28 @@ fn settle_closed<O>(breaker: &Breaker, word: u64, counted: Counted, outcome: O) 
     outcome
 }
 
+/// The `Debug` of a closed call, `name`, admitted by `breaker` in state `word`.
+fn debug_closed(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    breaker: &Breaker,
+    word: u64,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field("breaker", &breaker.name())
+        .field("permit", &Permit::from_bits(Breaker::untimed_bits(word)))
+        .finish_non_exhaustive()
+}
+
 impl<B: Deref<Target = Breaker>, F, K, E> std::fmt::Debug for ClosedTimed<B, F, K, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClosedTimed")
-            .field("breaker", &self.breaker.name())
-            .field(
-                "permit",
-                &Permit::from_bits(Breaker::untimed_bits(self.word)),
-            )
-            .finish_non_exhaustive()
+        debug_closed(f, "ClosedTimed", &self.breaker, self.word)
     }
 }
 
 impl<B: Deref<Target = Breaker>, F, C, K> std::fmt::Debug for Closed<B, F, C, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Closed")
-            .field("breaker", &self.breaker.name())
-            .field(
-                "permit",
-                &Permit::from_bits(Breaker::untimed_bits(self.word)),
-            )
-            .finish_non_exhaustive()
+        debug_closed(f, "Closed", &self.breaker, self.word)
     }
 }
 
