@@ -275,23 +275,35 @@ pub use resilient_macros::breaker;
 /// Most handlers wait on something with a capacity of its own, a database pool or an upstream,
 /// and the runtime never lags while they do: latency grows until every caller times out. A
 /// fixed `max_in_flight` helps if it matches today's capacity. `"auto"` learns it instead, as
-/// TCP learns a congestion window: calls beyond the limit are refused at once, and every
-/// 100 ms or so (at least 10 calls, at least twice the baseline) the limit moves on what the
-/// calls of that window showed. Their mean latency is held against a baseline: the lowest latency
-/// seen over the last 50 windows, which is what a call costs with no queue. Past 1.5 times the
-/// baseline, calls are queueing somewhere, and the limit shrinks in proportion, in one step, to
-/// where the mean would be back within 1.5 (at most halving it). Within it, and only when calls
-/// actually pressed against the limit, it grows: by a fifth while the mean sits at the baseline,
-/// by half its square root near the tolerance. A window in which the share of failed calls
-/// (`Err`, a 5xx response, a panic, a call dropped before it finished) jumps at least 20 points
-/// above its usual share, to 25% or more, cuts the limit by a quarter; a steady share of
-/// errors, such as a handler's `404`s, moves nothing. While calls press against the limit, one
-/// window in 20 runs at the limit divided by 1.5, so that the queue drains and the baseline is
-/// measured again; until a probe confirms the baseline, one in 5 runs at half the limit. (A
-/// baseline that only ever fell would let a slower dependency starve its callers, and one
-/// averaged over loaded calls would drift up with the queue.) A window whose calls stayed
-/// below half the limit never takes it below `auto_initial`, so a quiet service is never
-/// starved. The limit stays between `auto_min` and `auto_max`, and is read from code with
+/// TCP learns a congestion window: calls beyond the limit are refused at once, and after each
+/// window of calls (at least 100 ms and twice what calls take, 40 calls or fewer where few come)
+/// the limit moves on what that window showed.
+///
+/// **What it reacts to: queueing.** A call that waits for a busy dependency waits before its own
+/// service starts, so a queue delays fast calls as much as slow ones. The limit reads the
+/// queue, in calls, from the rise of the successful calls' 10th percentile latency over what it
+/// is when nothing waits (or the rise of their mean beyond its noise, for a queue only some
+/// calls meet), times the rate at which they complete (Little's law). A queue above a tenth of
+/// the limit, twice in a row, cuts the limit to what the dependency served, plus a little; with
+/// no queue and calls pressing against the limit (one refused, or as many running as it
+/// allows), it grows, toward the demand at first.
+///
+/// **What it ignores.** Uneven latency: a dependency whose calls take 5 ms or 400 ms, or have a
+/// lognormal or heavy tail, shows no queue where nothing waits, whatever the concurrency, so the
+/// limit only grows until nothing is refused. Failed calls: an `Err` or a 5xx response that
+/// comes back at once says nothing of how long the dependency takes, so failed calls never feed
+/// the latency; a steady share of them (a handler's `404`s) moves nothing, and only a spike (at
+/// least 25% of a window, 20 points above the usual share) cuts the limit by a quarter. A
+/// dependency that became slower for good: each cut is checked against the next window; had the
+/// wait been a queue, the cut would have taken it away, so a wait that stays is the calls
+/// becoming slower, and the limit goes back to what the dependency serves at the new latency
+/// within a couple of windows.
+///
+/// A limit that started above the dependency's capacity is found by probes (a window at a lower
+/// limit: after the first 10 windows that pressed against the limit, then one in 50). A window
+/// whose calls stayed below half the limit never takes it below `auto_initial`, so a quiet
+/// service is never starved. The limit stays between `auto_min` and `auto_max`, and is read from
+/// code with
 /// [`busy::get`](crate::busy::get)`(name)?.`[`in_flight_limit()`](crate::busy::TooBusy::in_flight_limit),
 /// in `tracing` events (debug, target `resilient::too_busy`, at each change) and, with the
 /// `metrics` feature, as the gauge `resilient_too_busy_in_flight_limit`. Admission costs what a

@@ -331,10 +331,12 @@ fn a_failure_spike_cuts_the_limit_and_a_steady_share_does_not() {
             |t| FAILING.store((3.0..4.0).contains(&t), SeqCst),
         )
         .await;
+        // A third failing moves nothing down (the limit may grow: calls press against it).
         let before = run.limits(0.5, 3.0);
-        assert!(before.iter().all(|&l| l == 40), "{before:?}");
+        assert!(before.iter().all(|&l| l >= 40), "{before:?}");
         let during = run.limits(3.3, 4.2);
-        assert!(during.iter().any(|&l| l < 40), "{during:?}");
+        let last = *before.last().unwrap();
+        assert!(during.iter().any(|&l| l < last), "{before:?} {during:?}");
     });
 }
 
@@ -351,8 +353,10 @@ fn the_learned_limit_stays_within_its_bounds() {
     let _serial = support::serial();
     support::paused_runtime().block_on(async {
         let dependency = Dependency::new(1000, HOLD);
+        // One slot from 4 s on: ten calls a second, so windows are long (enough calls to
+        // judge) and the limit comes down over a few of them.
         let run = open_loop(
-            8.0,
+            16.0,
             400.0,
             1,
             move || async move { bounded(dependency).await.is_ok() },
@@ -360,10 +364,10 @@ fn the_learned_limit_stays_within_its_bounds() {
             |t| dependency.set_capacity(if t < 4.0 { 1000 } else { 1 }),
         )
         .await;
-        let limits = run.limits(0.0, 8.0);
+        let limits = run.limits(0.0, 16.0);
         assert_eq!(limits[0], 12, "{limits:?}");
         assert!(limits.iter().all(|&l| (2..=12).contains(&l)), "{limits:?}");
-        assert_eq!(*run.limits(7.0, 8.0).last().unwrap(), 2, "{limits:?}");
+        assert_eq!(*run.limits(15.0, 16.0).last().unwrap(), 2, "{limits:?}");
     });
 }
 
@@ -479,13 +483,13 @@ fn a_subscriber_that_panics_as_a_window_closes_in_an_unwinding_call_loses_only_i
     }));
     let _default = tracing::subscriber::set_default(subscriber.clone());
     support::paused_runtime().block_on(async {
-        // Calls beyond the limit, all failing (the usual here, so the failures move nothing; the
-        // calls pressing against the limit do): the calls that close the windows are unwinding
-        // from their bodies' panics.
+        // Calls beyond the limit, half of them failing (the usual here, so the failures move
+        // nothing; the calls pressing against the limit do): many of the calls that close the
+        // windows are unwinding from their bodies' panics.
         for _ in 0..40 {
             let calls: Vec<_> = (0..30)
-                .map(|_| async {
-                    std::panic::AssertUnwindSafe(observed(Duration::from_millis(20), true))
+                .map(|i| async move {
+                    std::panic::AssertUnwindSafe(observed(Duration::from_millis(20), i % 2 == 0))
                         .catch_unwind()
                         .await
                 })

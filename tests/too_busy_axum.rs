@@ -296,3 +296,64 @@ async fn auto_learns_the_limit_of_a_dependency_over_http() -> anyhow::Result<()>
     ensure!(accepted.len() > 400, "{} accepted", accepted.len());
     Ok(())
 }
+
+static UNEVEN_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A dependency with no capacity limit and uneven latency: every third call takes 200 ms, the
+/// others 5 ms.
+#[too_busy(max_in_flight = "auto")]
+async fn uneven_handler() -> impl IntoResponse {
+    let n = UNEVEN_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let hold = if n % 3 == 0 { 200 } else { 5 };
+    tokio::time::sleep(Duration::from_millis(hold)).await;
+    "uneven: done"
+}
+
+/// `max_in_flight = "auto"` over real HTTP in front of a dependency that never queues but whose
+/// latency is uneven (5 ms or 200 ms): 300 requests a second for 3 s, each sent on schedule
+/// whatever happened to the others. Nothing waits, so next to nothing is refused: the limit
+/// grows from 20 to what the calls in flight need, and uneven latency is not read as a queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_refuses_next_to_nothing_where_latency_is_uneven_but_nothing_queues(
+) -> anyhow::Result<()> {
+    let app = Router::new().route("/uneven", get(uneven_handler));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/uneven", listener.local_addr()?);
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = reqwest::Client::new();
+    let start = tokio::time::Instant::now();
+    let requests: Vec<_> = (0..900u32)
+        .map(|i| {
+            let (client, url) = (client.clone(), url.clone());
+            let due = start + Duration::from_secs_f64(f64::from(i) / 300.0);
+            tokio::spawn(async move {
+                tokio::time::sleep_until(due).await;
+                anyhow::Ok(client.get(&url).send().await?.status())
+            })
+        })
+        .collect();
+    let (mut ok, mut refused) = (0, 0);
+    for request in futures::future::join_all(requests).await {
+        match request?? {
+            StatusCode::OK => ok += 1,
+            StatusCode::SERVICE_UNAVAILABLE => refused += 1,
+            other => anyhow::bail!("unexpected status {other}"),
+        }
+    }
+    server.abort();
+    let (_, site) = resilient::settings::sites()
+        .into_iter()
+        .find(|(_, name)| name.ends_with("::uneven_handler"))
+        .context("the handler's site")?;
+    let limit = resilient::busy::get(&site)
+        .and_then(|guard| guard.in_flight_limit())
+        .context("the handler's limit")?;
+    // About 20 calls in flight on average (300/s x 70 ms), more in bursts.
+    ensure!(
+        refused * 20 <= ok + refused,
+        "{refused} refused of {}, limit {limit}",
+        ok + refused
+    );
+    ensure!(limit >= 20, "limit {limit}");
+    Ok(())
+}

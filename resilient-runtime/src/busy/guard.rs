@@ -214,13 +214,13 @@ impl TooBusy {
             let bounds = options.bounds();
             let adaptive = self
                 .adaptive
-                .get_or_init(|| Box::new(Adaptive::new(bounds)));
+                .get_or_init(|| Box::new(Adaptive::new(bounds, self.elapsed_ns())));
             let mut control = adaptive.control();
             if self.learning.load(Relaxed) {
                 control.rebound(bounds);
             } else {
                 drop(control);
-                adaptive.restart(bounds);
+                adaptive.restart(bounds, self.elapsed_ns());
                 control = adaptive.control();
             }
             let limit = control.published();
@@ -533,7 +533,7 @@ impl TooBusy {
                 guard = self.name(),
                 limit = verdict.limit,
                 ?why,
-                baseline = ?Duration::from_nanos(verdict.baseline_ns),
+                no_queue = ?Duration::from_nanos(verdict.baseline_ns),
                 "in-flight limit learned"
             );
         }));

@@ -31,37 +31,54 @@
 //!
 //! # `max_in_flight = "auto"`
 //!
-//! The limit moves once per window of calls (at least 100 ms, twice the baseline and 10 calls).
-//! The window's mean latency is held against a baseline, the lowest latency of the last 50
-//! windows (what a call costs with no queue in front of it). Above 1.5 times the baseline the
-//! limit shrinks in proportion, in one step (at most by half); within it, and only if calls
-//! pressed against the limit (one was refused, or as many ran as it allows), it grows by a fifth
-//! while the mean sits at the baseline and by half its square root near the tolerance. A spike
-//! in the share of failed calls (an `Err` or a 5xx response as [`Refuse::failed`] says, a panic,
-//! a call dropped before it finished: at least 25%, and 20 points above the share usual for
-//! this function) cuts it by a quarter. While calls press against the limit, one window in 20
-//! is a probe at the limit divided by 1.5 (about what the dependency serves with no queue, once
-//! the limit has settled), so that any queue drains and the baseline is measured afresh; until
-//! a probe finds the baseline where it was (at first, and after a probe that lowered it by a
-//! tenth or more), one window in 5 is a probe at half the limit, so that a baseline first taken
-//! with calls already queueing is found out within a few probes. A window whose calls stayed
-//! below half the limit never takes it below `auto_initial`.
+//! The limit moves once per window of calls (at least 100 ms and twice what calls take; 40
+//! calls, or 10 a second later where few come). It reacts to **queueing**: the successful
+//! calls' 10th percentile latency (taken with the bounds its rank allows among the window's
+//! calls, so that a noisy window shows nothing) rising over what it is when nothing waits, or
+//! their mean rising beyond twice its standard error, times the rate at which they complete, is
+//! the queue in calls (Little's law). A queue delays fast calls as much as slow ones, while
+//! uneven latency (two modes, a lognormal or Pareto tail) leaves a low percentile where it is;
+//! failed calls (an `Err` or a 5xx response as [`Refuse::failed`] says, a panic, a call dropped
+//! before it finished) never feed the latency, since a fast failure is not a fast dependency.
 //!
-//! This follows what the anchors' issues record. A baseline kept as the lowest latency ever seen
-//! (Vegas) starves callers once the dependency is slower for good; one averaged over loaded calls
-//! (Gradient2's long-term average) drifts up with the queue it should detect, and the limit with
-//! it; growing on every good sample while calls stay far below the limit inflates it at low
-//! load; and a fixed `+queue` allowance with smoothing oscillates. Here the baseline is a
-//! windowed minimum refreshed by probes (as BBR's ProbeRTT and Envoy's periodic minimum-RTT
-//! measurement do), cuts land where the tolerance says rather than by a fixed factor, growth
-//! needs calls pressing against the limit, and errors count only as a spike over what is usual.
+//! * A queue above a tenth of the limit (at least one call), two windows in a row, cuts the
+//!   limit to what the dependency served (calls in flight less the queue, plus a little; never
+//!   below a quarter of them). The controller then holds until no call admitted under the old
+//!   limit is left, and checks the next window: had the wait been a queue, the cut would have
+//!   taken it away at the rate calls complete; a wait that stayed is calls that became slower, and
+//!   the limit is set to what the dependency serves at the new latency, now the one to compare
+//!   with. A wait that rose well above the one cut on is news (the capacity fell meanwhile) and
+//!   is cut on again.
+//! * With no queue and calls pressing against the limit (one refused, or as many running as it
+//!   allows), it grows: toward the demand (the calls that came, refused ones included; at most 4
+//!   times, twice on the first window) until a queue has been seen or while the limit has not
+//!   bound for 3 windows; otherwise by a tenth, by half after 3 windows in a row with no queue,
+//!   and by one call with a little queue.
+//! * Probes find a no-queue latency that was taken while calls queued (a limit that started
+//!   above the dependency's capacity): after the first 10 windows that pressed against the limit,
+//!   then one in 50, the limit goes to four fifths of the calls in flight for a window that drains
+//!   and one that is measured; one that finds the latency lower keeps the lower limit, and probes
+//!   again soon at half.
+//! * A spike in the share of failed calls (at least 25%, and 20 points above the share usual for
+//!   this function) cuts it by a quarter; a steady share moves nothing.
+//! * A window whose calls stayed below half the limit never takes it below `auto_initial`.
+//!
+//! This follows what the anchors and their issue trackers record. A window's mean against the
+//! lowest latency seen (a minimum RTT, as Vegas) measures how uneven latency is rather than
+//! whether calls queue, and refuses healthy dependencies whose latency is uneven by nature; a
+//! short-term against a long-term mean (Gradient2) is noisy on such dependencies. Envoy's
+//! adaptive concurrency measures a percentile at pinned low concurrency, and learned to discard
+//! samples from calls admitted before its measurement and to measure again after repeated cuts
+//! when a dependency became slower for good: here, windows after a cut wait until the calls
+//! admitted before it are gone, and every cut is checked. The same learner serves the attribute,
+//! [`TooBusy::builder`] and the tower layer.
 //!
 //! Admission is the fixed limit's: one `fetch_add` against the learned limit, published in the
 //! same atomic. A completed call adds its latency to the window's counters (a clock read and a
 //! few atomic adds); the call that finds its window over takes the learner's lock without waiting
 //! (a call already deciding is left to it), and decides the next limit. Each change is a
 //! `tracing` event (debug, target `resilient::too_busy`, message "in-flight limit learned", with
-//! the new limit, why, and the baseline), [`TooBusy::in_flight_limit`] reads it, and with the
+//! the new limit, why, and the no-queue latency), [`TooBusy::in_flight_limit`] reads it, and with the
 //! `metrics` feature it is the gauge `resilient_too_busy_in_flight_limit`.
 //!
 //! # Guarantees
