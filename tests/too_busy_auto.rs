@@ -7,7 +7,7 @@
 mod support;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,11 +17,15 @@ use resilient::{too_busy, Rejected};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, sleep_until, Instant};
 
-/// A dependency with `capacity` slots, each call holding one for `hold`; calls beyond them wait
+/// A dependency with `capacity` slots, each call holding one for `hold` (or, `uneven`, 400 ms
+/// for every third call and 5 ms for the others; either times `slower`); calls beyond them wait
 /// in a FIFO queue. The capacity changes at once, queue or not.
 struct Dependency {
     state: Mutex<Slots>,
     hold: Duration,
+    uneven: bool,
+    slower: AtomicU32,
+    calls: AtomicUsize,
 }
 
 struct Slots {
@@ -32,6 +36,15 @@ struct Slots {
 
 impl Dependency {
     fn new(capacity: usize, hold: Duration) -> &'static Self {
+        Dependency::leak(capacity, hold, false)
+    }
+
+    /// No capacity limit to speak of, and uneven latency: 400 ms or 5 ms.
+    fn uneven() -> &'static Self {
+        Dependency::leak(100_000, HOLD, true)
+    }
+
+    fn leak(capacity: usize, hold: Duration, uneven: bool) -> &'static Self {
         Box::leak(Box::new(Dependency {
             state: Mutex::new(Slots {
                 busy: 0,
@@ -39,7 +52,20 @@ impl Dependency {
                 queue: VecDeque::new(),
             }),
             hold,
+            uneven,
+            slower: AtomicU32::new(1),
+            calls: AtomicUsize::new(0),
         }))
+    }
+
+    fn hold(&self) -> Duration {
+        let n = self.calls.fetch_add(1, SeqCst);
+        let hold = match (self.uneven, n % 3) {
+            (false, _) => self.hold,
+            (true, 0) => Duration::from_millis(400),
+            (true, _) => Duration::from_millis(5),
+        };
+        hold * self.slower.load(SeqCst)
     }
 
     async fn call(&'static self) {
@@ -59,7 +85,7 @@ impl Dependency {
             turn.await.unwrap();
         }
         let _slot = Leave(self);
-        sleep(self.hold).await;
+        sleep(self.hold()).await;
     }
 
     fn set_capacity(&self, capacity: usize) {
@@ -250,8 +276,8 @@ fn learns_the_capacity_follows_it_down_and_back_up() {
                 "{from}–{to} s: accepted p99 {p99:?}; limits {limits:?}"
             );
         }
-        // Within 2 s of the halving, the limit has come down to around where 10 slots keep the
-        // mean within 1.5 services (15), and stays there.
+        // Within 2 s of the halving, the limit has come down to near the 10 slots, and stays
+        // there.
         let after = run.limits(12.0, 20.0);
         assert!(after.iter().all(|&l| l <= 20), "{after:?}");
         let recovered = run.limits(22.0, 30.0);
@@ -259,6 +285,73 @@ fn learns_the_capacity_follows_it_down_and_back_up() {
             recovered.iter().filter(|&&l| l >= 20).count() * 10 >= recovered.len() * 9,
             "{recovered:?}"
         );
+    });
+}
+
+#[too_busy(max_in_flight = "auto")]
+async fn uneven(dependency: &'static Dependency) -> Result<(), Rejected> {
+    dependency.call().await;
+    Ok(())
+}
+
+/// No capacity limit, and latency uneven by nature (a third of calls 400 ms, the others 5 ms),
+/// at 500 calls/s: about 70 calls in flight, nothing waiting. Once the limit has grown from 20
+/// to what the calls in flight need, at most 2% are refused.
+#[test]
+fn uneven_latency_with_nothing_queueing_is_not_a_queue() {
+    let _serial = support::serial();
+    support::paused_runtime().block_on(async {
+        let dependency = Dependency::uneven();
+        let run = open_loop(
+            20.0,
+            500.0,
+            1,
+            move || async move { uneven(dependency).await.is_ok() },
+            || guard_if("::uneven"),
+            |_| {},
+        )
+        .await;
+        let refused = run.refused(2.0, 20.0);
+        let sent = run.between(2.0, 20.0).count();
+        assert!(
+            refused * 50 <= sent,
+            "{refused} refused of {sent}; limits {:?}",
+            run.limits(0.0, 20.0)
+        );
+    });
+}
+
+#[too_busy(max_in_flight = "auto")]
+async fn slowing(dependency: &'static Dependency) -> Result<(), Rejected> {
+    dependency.call().await;
+    Ok(())
+}
+
+/// 20 slots of 100 ms offered 400 calls/s, whose holds double for good at 10 s: the same
+/// slots, half the calls per second. The limit is not pinned low: from 3 s after the change,
+/// goodput is the slowed capacity's (100 calls/s).
+#[test]
+fn a_dependency_slower_for_good_is_followed_within_three_seconds() {
+    let _serial = support::serial();
+    support::paused_runtime().block_on(async {
+        let dependency = Dependency::new(20, HOLD);
+        let run = open_loop(
+            20.0,
+            400.0,
+            1,
+            move || async move { slowing(dependency).await.is_ok() },
+            || guard_if("::slowing"),
+            |t| {
+                dependency
+                    .slower
+                    .store(if t < 10.0 { 1 } else { 2 }, SeqCst)
+            },
+        )
+        .await;
+        let goodput = run.goodput(13.0, 19.0);
+        let limits = run.limits(9.0, 20.0);
+        assert!(goodput >= 90.0, "goodput {goodput}/s; limits {limits:?}");
+        assert!(run.limits(13.0, 20.0).iter().all(|&l| l > 10), "{limits:?}");
     });
 }
 

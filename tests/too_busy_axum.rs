@@ -234,7 +234,7 @@ async fn auto_handler() -> impl IntoResponse {
 }
 
 /// `max_in_flight = "auto"` over real HTTP: 48 clients in a closed loop against a dependency
-/// that serves 4 at a time. The limit comes down from 20 to a few times the 4 slots, the
+/// that serves 4 at a time. The limit comes down from 20 toward the 4 slots, the
 /// requests beyond it are 503s that name nothing inside the service, and the accepted ones wait
 /// far less than the 12 services an unlimited queue would make them wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -285,7 +285,9 @@ async fn auto_learns_the_limit_of_a_dependency_over_http() -> anyhow::Result<()>
         .context("the handler's limit")?;
     accepted.sort();
     let median = accepted[accepted.len() / 2];
-    ensure!((2..=12).contains(&limit), "limit {limit}");
+    // Below the 20 it started at, within a few holds' worth of queue of the 4 slots (the
+    // limit moves in a sawtooth around them).
+    ensure!((2..=16).contains(&limit), "limit {limit}");
     ensure!(refused > 0, "nothing refused");
     // 48 in a queue for 4 slots of 20 ms would wait about 240 ms.
     ensure!(

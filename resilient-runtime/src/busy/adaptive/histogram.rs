@@ -25,7 +25,10 @@ fn bucket_range(i: usize) -> (f64, f64) {
     let octave = FIRST_OCTAVE + ((i - 1) / SUBS) as u32;
     let sub = ((i - 1) % SUBS) as u64;
     let unit = (1u64 << (octave - 4)) as f64;
-    ((SUBS as u64 + sub) as f64 * unit, (SUBS as u64 + sub + 1) as f64 * unit)
+    (
+        (SUBS as u64 + sub) as f64 * unit,
+        (SUBS as u64 + sub + 1) as f64 * unit,
+    )
 }
 
 /// The latency of rank `rank` (1 for the lowest; a fraction rounds up, and ranks out of range
@@ -66,10 +69,23 @@ mod tests {
 
     #[test]
     fn buckets_hold_what_they_say_and_quantiles_are_close() {
-        for ns in [0u64, 1, 1023, 1024, 5_000, 123_456, 5_000_000, 400_000_000, u64::MAX] {
+        for ns in [
+            0u64,
+            1,
+            1023,
+            1024,
+            5_000,
+            123_456,
+            5_000_000,
+            400_000_000,
+            u64::MAX,
+        ] {
             let (from, to) = bucket_range(bucket(ns));
             let capped = ns >= 1 << (FIRST_OCTAVE + OCTAVES as u32);
-            assert!(capped || (from <= ns as f64 && (ns as f64) < to), "{ns}: {from}..{to}");
+            assert!(
+                capped || (from <= ns as f64 && (ns as f64) < to),
+                "{ns}: {from}..{to}"
+            );
         }
         let mut counts = vec![0u64; BUCKETS];
         for i in 1..=1000u64 {

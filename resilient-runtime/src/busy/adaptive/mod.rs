@@ -290,13 +290,23 @@ enum Stage {
     /// The limit just moved far: calls admitted under the one before may still be in flight
     /// (a window's peak above the limit says so), and windows are not judged until one shows
     /// none. After a cut, the limit before it, to go back to if the rise stays.
-    Holding { cut: Option<Cut> },
+    Holding {
+        cut: Option<Cut>,
+    },
     /// After a cut: the window that says whether it took the rise away.
-    Checking { cut: Cut },
+    Checking {
+        cut: Cut,
+    },
     /// A probe at `during`: windows while what queued drains (as [`Stage::Holding`]), then one
     /// measured.
-    Settling { before: f64, during: f64 },
-    Probing { before: f64, during: f64 },
+    Settling {
+        before: f64,
+        during: f64,
+    },
+    Probing {
+        before: f64,
+        during: f64,
+    },
 }
 
 /// The controller: the learned limit and what it learns from. Pure (no clock, no atomics), so
@@ -366,13 +376,20 @@ impl Control {
     /// remembered windows and the mean of `base_mean` (`None`: no window yet). (Not the lowest
     /// mean: of many noisy means, the lowest is low by a few errors.)
     fn base(&self) -> Option<Latency> {
-        let lows = self.latencies.iter().flatten().copied().reduce(|a, b| Latency {
-            low: a.low.min(b.low),
-            at_least: a.at_least.min(b.at_least),
-            at_most: a.at_most.min(b.at_most),
-            ..a
-        })?;
-        let (mean, error) = self.base_mean.map_or((f64::INFINITY, 0.0), |b| (b.mean, b.error));
+        let lows = self
+            .latencies
+            .iter()
+            .flatten()
+            .copied()
+            .reduce(|a, b| Latency {
+                low: a.low.min(b.low),
+                at_least: a.at_least.min(b.at_least),
+                at_most: a.at_most.min(b.at_most),
+                ..a
+            })?;
+        let (mean, error) = self
+            .base_mean
+            .map_or((f64::INFINITY, 0.0), |b| (b.mean, b.error));
         Some(Latency {
             mean,
             error,
@@ -448,9 +465,7 @@ impl Control {
         let why = match self.stage {
             _ if spike => {
                 // Whatever was under way tells nothing now.
-                if let Stage::Settling { before, .. } | Stage::Probing { before, .. } =
-                    self.stage
-                {
+                if let Stage::Settling { before, .. } | Stage::Probing { before, .. } = self.stage {
                     self.limit = before;
                 }
                 self.stage = Stage::Steady;
@@ -554,7 +569,11 @@ impl Control {
         }
         // Twice in a row (or right after a cut that took part of it away): a percentile near a
         // boundary of a latency with two modes flips now and then, a queue stays.
-        self.queued = if queue > allowance { self.queued + 1 } else { 0 };
+        self.queued = if queue > allowance {
+            self.queued + 1
+        } else {
+            0
+        };
         if self.queued >= 2 || (cut.is_some() && queue > allowance) {
             // What the dependency served, with a little queue left so that it never waits.
             let served = (in_flight - queue + allowance / 4.0)
@@ -596,7 +615,11 @@ impl Control {
         }
         // Sooner the first time: a limit that started above the dependency's capacity made
         // even the first windows queue, and `base` with them.
-        let every = if self.probes == 0 { FIRST_PROBE } else { PROBE_EVERY };
+        let every = if self.probes == 0 {
+            FIRST_PROBE
+        } else {
+            PROBE_EVERY
+        };
         if self.pressed >= every {
             return Some(self.probe(busy * PROBE_DEPTH));
         }
