@@ -286,8 +286,7 @@ pub use resilient_macros::breaker;
 /// calls meet), times the rate at which they complete (Little's law). A queue above a tenth of
 /// the limit, twice in a row, cuts the limit to what the dependency served, plus a little; with
 /// no queue and calls pressing against the limit (one refused, or as many running as it
-/// allows), it grows, toward the demand at first, and back if no more calls complete after
-/// the growth while each takes longer.
+/// allows), it grows, toward the demand at first.
 ///
 /// **What it ignores.** Uneven latency: a dependency whose calls take 5 ms or 400 ms, or have a
 /// lognormal or heavy tail, shows no queue where nothing waits, whatever the concurrency, so the

@@ -53,9 +53,7 @@
 //!   allows), it grows: toward the demand (the calls that came, refused ones included; at most 4
 //!   times, twice on the first window) until a queue has been seen or while the limit has not
 //!   bound for 3 windows; otherwise by a tenth, by half after 3 windows in a row with no queue,
-//!   and by one call with a little queue. A growth toward the demand is checked: if no more
-//!   calls completed after it (a fifth more) and each took half as long again, the limit goes
-//!   back: throughput that stops rising while latency rises is what queueing is.
+//!   and by one call with a little queue.
 //! * Probes find a no-queue latency that was taken while calls queued (a limit that started
 //!   above the dependency's capacity): after the first 10 windows that pressed against the limit,
 //!   then one in 50, the limit goes to four fifths of the calls in flight for a window that drains

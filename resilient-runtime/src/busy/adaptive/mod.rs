@@ -75,11 +75,7 @@
 //!   queue: it grows, toward the demand (the calls that came, refused ones included, at most four
 //!   times the limit, twice on the first window) until a queue has been seen or while the limit
 //!   has not bound for three windows; after, by a tenth, or by half after three windows in a row
-//!   with none; with a little queue, by one call; a fast growth is followed by a hold, and a
-//!   growth toward the demand is checked as a cut is: if no more calls completed after it and
-//!   each took half as long again, the dependency was already serving all it could, and the
-//!   limit goes back (the issue's own definition of queueing: throughput stops rising while
-//!   latency rises with concurrency);
+//!   with none; with a little queue, by one call; a fast growth is followed by a hold;
 //! * a spike in the share of failed calls cuts it by a quarter; a steady share moves nothing.
 //!
 //! Windows in which calls stayed far below the limit (under half of it) never take it below
@@ -157,10 +153,6 @@ const FAST_GROWTH: f64 = 1.5;
 const MAX_GROWTH: f64 = 4.0;
 const GROWTH: f64 = 1.1;
 const CLEAR_WINDOWS: u32 = 3;
-/// After a growth toward the demand, the limit was at what the dependency serves if fewer than
-/// this many times as many calls completed, each taking more than this many times as long.
-const SERVED_MORE: f64 = 1.2;
-const WAITED_MORE: f64 = 1.5;
 /// The cut after a spike of failures.
 const FAILURE_CUT: f64 = 0.75;
 /// A window's failed share is a spike when it is at least this...
@@ -281,15 +273,6 @@ pub(crate) struct Verdict {
     pub(crate) next_window_ns: u64,
 }
 
-/// A growth of the limit toward the demand, and the window it grew on: its rate of successful
-/// calls (per ns) and their mean latency.
-#[derive(Copy, Clone, Debug, PartialEq)]
-struct Grown {
-    from: f64,
-    rate: f64,
-    mean: f64,
-}
-
 /// A cut of the limit on a queue, and the window it was cut on: its latency, the wait (ns) it
 /// showed against `base`, its calls in flight and its rate of successful calls (per ns).
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -355,9 +338,7 @@ pub(crate) struct Control {
     searching: bool,
     probes: u32,
     /// No queue has been seen, or the limit has not bound since: growth is toward the demand.
-    /// And the last such growth, until a window judges it.
     calm: bool,
-    grown: Option<Grown>,
 }
 
 impl Control {
@@ -379,7 +360,6 @@ impl Control {
             searching: false,
             probes: 0,
             calm: true,
-            grown: None,
         }
     }
 
@@ -616,18 +596,6 @@ impl Control {
             }
             return None;
         }
-        if let Some(grown) = self.grown.take() {
-            // A growth toward the demand is an experiment too. Where calls do not queue, more
-            // of them in flight complete more often at the same latency; where they queue, as
-            // many complete, each later (Little's law): the limit was already at what the
-            // dependency serves. Back to it, growing from there as after a queue.
-            if w.rate() < grown.rate * SERVED_MORE && latency.mean > grown.mean * WAITED_MORE {
-                self.limit = grown.from;
-                self.calm = false;
-                self.clear = 0;
-                return Some(Why::Queue);
-            }
-        }
         if !pressed {
             // Calls came at fewer than the limit allowed, window after window: what it learned
             // of a queue is old.
@@ -668,15 +636,6 @@ impl Control {
         self.clear = if clear { self.clear + 1 } else { 0 };
         let (limit, fast) = if self.calm && clear {
             let demand = (w.calls + w.refused) as f64 / w.calls.max(1) as f64;
-            // Judged only where enough calls were refused that more let in must show, and the
-            // window's mean counted its slow calls too.
-            if demand >= FAST_GROWTH && w.in_flight() * ACCOUNTED >= f64::from(w.peak) {
-                self.grown = Some(Grown {
-                    from: self.limit,
-                    rate: w.rate(),
-                    mean: latency.mean,
-                });
-            }
             // Never more than doubled on the first window: nothing yet tells a queue.
             let most = if self.latencies.iter().flatten().count() > 1 {
                 MAX_GROWTH

@@ -459,11 +459,9 @@ fn follows_the_capacity_down_and_back_up() {
 
 #[test]
 fn a_dependency_slower_for_good_is_followed_within_three_seconds() {
-    // Holds twice as long from 10 s on: the same slots, half the calls per second. Bimodal
-    // holds (5 ms or 400 ms, then 10 ms or 800 ms) make both goodput and the check after a cut
-    // noisy: a run may take a second cut before the rise is known for slower calls, so 70% of
-    // the slowed capacity there.
-    for ((name, shape), share) in [(POOL_SHAPES[0], 0.9), (POOL_SHAPES[1], 0.7)] {
+    // Holds twice as long from 10 s on: the same slots, half the calls per second. (Bimodal
+    // holds make goodput itself uneven from second to second: 85% of the slowed capacity.)
+    for ((name, shape), share) in [(POOL_SHAPES[0], 0.9), (POOL_SHAPES[1], 0.85)] {
         for load in [2.0, 5.0] {
             for seed in SEEDS {
                 let (mut scenario, capacity) = pool(shape, load);
@@ -480,7 +478,7 @@ fn a_dependency_slower_for_good_is_followed_within_three_seconds() {
                 let pinned = run
                     .limits(13.0, 20.0)
                     .into_iter()
-                    .filter(|&l| l <= BOUNDS.min)
+                    .filter(|&l| l <= 10)
                     .count();
                 assert_eq!(pinned, 0, "{:?}", run.limits(9.0, 20.0));
             }
