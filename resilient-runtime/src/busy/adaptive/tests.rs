@@ -323,16 +323,16 @@ impl Ord for EventBox {
     }
 }
 
+/// A third of calls 400 ms, the others 5 ms: with or without a pool.
+const BIMODAL: Shape = Shape::Bimodal {
+    fast: 5.0,
+    slow: 400.0,
+    share: 1.0 / 3.0,
+};
+
 const SHAPES: [(&str, Shape); 4] = [
     ("constant", Shape::Constant(20.0)),
-    (
-        "bimodal",
-        Shape::Bimodal {
-            fast: 5.0,
-            slow: 400.0,
-            share: 1.0 / 3.0,
-        },
-    ),
+    ("bimodal", BIMODAL),
     (
         "lognormal",
         Shape::Lognormal {
@@ -353,14 +353,7 @@ const SHAPES: [(&str, Shape); 4] = [
 /// Pool shapes: mean holds near 100 ms.
 const POOL_SHAPES: [(&str, Shape); 4] = [
     ("constant", Shape::Constant(100.0)),
-    (
-        "bimodal",
-        Shape::Bimodal {
-            fast: 5.0,
-            slow: 400.0,
-            share: 1.0 / 3.0,
-        },
-    ),
+    ("bimodal", BIMODAL),
     (
         "lognormal",
         Shape::Lognormal {
