@@ -656,6 +656,18 @@ fn trace() {
     }
 }
 
+/// Over [`SEEDS`], the lowest goodput as a share of `capacity` and the highest accepted p99 as
+/// a multiple of the unloaded one, from `a` to `b` s.
+fn worst(scenario: &Scenario, (a, b): (f64, f64), capacity: f64) -> (f64, f64) {
+    SEEDS.iter().fold((f64::MAX, 0.0f64), |(g, p), &seed| {
+        let run = simulate(scenario, true, seed);
+        (
+            g.min(run.goodput(a, b) / capacity),
+            p.max(run.p99(a, b) / scenario.shape.p99()),
+        )
+    })
+}
+
 /// A development aid: the worst of three seeds for every scenario the tests above check, and a
 /// few they do not (Pareto and lognormal pools slowing down), as one table:
 /// `cargo test -p resilient-runtime --lib adaptive::tests::matrix -- --ignored --nocapture`.
@@ -684,15 +696,8 @@ fn matrix() {
     }
     for (name, shape) in POOL_SHAPES {
         for load in [2.0, 5.0] {
-            let mut sc = Scenario::new(shape, Some(20), 0.0);
-            let cap = sc.capacity();
-            sc.rate = cap * load;
-            let (mut g, mut p) = (f64::MAX, 0.0f64);
-            for seed in SEEDS {
-                let run = simulate(&sc, true, seed);
-                g = g.min(run.goodput(5.0, 20.0) / cap);
-                p = p.max(run.p99(5.0, 20.0) / shape.p99());
-            }
+            let (sc, cap) = pool(shape, load);
+            let (g, p) = worst(&sc, (5.0, 20.0), cap);
             rows.push(format!(
                 "pool  {name:9} {load}x: goodput {:.1}% p99 {p:.2}x",
                 g * 100.0
@@ -701,24 +706,17 @@ fn matrix() {
     }
     for (name, shape) in POOL_SHAPES {
         for load in [2.0, 5.0] {
-            let mut sc = Scenario::new(shape, Some(20), 0.0);
-            let cap = sc.capacity();
-            sc.rate = cap * load;
+            let (mut sc, cap) = pool(shape, load);
             sc.secs = 30.0;
             sc.changes = vec![(10.0, Change::Slots(10)), (20.0, Change::Slots(20))];
-            let (mut b, mut bp, mut c, mut cp) = (f64::MAX, 0.0f64, f64::MAX, 0.0f64);
-            for seed in SEEDS {
-                let run = simulate(&sc, true, seed);
-                b = b.min(run.goodput(12.0, 20.0) / cap * 200.0);
-                bp = bp.max(run.p99(12.0, 20.0) / shape.p99());
-                c = c.min(run.goodput(22.0, 30.0) / cap * 100.0);
-                cp = cp.max(run.p99(22.0, 30.0) / shape.p99());
-            }
+            let (b, bp) = worst(&sc, (12.0, 20.0), cap / 2.0);
+            let (c, cp) = worst(&sc, (22.0, 30.0), cap);
             rows.push(format!(
-                "halve {name:9} {load}x: B {b:.1}% {bp:.2}x  C {c:.1}% {cp:.2}x"
+                "halve {name:9} {load}x: B {:.1}% {bp:.2}x  C {:.1}% {cp:.2}x",
+                b * 100.0,
+                c * 100.0
             ));
-            let mut sc = Scenario::new(shape, Some(20), 0.0);
-            sc.rate = cap * load;
+            let (mut sc, _) = pool(shape, load);
             sc.changes = vec![(10.0, Change::Slower(2.0))];
             let (mut back, mut after) = (0.0f64, f64::MAX);
             for seed in SEEDS {
