@@ -182,7 +182,9 @@
 //! `AUTO_BENCH_QUICK=1` is for development: every time of the schedule (phases, windows,
 //! allowances) is halved, each scenario runs one load, and nothing is published: the tables go
 //! to stdout only and the plot to the system's temporary directory. `AUTO_BENCH_ONLY=a,b` runs
-//! those scenarios alone and publishes nothing either. A full run takes about 20 minutes.
+//! those scenarios alone and publishes nothing either. `AUTO_BENCH_TRACE=1` prints ours' limit,
+//! handlers in flight and the gate's slots every 200 ms of each run to stderr. A full run takes
+//! about 20 minutes.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -140,6 +140,18 @@ pub(crate) fn run(spec: RunSpec<'_>) -> Run {
     });
     let (outcomes, samples, late, wall) = generator.join().expect("the generator runs");
     drop(server);
+    if std::env::var_os("AUTO_BENCH_TRACE").is_some() && contender == Contender::OursAuto {
+        // A development aid: ours' limit, calls in flight and slots, every 200 ms.
+        for s in samples.iter().step_by(4) {
+            eprintln!(
+                "{:6.2} s  limit {:?}  in flight {}  slots {:?}",
+                s.at.as_secs_f64(),
+                s.limit,
+                s.in_flight,
+                s.slots
+            );
+        }
+    }
     Run {
         contender,
         outcomes,

@@ -614,8 +614,8 @@ fn stays_within_its_bounds() {
 
 /// A development aid: one run, printed second by second and window by window. `SHAPE` (0 to 3,
 /// of [`POOL_SHAPES`]), `SLOTS` (0: no capacity limit), `RATE` (calls per second) or `LOAD` (of
-/// the capacity), `SECS`, `SEED`, and `HALVE` or `SLOWER` (the second the slots halve, or the
-/// holds double): `SHAPE=1 LOAD=5 HALVE=10 SECS=20 cargo test -p resilient-runtime --lib
+/// the capacity), `SECS`, `SEED`, and `HALVE`, `RESTORE` or `SLOWER` (the second the slots
+/// halve, come back, or the holds double): `SHAPE=1 LOAD=5 HALVE=10 SECS=20 cargo test -p resilient-runtime --lib
 /// adaptive::tests::trace -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -634,6 +634,11 @@ fn trace() {
         scenario
             .changes
             .push((at.parse().unwrap(), Change::Slots(slots / 2)));
+    }
+    if let Ok(at) = std::env::var("RESTORE") {
+        scenario
+            .changes
+            .push((at.parse().unwrap(), Change::Slots(slots)));
     }
     if let Ok(at) = std::env::var("SLOWER") {
         scenario
@@ -711,10 +716,13 @@ fn matrix() {
             sc.changes = vec![(10.0, Change::Slots(10)), (20.0, Change::Slots(20))];
             let (b, bp) = worst(&sc, (12.0, 20.0), cap / 2.0);
             let (c, cp) = worst(&sc, (22.0, 30.0), cap);
+            // The second after the first one back, as the HTTP benchmark measures it.
+            let (soon, _) = worst(&sc, (21.0, 23.0), cap);
             rows.push(format!(
-                "halve {name:9} {load}x: B {:.1}% {bp:.2}x  C {:.1}% {cp:.2}x",
+                "halve {name:9} {load}x: B {:.1}% {bp:.2}x  C {:.1}% {cp:.2}x  C 1-3 s {:.1}%",
                 b * 100.0,
-                c * 100.0
+                c * 100.0,
+                soon * 100.0
             ));
             let (mut sc, _) = pool(shape, load);
             sc.changes = vec![(10.0, Change::Slower(2.0))];
