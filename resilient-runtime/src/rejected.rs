@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// A call that a policy refused or abandoned.
@@ -76,6 +77,19 @@ pub(crate) enum BusySignal {
         mean: Duration,
         max_latency: Duration,
     },
+}
+
+/// Takes one unit of tokio's cooperative budget for a refusal, as tokio's own resources do for
+/// each value they hand out: `Ready` when the refusal may be returned now, `Pending` (the task
+/// woken to come back) when the task has spent its budget and should yield first. A loop that
+/// meets nothing but refusals thus yields now and then, and timers and other tasks on its worker
+/// keep running. Outside a tokio runtime (another executor, no runtime at all) the budget is
+/// unlimited: always `Ready`.
+#[inline]
+pub(crate) fn poll_refusal(cx: &mut Context<'_>) -> Poll<()> {
+    let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
+    coop.made_progress();
+    Poll::Ready(())
 }
 
 /// The name (and key) of a breaker, as carried by a [`Rejected`].
