@@ -270,7 +270,9 @@ mod layers {
 /// no budget to take from.
 #[test]
 fn off_tokio_refusals_are_ready_at_once() {
-    let breaker = Breaker::builder("refusals_yield.off_tokio").build().unwrap();
+    let breaker = Breaker::builder("refusals_yield.off_tokio")
+        .build()
+        .unwrap();
     breaker.force_open();
     support::block_on_without_tokio(async {
         for _ in 0..10_000 {
