@@ -72,6 +72,14 @@ pub fn response_for(error: &(dyn Error + 'static)) -> Option<Response> {
     Rejected::find_in(error).map(Rejected::to_response)
 }
 
+/// With the `anyhow` feature: the response for the [`Rejected`] inside an `anyhow::Error`,
+/// however it was made (see [`Rejected::find_in_anyhow`]: a tower layer's boxed error made into
+/// one with `anyhow::Error::from_boxed` or `anyhow!`), or `None` when it holds none.
+#[cfg(feature = "anyhow")]
+pub fn response_for_anyhow(error: &anyhow::Error) -> Option<Response> {
+    Rejected::find_in_anyhow(error).map(Rejected::to_response)
+}
+
 impl Rejected {
     /// This refusal as a response: see the [`http`](crate::http) module.
     pub fn to_response(&self) -> Response {

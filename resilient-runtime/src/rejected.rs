@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// A call that a policy refused or abandoned.
@@ -78,6 +79,44 @@ pub(crate) enum BusySignal {
     },
 }
 
+/// Takes one unit of tokio's cooperative budget for a refusal, as tokio's own resources do for
+/// each value they hand out: `Ready` when the refusal may be returned now, `Pending` (the task
+/// woken to come back) when the task has spent its budget and should yield first. A loop that
+/// meets nothing but refusals thus yields now and then, and timers and other tasks on its worker
+/// keep running. Outside a tokio runtime (another executor, no runtime at all) the budget is
+/// unlimited: always `Ready`.
+#[inline]
+pub(crate) fn poll_refusal(cx: &mut Context<'_>) -> Poll<()> {
+    let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
+    coop.made_progress();
+    Poll::Ready(())
+}
+
+/// The links of a source chain [`Rejected::find_in`] looks at, at most.
+const MAX_CHAIN: usize = 64;
+
+/// Which `#[too_busy]` signal refused a call: [`Rejected::busy_signal`].
+#[non_exhaustive]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Signal {
+    /// The runtime lags past `max_lag`.
+    Lag,
+    /// `max_in_flight` calls were already in flight (a fixed or a learned limit).
+    InFlight,
+    /// Recent calls took longer than `max_latency` on average.
+    Latency,
+}
+
+impl BusySignal {
+    fn public(&self) -> Signal {
+        match self {
+            BusySignal::Lag { .. } => Signal::Lag,
+            BusySignal::InFlight { .. } => Signal::InFlight,
+            BusySignal::Latency { .. } => Signal::Latency,
+        }
+    }
+}
+
 /// The name (and key) of a breaker, as carried by a [`Rejected`].
 #[derive(Clone, Debug)]
 pub(crate) struct Circuit {
@@ -118,7 +157,7 @@ pub enum RejectedKind {
     /// A call ran past its breaker's `timeout` and was abandoned.
     Timeout,
     /// `#[too_busy]` shed the call: the runtime lags, too many calls are in flight, or recent
-    /// calls are too slow. The call did not run.
+    /// calls are too slow ([`Rejected::busy_signal`] says which). The call did not run.
     TooBusy,
     /// `#[race_retry]`'s overall deadline (`total`) passed before any attempt succeeded; the
     /// attempts still running were cancelled.
@@ -136,10 +175,13 @@ impl Rejected {
     /// [`source`](std::error::Error::source) chain that is one.
     ///
     /// Works for every error that keeps the `Rejected` as itself or as a source:
-    /// `Box<dyn Error + Send + Sync>` (`find_in(&*boxed)`), `anyhow::Error`, with or without
-    /// context (`find_in(&*error)` or `find_in(error.as_ref())`), and your own enums whose
-    /// `source()` returns it. An enum that holds a `Rejected` without returning it from
-    /// `source()` hides it: match on the variant instead.
+    /// `Box<dyn Error + Send + Sync>` (`find_in(&*boxed)`), `anyhow::Error` made from a `Rejected`
+    /// or an error that holds one (`?`, `anyhow!(rejected)`, with or without context:
+    /// `find_in(&*error)` or `find_in(error.as_ref())`), and your own enums whose `source()`
+    /// returns it. An `anyhow::Error` made from a box (`from_boxed`, `anyhow!(boxed)`) takes
+    /// [`find_in_anyhow`](Self::find_in_anyhow). An enum that holds a `Rejected` without
+    /// returning it from `source()` hides it: match on the variant instead. The search stops
+    /// after 64 links, so a chain that loops (a `source()` that returns its own error) ends it.
     ///
     /// ```
     /// use std::error::Error;
@@ -180,13 +222,49 @@ impl Rejected {
     /// ```
     pub fn find_in<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a Rejected> {
         let mut next = Some(error);
-        while let Some(error) = next {
+        // Bounded: a `source()` that returns its own error (or an earlier one) makes a chain
+        // that never ends.
+        for _ in 0..MAX_CHAIN {
+            let error = next?;
             if let Some(rejected) = error.downcast_ref::<Rejected>() {
                 return Some(rejected);
             }
             next = error.source();
         }
         None
+    }
+
+    /// With the `anyhow` feature: the `Rejected` inside an `anyhow::Error`, however it was made.
+    ///
+    /// [`find_in`](Self::find_in)`(&*error)` finds it when the `anyhow::Error` was made from the
+    /// `Rejected` itself or from an error whose chain holds it (`?`, `anyhow!(rejected)`,
+    /// `Error::new`, `.context`). A `Box<dyn Error + Send + Sync>` (a tower layer's error) made
+    /// into one with `anyhow::Error::from_boxed` or `anyhow!(boxed)` hides the boxed error from
+    /// the chain `&*error` starts; this finds it there too, with or without context. A message
+    /// made from the refusal's text (`anyhow!("{rejected}")`) holds no `Rejected`.
+    ///
+    /// ```
+    /// # use resilient_runtime::{Breaker, Rejected};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// # let breaker = Breaker::builder("inventory").build().unwrap();
+    /// # breaker.force_open();
+    /// # let refused = breaker.call(async { Ok::<(), Rejected>(()) }).await.unwrap_err();
+    /// let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(refused);
+    /// let error = anyhow::Error::from_boxed(boxed).context("calling the inventory");
+    /// assert!(Rejected::find_in(&*error).is_none());
+    /// assert!(Rejected::find_in_anyhow(&error).unwrap().is_circuit_open());
+    /// # }
+    /// ```
+    #[cfg(feature = "anyhow")]
+    pub fn find_in_anyhow(error: &anyhow::Error) -> Option<&Rejected> {
+        if let Some(rejected) = error.downcast_ref::<Rejected>() {
+            return Some(rejected);
+        }
+        let boxed = error.downcast_ref::<Box<dyn std::error::Error + Send + Sync>>();
+        boxed
+            .and_then(|boxed| Self::find_in(&**boxed))
+            .or_else(|| Self::find_in(&**error))
     }
 
     /// Which policy refused the call, and how.
@@ -203,6 +281,31 @@ impl Rejected {
     /// True when `#[too_busy]` shed the call.
     pub fn is_too_busy(&self) -> bool {
         self.kind() == RejectedKind::TooBusy
+    }
+
+    /// Which signal refused the call, when `#[too_busy]` shed it (else `None`).
+    ///
+    /// ```
+    /// use resilient_runtime::busy::{Signal, TooBusy};
+    /// # use resilient_runtime::Rejected;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let guard: &'static TooBusy =
+    ///     Box::leak(Box::new(TooBusy::builder("search").max_in_flight(1).build().unwrap()));
+    /// let slow = || guard.call(async {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    ///     Ok::<_, Rejected>(())
+    /// });
+    /// let (first, second) = tokio::join!(slow(), slow());
+    /// assert!(first.is_ok());
+    /// assert_eq!(second.unwrap_err().busy_signal(), Some(Signal::InFlight));
+    /// # }
+    /// ```
+    pub fn busy_signal(&self) -> Option<Signal> {
+        match &*self.reason {
+            Reason::TooBusy { signal, .. } => Some(signal.public()),
+            _ => None,
+        }
     }
 
     /// True when a circuit breaker refused the call because it is open or half-open.
@@ -381,6 +484,43 @@ mod tests {
             std::mem::size_of::<super::Rejected>(),
             std::mem::size_of::<usize>()
         );
+    }
+
+    #[test]
+    fn every_busy_signal_is_readable() {
+        use super::{BusySignal, Reason, Rejected, Signal};
+        let ms = Duration::from_millis;
+        let cases = [
+            (
+                BusySignal::Lag {
+                    lag: ms(90),
+                    max_lag: ms(70),
+                },
+                Signal::Lag,
+            ),
+            (
+                BusySignal::InFlight {
+                    limit: 4,
+                    auto: true,
+                },
+                Signal::InFlight,
+            ),
+            (
+                BusySignal::Latency {
+                    mean: ms(300),
+                    max_latency: ms(200),
+                },
+                Signal::Latency,
+            ),
+        ];
+        for (signal, public) in cases {
+            let rejected = Rejected::new(Reason::TooBusy {
+                name: "handler",
+                signal,
+            });
+            assert!(rejected.is_too_busy());
+            assert_eq!(rejected.busy_signal(), Some(public));
+        }
     }
 
     #[test]

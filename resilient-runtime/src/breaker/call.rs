@@ -20,7 +20,7 @@ use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 
 use super::engine::{Breaker, Permit};
-use crate::rejected::{FromRejected, Reason, Rejected};
+use crate::rejected::{poll_refusal, FromRejected, Reason, Rejected};
 
 mod sealed {
     /// Keeps [`Counts`](super::Counts) and [`Timer`](super::Timer) to the types of this module.
@@ -528,9 +528,9 @@ where
         }
         // Out of line but for the body's poll: the admission, and what follows the poll. A body
         // that cannot wait leaves no `Pending` here for the optimizer to keep.
-        let stage = match self.as_mut().begin() {
+        let stage = match self.as_mut().begin(cx) {
             Ok(stage) => stage,
-            Err(refused) => return Poll::Ready(refused),
+            Err(refused) => return refused,
         };
         let this = self.as_mut().project();
         match poll_body(this.body, this.counts, cx) {
@@ -572,9 +572,10 @@ where
     }
 
     /// Before the body's poll, out of line: the stage the call is at, admitted now if it was
-    /// new (`Err` with the refusal).
+    /// new (`Err` with the refusal, or `Pending` when the task must yield before it refuses:
+    /// see [`poll_refusal`]; the call then stays new and asks again at its next poll).
     #[inline(never)]
-    fn begin(self: Pin<&mut Self>) -> Result<Stage, Result<R, E>> {
+    fn begin(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Result<Stage, Poll<Result<R, E>>> {
         let this = self.project();
         let admission = this.admission.project();
         let stage = *admission.stage;
@@ -582,10 +583,13 @@ where
             return match admission.breaker.admit_other() {
                 Ok(bits) => Ok(Stage(Stage::ADMITTED | bits)),
                 Err(rejected) => {
+                    if poll_refusal(cx).is_pending() {
+                        return Err(Poll::Pending);
+                    }
                     *admission.stage = Stage::DONE;
                     #[cfg(feature = "metrics")]
                     admission.breaker.metrics.refused();
-                    Err(Err(this.reject.reject(rejected)))
+                    Err(Poll::Ready(Err(this.reject.reject(rejected))))
                 }
             };
         }

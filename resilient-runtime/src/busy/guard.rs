@@ -18,7 +18,7 @@ use super::in_flight;
 use super::monitor::{current_lag_ns, nanos, note_max_lag, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::random::random;
-use crate::rejected::{BusySignal, FromRejected, Reason, Rejected};
+use crate::rejected::{poll_refusal, BusySignal, FromRejected, Reason, Rejected};
 use crate::ConfigError;
 
 /// A return type through which a call can be refused: `Result<T, E>` with `E: From<Rejected>`,
@@ -720,6 +720,9 @@ where
                     this.admission.guard.meter().admitted(held.slot);
                 }
                 Err(rejected) => {
+                    // The task yields first when its cooperative budget is spent; the call
+                    // stays new and asks again at its next poll.
+                    std::task::ready!(poll_refusal(cx));
                     this.admission.stage = Stage::Done;
                     if let Ok(refused) = (this.output)(Output::Refuse(rejected)) {
                         return Poll::Ready(refused);

@@ -157,6 +157,7 @@ mod registry;
 mod rules;
 mod settings;
 
+pub use crate::rejected::Signal;
 pub use adaptive::{DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
 pub use guard::{Refuse, TooBusy, TooBusyBuilder};
 pub use monitor::{

@@ -458,6 +458,8 @@ where
                 Err(refused) => Err(refused),
             }),
             StateProj::Refused { rejected } => {
+                // Yields first when the task's cooperative budget is spent, as for the attributes.
+                std::task::ready!(crate::rejected::poll_refusal(cx));
                 Poll::Ready(Err(Box::new(rejected.take().expect(
                     "a breaker's response future was polled after it completed",
                 ))))

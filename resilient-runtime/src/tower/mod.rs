@@ -158,7 +158,8 @@
 //! # Where a refusal happens: `call`, not `poll_ready`
 //!
 //! Every layer's `poll_ready` is the inner service's, and a refusal is the response future's
-//! error, ready at once (tower's own `load_shed` does the same): the breaker and the too-busy
+//! error, ready at once (tower's own `load_shed` does the same; like tokio's own resources, it
+//! takes from the task's cooperative budget, and yields first once that is spent): the breaker and the too-busy
 //! guard are asked in `call` itself, before the inner service is called, so a refused request
 //! never reaches it (not even a `Buffer`'s queue). Refusing in `poll_ready` instead would be
 //! wrong three ways:

@@ -189,6 +189,8 @@ where
         match self.project().state.project() {
             StateProj::Admitted { call } => call.poll(cx),
             StateProj::Refused { rejected } => {
+                // Yields first when the task's cooperative budget is spent, as for the attributes.
+                std::task::ready!(crate::rejected::poll_refusal(cx));
                 Poll::Ready(Err(Box::new(rejected.take().expect(
                     "a too_busy layer's response future was polled after it completed",
                 ))))
