@@ -43,8 +43,8 @@
 /// | `backoff = 2.0` | each failed probe multiplies the open time by this | 1 (off) |
 /// | `max_error_timeout = "5m"` | caps the open time grown by `backoff` | 10 × `error_timeout` |
 /// | `count_if = is_transient` | `fn(&E) -> bool`: only errors it accepts count | every error |
-/// | `idle_timeout = "10m"` | keyed: a key idle this long (closed, no errors) may be evicted | 10 min |
-/// | `max_keys = 100000` | keyed: the most keys held at once | 4,194,304 |
+/// | `idle_timeout = "10m"` | keyed: a key unused this long may be evicted if closed with no errors, or open past its open time | 10 min |
+/// | `max_keys = 100000` | keyed: the most keys held at once (about 0.3 to 2.5 KB each) | 16,384 |
 /// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
 ///
 /// Durations, here and in the other attributes, are strings: a number and a unit (`ns`, `us` or
@@ -178,7 +178,9 @@
 ///   tokio's message at its first wait (as `tokio::time::timeout` does) and gives its slot back; a
 ///   call that answers on its first poll needs no timer and runs anywhere.
 /// * **Keyed families** never evict a breaker that calls in flight still hold: their outcomes land
-///   on the breaker that the key's later calls use. At most one eviction sweep waits at a time.
+///   on the breaker that the key's later calls use. A lookup racing a sweep never gets a breaker
+///   the family no longer holds, and concurrent inserts never take it past `max_keys`. At most
+///   one eviction sweep waits at a time.
 /// * **Settings**: `error_threshold`, `success_threshold` and `half_open_calls` are at most 65535;
 ///   the count rule's ring of error times (8 bytes per unit of `error_threshold`) is allocated at a
 ///   breaker's first error.

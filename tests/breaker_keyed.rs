@@ -344,3 +344,212 @@ async fn max_keys_when_full_keys_idle_for_long_make_room_for_a_new_key() {
     assert!(keys.get("d").is_some(), "d took the place of idle keys");
     assert!(keys.len() <= 3);
 }
+
+type BoxResult = Result<(), BoxError>;
+
+async fn fail(family: &resilient::KeyedBreaker, key: &str) -> BoxResult {
+    family
+        .breaker(key)
+        .call(async { Err::<(), BoxError>("down".into()) })
+        .await
+}
+
+async fn succeed(family: &resilient::KeyedBreaker, key: &str) -> BoxResult {
+    family
+        .breaker(key)
+        .call(async { Ok::<(), BoxError>(()) })
+        .await
+}
+
+/// A key whose breaker opened and is never called again holds nothing once its open time has
+/// passed: it makes room for a new key, whose breaker is kept (its errors count, it opens).
+#[tokio::test(start_paused = true)]
+async fn dead_open_keys_make_room_for_new_keys_once_their_open_time_has_passed() {
+    let hosts = resilient::Breaker::builder("keyed.dead_hosts")
+        .error_threshold(1)
+        .error_timeout(secs(10))
+        .max_keys(4)
+        .build_keyed()
+        .unwrap();
+    for round in 0..10 {
+        for i in 0..4 {
+            let host = format!("host-{round}-{i}");
+            fail(&hosts, &host).await.unwrap_err();
+            assert!(
+                hosts.get(&host).is_some(),
+                "round {round}: {host} was given a breaker that is not kept"
+            );
+            let refused = succeed(&hosts, &host).await.unwrap_err();
+            assert!(
+                rejected(&refused).is_circuit_open(),
+                "round {round}: the dead {host} is refused"
+            );
+        }
+        assert!(hosts.len() <= 4);
+        sleep(secs(11)).await; // every open time passes; no host is called again
+    }
+}
+
+/// An open key never called again is evicted like an idle one once its open time has passed,
+/// but never before.
+#[tokio::test(start_paused = true)]
+async fn an_open_key_unused_past_its_open_time_is_evicted_like_an_idle_one() {
+    let hosts = resilient::Breaker::builder("keyed.dead_idle")
+        .error_threshold(1)
+        .error_timeout(secs(60))
+        .idle_timeout(secs(1))
+        .build_keyed()
+        .unwrap();
+    for i in 0..100 {
+        fail(&hosts, &format!("dead-{i}")).await.unwrap_err();
+    }
+    assert_eq!(hosts.len(), 100);
+    sleep(secs(30)).await;
+    hosts.evict_idle();
+    assert_eq!(hosts.evict_idle(), 0, "still open: never evicted");
+    assert_eq!(hosts.len(), 100);
+    sleep(secs(3600)).await;
+    hosts.evict_idle();
+    hosts.evict_idle();
+    assert_eq!(hosts.len(), 0, "dead for an hour: nothing left to keep");
+}
+
+/// When the family is full, the longest-unused keys go first, not every idle one.
+#[tokio::test(start_paused = true)]
+async fn a_full_family_evicts_its_longest_unused_keys_first() {
+    let hosts = resilient::Breaker::builder("keyed.lru")
+        .idle_timeout(secs(8))
+        .max_keys(4)
+        .build_keyed()
+        .unwrap();
+    for host in ["a", "b", "c"] {
+        succeed(&hosts, host).await.unwrap();
+    }
+    sleep(secs(5)).await;
+    succeed(&hosts, "d").await.unwrap();
+    succeed(&hosts, "b").await.unwrap();
+    succeed(&hosts, "c").await.unwrap();
+    assert_eq!(hosts.len(), 4);
+    succeed(&hosts, "e").await.unwrap();
+    let mut held: Vec<String> = hosts
+        .breakers()
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .collect();
+    held.sort();
+    assert_eq!(held, ["b", "c", "d", "e"], "a was unused the longest");
+}
+
+/// A full family of idle keys makes room for every new key that needs it, and says it is full
+/// (with nothing to evict) at most once in a while, not on every call.
+#[tokio::test(start_paused = true)]
+async fn a_full_family_of_idle_keys_makes_room_for_every_new_key() {
+    let hosts = resilient::Breaker::builder("keyed.full_idle")
+        .error_threshold(2)
+        .max_keys(2)
+        .build_keyed()
+        .unwrap();
+    for i in 0..20 {
+        let host = format!("idle-{i}");
+        succeed(&hosts, &host).await.unwrap();
+        assert!(hosts.get(&host).is_some(), "{host} is kept");
+        assert!(hosts.len() <= 2);
+    }
+    // A new dead host is refused once it failed enough, whatever came before it.
+    fail(&hosts, "dead").await.unwrap_err();
+    fail(&hosts, "dead").await.unwrap_err();
+    assert!(rejected(&succeed(&hosts, "dead").await.unwrap_err()).is_circuit_open());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_family_with_nothing_to_evict_warns_once_in_a_while() {
+    let captured = support::Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let hosts = resilient::Breaker::builder("keyed.full_warn")
+        .max_keys(2)
+        .build_keyed()
+        .unwrap();
+    hosts.breaker("a").force_open();
+    hosts.breaker("b").force_open();
+    for i in 0..100 {
+        succeed(&hosts, &format!("new-{i}")).await.unwrap();
+    }
+    assert_eq!(hosts.len(), 2);
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(text.matches("is full").count(), 1, "{text}");
+}
+
+/// A lookup never gets a breaker that the family no longer holds, however it races a sweep.
+#[test]
+fn a_lookup_racing_eviction_gets_the_breaker_the_family_holds() {
+    let hosts = std::sync::Arc::new(
+        resilient::Breaker::builder("keyed.race_evict")
+            .build_keyed()
+            .unwrap(),
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sweeper = {
+        let (hosts, stop) = (hosts.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                hosts.evict_idle();
+            }
+        })
+    };
+    let start = std::time::Instant::now();
+    let mut lost = None;
+    let mut round = 0u64;
+    while start.elapsed() < Duration::from_millis(1500) && lost.is_none() {
+        round += 1;
+        for key in 0..8u32 {
+            let got = hosts.breaker(&key);
+            match hosts.get(&key) {
+                Some(held) if std::sync::Arc::ptr_eq(&held, &got) => {}
+                _ => lost = Some((round, key)),
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    sweeper.join().unwrap();
+    assert_eq!(lost, None, "a lookup got an evicted breaker (round, key)");
+}
+
+/// Concurrent inserts never take the family past `max_keys`.
+#[test]
+fn concurrent_inserts_never_exceed_max_keys() {
+    let start = std::time::Instant::now();
+    let mut rounds = 0;
+    while start.elapsed() < Duration::from_millis(1500) {
+        rounds += 1;
+        let hosts = std::sync::Arc::new(
+            resilient::Breaker::builder("keyed.race_insert")
+                .max_keys(16)
+                .build_keyed()
+                .unwrap(),
+        );
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (hosts, barrier) = (hosts.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    // Held, so not evictable: a full family has no room to make.
+                    (0..8)
+                        .map(|i| hosts.breaker(&format!("{t}-{i}")))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let held: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert!(
+            hosts.len() <= 16,
+            "round {rounds}: {} keys under max_keys = 16",
+            hosts.len()
+        );
+        drop(held);
+    }
+}

@@ -355,3 +355,56 @@ async fn a_panicking_classifier_counts_as_an_error_and_the_panic_goes_on() {
     assert!(tokio::spawn(call).await.unwrap_err().is_panic());
     assert_eq!(svc.breaker().state(), State::Open);
 }
+
+#[tokio::test(start_paused = true)]
+async fn credentials_in_the_uri_never_key_a_breaker() {
+    let with_password = |password: &str| {
+        http::Request::get(format!("http://user:{password}@creds.test:8080/"))
+            .body(())
+            .unwrap()
+    };
+    assert_eq!(authority_of(&with_password("hunter2")), "creds.test:8080");
+    assert_eq!(
+        authority_of(
+            &http::Request::get("/")
+                .header("host", "token@api.test")
+                .body(())
+                .unwrap()
+        ),
+        "api.test"
+    );
+
+    let layer = BreakerLayer::from_builder(Breaker::builder("tower::creds").error_threshold(1))
+        .unwrap()
+        .key_by(authority_of::<()>);
+    let mut svc = layer.layer_service(service_fn(|_: http::Request<()>| async {
+        Err::<u16, _>(failing())
+    }));
+    for password in ["hunter2", "swordfish"] {
+        let _ = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(with_password(password))
+            .await;
+    }
+    let refused = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(with_password("letmein"))
+        .await
+        .unwrap_err();
+    let refused = support::rejected(&refused);
+    assert_eq!(refused.key(), Some("creds.test:8080"));
+    for password in ["hunter2", "swordfish", "letmein", "user"] {
+        assert!(!refused.to_string().contains(password), "{refused}");
+    }
+    let family = breaker::get_keyed("tower::creds").unwrap();
+    let keys: Vec<String> = family
+        .breakers()
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .collect();
+    assert_eq!(keys, ["creds.test:8080"], "one breaker for the host");
+}

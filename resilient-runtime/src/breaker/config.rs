@@ -16,8 +16,9 @@ pub const DEFAULT_ERROR_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MIN_CALLS: u32 = 20;
 /// Default for `idle_timeout` of keyed breakers: a key unused this long may be evicted.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
-/// Default for `max_keys` of keyed breakers.
-pub const DEFAULT_MAX_KEYS: usize = 1 << 22;
+/// Default for `max_keys` of keyed breakers: at most about 40 MB of breakers (see
+/// [`BreakerBuilder::max_keys`]).
+pub const DEFAULT_MAX_KEYS: usize = 1 << 14;
 
 /// The rule that opens a closed breaker.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -195,15 +196,24 @@ impl BreakerBuilder {
         self
     }
 
-    /// Keyed breakers only: a key unused for this long may be evicted, as long as its breaker is
-    /// closed and has no recent errors. Default: 10 minutes.
+    /// Keyed breakers only: a key unused for this long may be evicted, as long as its breaker
+    /// holds nothing worth keeping: closed with no recent errors, or open with its open time
+    /// passed (its next call would be a probe). Default: 10 minutes.
     pub fn idle_timeout(mut self, idle: Duration) -> Self {
         self.idle_timeout = Some(idle);
         self
     }
 
-    /// Keyed breakers only: the most keys held at once. When full, idle keys are evicted first; if
-    /// none is idle, a new key gets a fresh breaker that is not remembered. Default: 4,194,304.
+    /// Keyed breakers only: the most keys held at once. When full, a new key evicts the
+    /// longest-unused keys among those holding nothing worth keeping (see
+    /// [`idle_timeout`](Self::idle_timeout)), however recently used; if there are none, it gets
+    /// a fresh breaker that is not remembered. Default: 16,384.
+    ///
+    /// Each key costs memory once its breaker has seen an error: about 300 bytes plus 8 per unit
+    /// of `error_threshold` under the count rule (about 330 bytes with the default threshold),
+    /// and about 300 bytes plus 128 per stripe of the rate window under the rate rule (one
+    /// stripe per CPU, from 4 to 16: about 0.8 to 2.4 KB). The default therefore bounds a family
+    /// at about 5 MB under the count rule and 13 to 40 MB under the rate rule.
     pub fn max_keys(mut self, keys: usize) -> Self {
         self.max_keys = Some(keys);
         self
@@ -226,6 +236,11 @@ impl BreakerBuilder {
     /// The run-time settings by name ([`settings`](crate::settings)) apply to a registered
     /// breaker, these options being its defaults.
     pub fn register(self) -> Result<Arc<Breaker>, ConfigError> {
+        self.register_static().map(Arc::clone)
+    }
+
+    /// [`register`](Self::register), the breaker as the registry holds it for good.
+    pub(crate) fn register_static(self) -> Result<&'static Arc<Breaker>, ConfigError> {
         let config = Arc::new(self.validate()?);
         let name = config.name.clone();
         let mut created = false;

@@ -161,6 +161,9 @@ pub struct Breaker {
     half_open_timeout_ns: Setting,
     /// Keyed breakers: the eviction generation in which this breaker was last used.
     pub(crate) seen: AtomicU32,
+    /// Keyed breakers: set by a sweep about to evict this breaker (and cleared again if a
+    /// lookup holds it); a lookup that sees it set looks again.
+    pub(crate) evicted: AtomicBool,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: crate::metrics::breaker::Meter,
 }
@@ -257,6 +260,7 @@ impl Breaker {
             last_error: AtomicU64::new(0),
             window,
             seen: AtomicU32::new(0),
+            evicted: AtomicBool::new(false),
         };
         breaker.hot_settings(&config);
         breaker
@@ -714,12 +718,29 @@ impl Breaker {
         )
     }
 
-    /// True when nothing here is worth keeping: closed, not forced, no error in the window; or
-    /// bypassed by `RESILIENT_DISABLED`, where nothing is ever kept.
-    pub(crate) fn is_idle(&self) -> bool {
+    /// How long, if no call comes, until nothing here is worth keeping: zero when nothing is
+    /// now (closed, not forced, no error in the window; open, its open time passed, so that the
+    /// next call would be a probe; half-open with no probe in flight; or bypassed by
+    /// `RESILIENT_DISABLED`); `None` while forced, or while probes are in flight.
+    pub(crate) fn idle_in(&self) -> Option<Duration> {
         let word = self.state.load(Ordering::Acquire);
-        word & FORCED == BYPASS
-            || (word & (PHASE | FORCED) == CLOSED && self.snapshot().recent_errors == 0)
+        let since_last_error = |span: Duration| {
+            let until = self
+                .last_error
+                .load(Ordering::Acquire)
+                .saturating_add(nanos(span));
+            Duration::from_nanos(until.saturating_sub(self.now()))
+        };
+        match (word & FORCED, word & PHASE) {
+            (BYPASS, _) => Some(Duration::ZERO),
+            (FORCED_OPEN | FORCED_CLOSED, _) => None,
+            (_, OPEN) => Some(since_last_error(self.open_for(word))),
+            (_, HALF_OPEN) => (word & PROBES == 0).then_some(Duration::ZERO),
+            _ if self.snapshot().recent_errors == 0 => Some(Duration::ZERO),
+            // Every error leaves the window by the last one's time plus the window (a bucket of
+            // the rate rule's may take a little longer).
+            _ => Some(since_last_error(self.config.load().window).max(Duration::from_millis(1))),
+        }
     }
 
     /// The oldest error time still inside the window ending at `now`.

@@ -2,8 +2,8 @@
 //! when idle, in a lock-free map.
 
 use std::fmt::{self, Display, Write as _};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -16,13 +16,21 @@ type Map = papaya::HashMap<Arc<str>, Arc<Breaker>, foldhash::fast::RandomState>;
 
 /// A family of breakers with one configuration and one breaker per key.
 ///
-/// Lookups are lock-free. A key whose breaker is closed, without recent errors, and unused for
-/// about `idle_timeout` is evicted by a sweep that runs as time passes (on the blocking pool when a
-/// tokio runtime is at hand), and a full family (`max_keys`) makes room by evicting idle breakers,
-/// so per-host breakers cannot grow without bound. Open or erroring breakers are never evicted:
-/// eviction never lifts protection, and an evicted breaker held no state worth keeping. Nor is a
-/// breaker that calls in flight (or any other holder of its `Arc`) still use: their outcomes
-/// land on the breaker that the key's later calls get.
+/// Lookups are lock-free. A key whose breaker holds nothing worth keeping and that was unused
+/// for about `idle_timeout` is evicted by a sweep that runs as time passes (on the blocking pool
+/// when a tokio runtime is at hand). A breaker holds nothing worth keeping when it is closed
+/// without recent errors, or open with its open time passed (its next call would be a probe):
+/// so a host that failed and is never called again does not stay for good. Forced breakers,
+/// open ones within their open time and closed ones with errors in their window are never
+/// evicted, nor is a breaker that calls in flight (or any other holder of its `Arc`) still use:
+/// their outcomes land on the breaker that the key's later calls get, and a lookup never
+/// returns a breaker that the family no longer holds.
+///
+/// The family never holds more than `max_keys` keys. When it is full, a new key makes room by
+/// evicting the keys unused for longest among those holding nothing worth keeping, however
+/// recently used; when there are none, the new key gets a breaker that is not kept (and a
+/// `tracing` warning says so, at most once a minute). The map gives memory back when eviction
+/// leaves it mostly empty.
 ///
 /// ```
 /// use resilient_runtime::Breaker;
@@ -51,8 +59,17 @@ struct Inner {
     family: Family,
     /// The options in force, which a new key's breaker starts with.
     config: ArcSwap<Config>,
-    map: Map,
-    /// Advances once per half `idle_timeout`; each breaker remembers the one it was last used in.
+    /// The map, replaced by a smaller copy when eviction leaves it mostly empty.
+    map: ArcSwap<Map>,
+    /// Keys held, plus slots taken by inserts under way: never above `max_keys`.
+    held: AtomicUsize,
+    /// The most keys the map held since it was made.
+    peak: AtomicUsize,
+    /// Inserts hold it shared; replacing the map holds it exclusively, so that no insert lands
+    /// in a map being replaced.
+    inserting: RwLock<()>,
+    /// Advances once per `idle_timeout / IDLE_GENERATIONS`; each breaker remembers the one it
+    /// was last used in.
     generation: AtomicU32,
     clock: Mutex<Clock>,
     /// Held while sweeping: one sweep at a time.
@@ -62,19 +79,49 @@ struct Inner {
     queued: AtomicBool,
 }
 
-/// When the generation last advanced, and when a full family was last swept.
+/// When the generation last advanced, when a full family may look for keys to evict again, and
+/// when it last warned that a key's breaker was not kept.
 struct Clock {
     tick: Option<Instant>,
-    full_sweep: Option<Instant>,
+    next_room: Option<Instant>,
+    warned: Option<Instant>,
+    not_kept: u64,
 }
 
-/// A breaker unused for this many generations (each half an `idle_timeout`) may be evicted.
-const IDLE_GENERATIONS: u32 = 2;
+/// A breaker unused for this many generations (`idle_timeout` in all) may be evicted.
+const IDLE_GENERATIONS: u32 = 16;
 /// Lookups (per thread) between two looks at the clock on the hit path.
 const HITS_PER_TICK_CHECK: u32 = 256;
+/// A full family that found no key to evict looks again after at most this long (sooner when
+/// a key's open time or error window ends sooner).
+const ROOM_RECHECK: Duration = Duration::from_secs(1);
+/// A full family warns that new keys' breakers are not kept at most once per this long.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+/// The map is replaced by a smaller copy when it holds at most 1/SHRINK_BELOW of its peak
+/// (and the peak was at least `SHRINK_FROM` keys).
+const SHRINK_BELOW: usize = 8;
+const SHRINK_FROM: usize = 1024;
 
 thread_local! {
     static HITS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+fn new_map() -> Map {
+    // Blocking resizes: an incremental resize left unfinished makes every lookup search two
+    // tables.
+    papaya::HashMap::builder()
+        .hasher(foldhash::fast::RandomState::default())
+        .resize_mode(papaya::ResizeMode::Blocking)
+        .build()
+}
+
+/// `breaker`, unless a sweep is evicting it. The fence pairs with the one in [`Inner::sweep`]:
+/// either the sweep sees this holder (and keeps the breaker) or this sees the sweep's mark.
+#[inline]
+fn unless_evicted(breaker: &Arc<Breaker>) -> Option<Arc<Breaker>> {
+    let breaker = breaker.clone();
+    fence(Ordering::SeqCst);
+    (!breaker.evicted.load(Ordering::Relaxed)).then_some(breaker)
 }
 
 impl KeyedBreaker {
@@ -87,16 +134,16 @@ impl KeyedBreaker {
                     metrics: crate::metrics::breaker::handles(&config.name),
                 },
                 config: ArcSwap::new(config),
-                // Blocking resizes: an incremental resize left unfinished makes every lookup
-                // search two tables.
-                map: papaya::HashMap::builder()
-                    .hasher(foldhash::fast::RandomState::default())
-                    .resize_mode(papaya::ResizeMode::Blocking)
-                    .build(),
+                map: ArcSwap::from_pointee(new_map()),
+                held: AtomicUsize::new(0),
+                peak: AtomicUsize::new(0),
+                inserting: RwLock::new(()),
                 generation: AtomicU32::new(0),
                 clock: Mutex::new(Clock {
                     tick: None,
-                    full_sweep: None,
+                    next_room: None,
+                    warned: None,
+                    not_kept: 0,
                 }),
                 sweeping: Mutex::new(()),
                 queued: AtomicBool::new(false),
@@ -114,7 +161,8 @@ impl KeyedBreaker {
     #[inline]
     fn breaker_for(&self, key: &str) -> Arc<Breaker> {
         let inner = &*self.inner;
-        if let Some(breaker) = inner.map.pin().get(key) {
+        let found = inner.map.load().pin().get(key).and_then(unless_evicted);
+        if let Some(breaker) = found {
             let generation = inner.generation.load(Ordering::Relaxed);
             if breaker.seen.load(Ordering::Relaxed) != generation {
                 breaker.seen.store(generation, Ordering::Relaxed);
@@ -127,14 +175,25 @@ impl KeyedBreaker {
             if hits % HITS_PER_TICK_CHECK == 0 {
                 self.tick(Instant::now());
             }
-            return breaker.clone();
+            return breaker;
         }
         self.insert(key)
     }
 
     /// The breaker for `key` if it exists, without creating one.
     pub fn get<K: BreakerKey + ?Sized>(&self, key: &K) -> Option<Arc<Breaker>> {
-        key.with_text(|key| self.inner.map.pin().get(key).cloned())
+        key.with_text(|key| loop {
+            match self.inner.map.load().pin().get(key) {
+                None => return None,
+                Some(breaker) => {
+                    if let Some(breaker) = unless_evicted(breaker) {
+                        return Some(breaker);
+                    }
+                }
+            }
+            // Being evicted: gone in a moment, or kept after all.
+            std::thread::yield_now();
+        })
     }
 
     /// The family's name.
@@ -146,14 +205,14 @@ impl KeyedBreaker {
     /// see [`Breaker::reconfigure`]) and the ones it creates from now on.
     pub(crate) fn reconfigure(&self, config: Arc<Config>) {
         self.inner.config.store(config.clone());
-        for breaker in self.inner.map.pin().values() {
+        for breaker in self.inner.map.load().pin().values() {
             breaker.reconfigure(config.clone());
         }
     }
 
     /// The number of keys held.
     pub fn len(&self) -> usize {
-        self.inner.map.len()
+        self.inner.map.load().len()
     }
 
     /// True when no key is held.
@@ -165,25 +224,26 @@ impl KeyedBreaker {
     pub fn breakers(&self) -> Vec<(Arc<str>, Arc<Breaker>)> {
         self.inner
             .map
+            .load()
             .pin()
             .iter()
-            .map(|(k, b)| (k.clone(), b.clone()))
+            .filter_map(|(k, b)| Some((k.clone(), unless_evicted(b)?)))
             .collect()
     }
 
-    /// Evicts, now, every key unused since the sweep before the previous one whose breaker is
-    /// closed without recent errors (so calling it twice evicts every key unused in between).
-    /// Returns how many keys were evicted.
+    /// Evicts, now, every key unused since the sweep before the previous one whose breaker
+    /// holds nothing worth keeping (closed without recent errors, or open with its open time
+    /// passed), so calling it twice evicts every such key unused in between. Returns how many
+    /// keys were evicted.
     pub fn evict_idle(&self) -> usize {
-        self.inner.sweep(1, false, None)
+        self.inner.sweep(IDLE_GENERATIONS / 2, Sweep::Idle, None)
     }
 
-    /// Advances the generation by the half `idle_timeout`s elapsed since the last advance, and
-    /// sweeps when it moved: on the blocking pool when a tokio runtime is at hand (one sweep
-    /// queued at a time), here otherwise.
+    /// Advances the generation by the periods elapsed since the last advance, and sweeps when
+    /// it moved: on the blocking pool when a tokio runtime is at hand (one sweep queued at a
+    /// time), here otherwise.
     fn tick(&self, now: Instant) {
-        let period =
-            (self.inner.config.load().idle_timeout / IDLE_GENERATIONS).max(Duration::from_nanos(1));
+        let period = self.inner.period();
         let elapsed = {
             let Ok(mut clock) = self.inner.clock.try_lock() else {
                 return;
@@ -204,71 +264,167 @@ impl KeyedBreaker {
                 }
                 // Clears `queued` once the sweep holds the lock, or when the runtime drops it unrun.
                 let queued = Queued(self.inner.clone());
-                drop(handle.spawn_blocking(move || queued.0.clone().sweep(0, false, Some(queued))));
+                drop(
+                    handle.spawn_blocking(move || {
+                        queued.0.clone().sweep(0, Sweep::Idle, Some(queued))
+                    }),
+                );
             }
             Err(_) => {
-                self.inner.sweep(0, false, None);
+                self.inner.sweep(0, Sweep::Idle, None);
             }
         }
     }
 
     #[cold]
     fn insert(&self, key: &str) -> Arc<Breaker> {
-        let inner = &self.inner;
+        let inner = &*self.inner;
         let now = Instant::now();
         self.tick(now);
-        let config = inner.config.load_full();
-        if inner.map.len() >= config.max_keys && !self.make_room(now) {
-            tracing::warn!(
-                target: "resilient::breaker",
-                breaker = &*inner.name,
-                key,
-                max_keys = config.max_keys,
-                "keyed breaker is full and no key is idle; this key's breaker is not kept"
-            );
-            return Arc::new(Breaker::of_family(
-                config,
-                Some(Arc::from(key)),
-                Some(&inner.family),
-            ));
+        let mut room_made = false;
+        loop {
+            let config = inner.config.load_full();
+            let full = {
+                let _inserting = inner.inserting.read().unwrap_or_else(|e| e.into_inner());
+                let map = inner.map.load();
+                let map = map.pin();
+                match map.get(key).map(unless_evicted) {
+                    Some(Some(breaker)) => return breaker,
+                    // Being evicted: gone in a moment, or kept after all.
+                    Some(None) => false,
+                    None if reserve(&inner.held, config.max_keys) => {
+                        match self.insert_reserved(&map, key, config) {
+                            Some(breaker) => return breaker,
+                            None => false,
+                        }
+                    }
+                    None if room_made => return self.not_kept(key, config, now),
+                    None => true,
+                }
+            };
+            if full {
+                room_made = true;
+                self.make_room(now);
+            } else {
+                std::thread::yield_now();
+            }
         }
+    }
+
+    /// Inserts a new breaker for `key` in a slot of `held` taken for it: the caller holds
+    /// `inserting`.
+    fn insert_reserved(
+        &self,
+        map: &papaya::HashMapRef<
+            '_,
+            Arc<str>,
+            Arc<Breaker>,
+            foldhash::fast::RandomState,
+            impl papaya::Guard,
+        >,
+        key: &str,
+        config: Arc<Config>,
+    ) -> Option<Arc<Breaker>> {
+        let inner = &*self.inner;
         let key: Arc<str> = Arc::from(key);
-        let fresh = Breaker::of_family(config.clone(), Some(key.clone()), Some(&inner.family));
+        let fresh = Arc::new(Breaker::of_family(
+            config.clone(),
+            Some(key.clone()),
+            Some(&inner.family),
+        ));
         fresh
             .seen
             .store(inner.generation.load(Ordering::Relaxed), Ordering::Relaxed);
         // `get_or_insert` rather than `get_or_insert_with`: papaya 0.2's `_with` form leaves long
         // probe chains behind under incremental resizing (lookups in the microseconds at 1M keys).
-        let breaker = inner.map.pin().get_or_insert(key, Arc::new(fresh)).clone();
+        let held = map.get_or_insert(key, fresh.clone());
+        let breaker = if Arc::ptr_eq(held, &fresh) {
+            inner.peak.fetch_max(map.len(), Ordering::Relaxed);
+            fresh
+        } else {
+            // Another insert of this key won: its breaker is the key's (unless a sweep is
+            // evicting it already: then look again).
+            inner.held.fetch_sub(1, Ordering::Relaxed);
+            unless_evicted(held)?
+        };
         // The settings changed while this breaker was made: `reconfigure` may have passed it by.
         let now_in_force = inner.config.load_full();
         if !Arc::ptr_eq(&now_in_force, &config) {
             breaker.reconfigure(now_in_force);
         }
-        breaker
+        Some(breaker)
     }
 
-    /// The family is full: evict every idle breaker (closed, no recent errors), however recently
-    /// used; losing one loses no state worth keeping. At most once per half `idle_timeout`, so
-    /// that a flood of new keys does not sweep on every call.
-    fn make_room(&self, now: Instant) -> bool {
-        let inner = &self.inner;
-        let period = inner.config.load().idle_timeout / IDLE_GENERATIONS;
-        let due = {
+    /// A breaker for `key` that is not kept: the family is full and no key can be evicted.
+    fn not_kept(&self, key: &str, config: Arc<Config>, now: Instant) -> Arc<Breaker> {
+        let inner = &*self.inner;
+        let not_kept = {
             let mut clock = inner.clock.lock().unwrap_or_else(|e| e.into_inner());
-            match clock.full_sweep {
-                Some(at) if now.saturating_duration_since(at) < period => false,
+            clock.not_kept += 1;
+            match clock.warned {
+                Some(at) if now.saturating_duration_since(at) < WARN_EVERY => None,
                 _ => {
-                    clock.full_sweep = Some(now);
-                    true
+                    clock.warned = Some(now);
+                    Some(std::mem::take(&mut clock.not_kept))
                 }
             }
         };
-        if due {
-            inner.sweep(0, true, None);
+        if let Some(not_kept) = not_kept {
+            tracing::warn!(
+                target: "resilient::breaker",
+                breaker = &*inner.name,
+                key,
+                max_keys = config.max_keys,
+                not_kept,
+                "keyed breaker is full and no key can be evicted; new keys get breakers that are not kept"
+            );
         }
-        inner.map.len() < inner.config.load().max_keys
+        Arc::new(Breaker::of_family(
+            config,
+            Some(Arc::from(key)),
+            Some(&inner.family),
+        ))
     }
+
+    /// The family is full: evict the keys unused for longest among those that hold nothing
+    /// worth keeping, however recently used. A look that finds none is not repeated until a
+    /// key may have become evictable.
+    fn make_room(&self, now: Instant) {
+        let inner = &*self.inner;
+        {
+            let clock = inner.clock.lock().unwrap_or_else(|e| e.into_inner());
+            if clock.next_room.is_some_and(|at| now < at) {
+                return;
+            }
+        }
+        let max_keys = inner.config.load().max_keys;
+        let target = (max_keys / 32).max(1);
+        let mut next = None;
+        let evicted = inner.sweep(
+            0,
+            Sweep::Room {
+                target,
+                next: &mut next,
+            },
+            None,
+        );
+        if evicted == 0 {
+            let recheck = next
+                .unwrap_or(ROOM_RECHECK)
+                .min(ROOM_RECHECK)
+                .min(inner.period());
+            let mut clock = inner.clock.lock().unwrap_or_else(|e| e.into_inner());
+            clock.next_room = Some(now + recheck);
+        }
+    }
+}
+
+/// Takes a slot of `held` if fewer than `max` are taken.
+fn reserve(held: &AtomicUsize, max: usize) -> bool {
+    held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+        (n < max).then_some(n + 1)
+    })
+    .is_ok()
 }
 
 /// A queued sweep: clears [`Inner::queued`] when dropped.
@@ -280,13 +436,32 @@ impl Drop for Queued {
     }
 }
 
+/// What a sweep evicts.
+enum Sweep<'a> {
+    /// Keys unused for `IDLE_GENERATIONS` that hold nothing worth keeping.
+    Idle,
+    /// Up to about `target` keys that hold nothing worth keeping, the longest unused first;
+    /// `next` is set to when one may become evictable, when none is now.
+    Room {
+        target: usize,
+        next: &'a mut Option<Duration>,
+    },
+}
+
+/// Ages kept apart when choosing the longest-unused keys; older ones count as this old.
+const AGES: usize = 64;
+
 impl Inner {
-    /// Moves the generation on by `advance` and evicts idle breakers unused for
-    /// `IDLE_GENERATIONS` generations (or every idle breaker, when `all`).
+    /// The length of a generation.
+    fn period(&self) -> Duration {
+        (self.config.load().idle_timeout / IDLE_GENERATIONS).max(Duration::from_nanos(1))
+    }
+
+    /// Moves the generation on by `advance` and evicts what `mode` says.
     ///
     /// A breaker that anything outside the map still holds is never evicted: a call in flight
     /// holds its breaker, and its outcome must land on the breaker that the key's next calls use.
-    fn sweep(&self, advance: u32, all: bool, queued: Option<Queued>) -> usize {
+    fn sweep(&self, advance: u32, mode: Sweep<'_>, queued: Option<Queued>) -> usize {
         let _one_at_a_time = self.sweeping.lock().unwrap_or_else(|e| e.into_inner());
         // From here on, a tick that moves the generation queues the next sweep.
         drop(queued);
@@ -294,23 +469,100 @@ impl Inner {
             .generation
             .fetch_add(advance, Ordering::Relaxed)
             .wrapping_add(advance);
-        let before = self.map.len();
-        self.map.pin().retain(|_, breaker| {
-            let unused = generation.wrapping_sub(breaker.seen.load(Ordering::Relaxed));
-            let evict = (all || unused >= IDLE_GENERATIONS)
-                && Arc::strong_count(breaker) == 1
-                && breaker.is_idle();
-            #[cfg(feature = "metrics")]
-            if evict {
-                breaker.uncount();
+        let age = |breaker: &Breaker| generation.wrapping_sub(breaker.seen.load(Ordering::Relaxed));
+        let map = self.map.load_full();
+        let map = map.pin();
+        // The youngest age that goes, and how many of that age may go (older ones all go).
+        let (min_age, mut of_min_age) = match mode {
+            Sweep::Idle => (IDLE_GENERATIONS, usize::MAX),
+            Sweep::Room { target, next } => {
+                let mut ages = [0usize; AGES];
+                for (_, breaker) in map.iter() {
+                    match breaker.idle_in() {
+                        Some(Duration::ZERO) if Arc::strong_count(breaker) == 1 => {
+                            ages[(age(breaker) as usize).min(AGES - 1)] += 1;
+                        }
+                        // Held by a call (it may end at any time), or forced.
+                        Some(Duration::ZERO) | None => {}
+                        Some(soon) => *next = Some(next.map_or(soon, |n| n.min(soon))),
+                    }
+                }
+                let mut taken = 0;
+                let mut limit = None;
+                for (a, &n) in ages.iter().enumerate().rev() {
+                    if n > 0 && taken + n >= target {
+                        limit = Some((a as u32, target - taken));
+                        break;
+                    }
+                    taken += n;
+                }
+                match limit {
+                    Some(limit) => limit,
+                    None if taken > 0 => (0, usize::MAX),
+                    None => return 0,
+                }
             }
-            !evict
+        };
+        let mut evicted = 0;
+        map.retain(|_, breaker| {
+            // Marked by this sweep already: a resize made the map offer it again.
+            if breaker.evicted.load(Ordering::Relaxed) {
+                return false;
+            }
+            let a = age(breaker);
+            let goes = a >= min_age
+                && (a != min_age || of_min_age > 0)
+                && Arc::strong_count(breaker) == 1
+                && breaker.idle_in() == Some(Duration::ZERO);
+            if !goes {
+                return true;
+            }
+            breaker.evicted.store(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            if Arc::strong_count(breaker) != 1 {
+                // A lookup took it meanwhile: it stays.
+                breaker.evicted.store(false, Ordering::Relaxed);
+                return true;
+            }
+            if a == min_age {
+                of_min_age -= 1;
+            }
+            #[cfg(feature = "metrics")]
+            breaker.uncount();
+            evicted += 1;
+            false
         });
-        let evicted = before.saturating_sub(self.map.len());
+        self.held.fetch_sub(evicted, Ordering::AcqRel);
         if evicted > 0 {
             tracing::debug!(target: "resilient::breaker", breaker = &*self.name, evicted, "evicted idle keys");
+            drop(map);
+            self.shrink();
         }
         evicted
+    }
+
+    /// Replaces the map by a copy sized for what it holds, when eviction left it holding at
+    /// most 1/`SHRINK_BELOW` of its peak: a map keeps the table of its peak otherwise. The
+    /// caller holds `sweeping`.
+    fn shrink(&self) {
+        let len = self.map.load().len();
+        let peak = self.peak.load(Ordering::Relaxed);
+        if peak < SHRINK_FROM || len > peak / SHRINK_BELOW {
+            return;
+        }
+        let _no_insert = self.inserting.write().unwrap_or_else(|e| e.into_inner());
+        let old = self.map.load_full();
+        let fresh = new_map();
+        {
+            let (old, pinned) = (old.pin(), fresh.pin());
+            for (key, breaker) in old.iter() {
+                if !breaker.evicted.load(Ordering::Relaxed) {
+                    pinned.insert(key.clone(), breaker.clone());
+                }
+            }
+        }
+        self.peak.store(fresh.len(), Ordering::Relaxed);
+        self.map.store(Arc::new(fresh));
     }
 }
 

@@ -7,7 +7,9 @@ use super::engine::Breaker;
 use super::keyed::KeyedBreaker;
 
 enum Entry {
-    Single(Arc<Breaker>),
+    /// Leaked once per name: a registered breaker is never dropped, and a `'static` reference
+    /// to it costs its users no reference count.
+    Single(&'static Arc<Breaker>),
     Keyed(Arc<KeyedBreaker>),
 }
 
@@ -26,7 +28,7 @@ pub fn get(name: &str) -> Option<Arc<Breaker>> {
         .as_ref()?
         .get(name)?
     {
-        Entry::Single(b) => Some(b.clone()),
+        Entry::Single(b) => Some(Arc::clone(b)),
         Entry::Keyed(_) => None,
     }
 }
@@ -59,14 +61,14 @@ pub fn names() -> Vec<String> {
 pub(crate) fn single(
     name: Arc<str>,
     create: impl FnOnce() -> Arc<Breaker>,
-) -> Option<Arc<Breaker>> {
+) -> Option<&'static Arc<Breaker>> {
     let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
     match registry
         .get_or_insert_with(HashMap::new)
         .entry(name)
-        .or_insert_with(|| Entry::Single(create()))
+        .or_insert_with(|| Entry::Single(Box::leak(Box::new(create()))))
     {
-        Entry::Single(b) => Some(b.clone()),
+        Entry::Single(b) => Some(*b),
         Entry::Keyed(_) => None,
     }
 }
@@ -86,4 +88,10 @@ pub(crate) fn keyed(
         Entry::Keyed(k) => Some(k.clone()),
         Entry::Single(_) => None,
     }
+}
+
+/// Holds the registry's read lock: while it is held, nothing can register.
+#[cfg(test)]
+pub(crate) fn read_lock() -> impl Drop {
+    REGISTRY.read().unwrap_or_else(|e| e.into_inner())
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
@@ -124,15 +124,25 @@ impl<F> fmt::Debug for PerKey<F> {
 ///   keyed family of the layer's name.
 ///
 /// The breaker (or the family) is registered when the layer first wraps a service, with the
-/// layer's options if the name is new; every service the layer makes shares it. Should the name
-/// belong to the other kind (a keyed family, for a layer without `key_by`), the service gets a
-/// breaker of its own, unregistered, and a `tracing` warning says so.
+/// layer's options if the name is new; every service the layer (and its clones) makes shares
+/// it, and wrapping another service (per connection, say) takes no lock and allocates nothing
+/// that outlives the service. Should the name belong to the other kind (a keyed family, for a
+/// layer without `key_by`), the layer gets a breaker of its own, unregistered, and a `tracing`
+/// warning says so.
 #[derive(Clone)]
 pub struct BreakerLayer<C = AnyError, K = Unkeyed> {
     name: Arc<str>,
     options: BreakerBuilder,
     classify: C,
     key: K,
+    resolved: Arc<Resolved>,
+}
+
+/// The breaker (or the family) of a layer and its clones, found on the first wrap.
+#[derive(Default)]
+struct Resolved {
+    single: OnceLock<&'static Breaker>,
+    family: OnceLock<Arc<KeyedBreaker>>,
 }
 
 impl<C, K> fmt::Debug for BreakerLayer<C, K> {
@@ -151,6 +161,7 @@ impl BreakerLayer {
             options: Breaker::builder(name),
             classify: AnyError,
             key: Unkeyed,
+            resolved: Arc::default(),
         }
     }
 
@@ -164,6 +175,7 @@ impl BreakerLayer {
             options,
             classify: AnyError,
             key: Unkeyed,
+            resolved: Arc::default(),
         })
     }
 }
@@ -180,6 +192,7 @@ impl<C, K> BreakerLayer<C, K> {
             options: self.options,
             classify: FailureIf(f),
             key: self.key,
+            resolved: self.resolved,
         }
     }
 
@@ -190,6 +203,7 @@ impl<C, K> BreakerLayer<C, K> {
             options: self.options,
             classify: ServerErrors,
             key: self.key,
+            resolved: self.resolved,
         }
     }
 
@@ -207,6 +221,7 @@ impl<C, K> BreakerLayer<C, K> {
             options: self.options,
             classify: self.classify,
             key: KeyBy(f),
+            resolved: self.resolved,
         }
     }
 
@@ -220,15 +235,21 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C, Unkeyed> {
     type Service = BreakerService<S, C, &'static Breaker>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let options = self.options.clone();
-        let breaker = options.clone().register().unwrap_or_else(|error| {
-            tracing::warn!(target: "resilient::breaker", %error, "using an unregistered breaker");
-            Arc::new(options.build().expect("the options were checked"))
-        });
         // A registered breaker lives as long as the registry, which never drops it: the service
         // holds it by a `'static` reference, so that a request moves no reference count (a
-        // counter every thread would write). One handle per layer is kept for it.
-        let breaker: &'static Breaker = Box::leak(Box::new(breaker));
+        // counter every thread would write).
+        let breaker = *self.resolved.single.get_or_init(|| {
+            let options = self.options.clone();
+            options.clone().register_static().map_or_else(
+                |error| {
+                    tracing::warn!(target: "resilient::breaker", %error, "using an unregistered breaker");
+                    let own = Arc::new(options.build().expect("the options were checked"));
+                    // Once per layer (and its clones), like a registered one.
+                    &**Box::leak(Box::new(own))
+                },
+                |registered| &**registered,
+            )
+        });
         BreakerService {
             inner,
             classify: self.classify.clone(),
@@ -241,16 +262,18 @@ impl<S, C: Clone, F: Clone> Layer<S> for BreakerLayer<C, KeyBy<F>> {
     type Service = BreakerService<S, C, PerKey<F>>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let options = self.options.clone();
-        let family = options.clone().register_keyed().unwrap_or_else(|error| {
-            tracing::warn!(target: "resilient::breaker", %error, "using an unregistered keyed breaker");
-            Arc::new(options.build_keyed().expect("the options were checked"))
+        let family = self.resolved.family.get_or_init(|| {
+            let options = self.options.clone();
+            options.clone().register_keyed().unwrap_or_else(|error| {
+                tracing::warn!(target: "resilient::breaker", %error, "using an unregistered keyed breaker");
+                Arc::new(options.build_keyed().expect("the options were checked"))
+            })
         });
         BreakerService {
             inner,
             classify: self.classify.clone(),
             breakers: PerKey {
-                family,
+                family: family.clone(),
                 key: self.key.0.clone(),
             },
         }
@@ -465,5 +488,38 @@ where
                 ))))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Wrapping a service takes no lock that registering holds: a server wraps one per connection.
+    #[test]
+    fn wrapping_a_service_takes_no_registry_write_lock() {
+        let single = BreakerLayer::new("tower.unit.no_lock");
+        let keyed = BreakerLayer::new("tower.unit.no_lock_keyed").key_by(|key: &u32| *key);
+        let _ = single.layer(());
+        drop(keyed.layer(()));
+        let (done, wrapped) = mpsc::channel();
+        let registry = crate::breaker::registry_read_lock();
+        let wrapping = std::thread::spawn(move || {
+            for _ in 0..1_000 {
+                let _ = single.layer(());
+                drop(keyed.layer(()));
+            }
+            let _ = done.send(());
+        });
+        let outcome = wrapped.recv_timeout(Duration::from_secs(2));
+        drop(registry);
+        wrapping.join().unwrap();
+        assert!(
+            outcome.is_ok(),
+            "wrapping a service waited for the registry's write lock"
+        );
     }
 }

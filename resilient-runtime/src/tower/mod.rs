@@ -234,17 +234,23 @@ pub mod future {
     pub use super::too_busy::TooBusyFuture;
 }
 
-/// The authority a request is for: its URI's (`host:port` as written), else its `Host` header,
-/// else empty. A key for [`BreakerLayer::key_by`]: one breaker per upstream.
+/// The authority a request is for, without any credentials: its URI's (`host:port` as written,
+/// less a `user:password@` part), else its `Host` header's, else empty. A key for
+/// [`BreakerLayer::key_by`]: one breaker per upstream, whoever the request logs in as, and no
+/// password in breaker keys, refusals, events or logs.
 pub fn authority_of<B>(request: &http::Request<B>) -> String {
-    if let Some(authority) = request.uri().authority() {
-        return authority.as_str().to_owned();
-    }
-    request
-        .headers()
-        .get(http::header::HOST)
-        .and_then(|host| host.to_str().ok())
-        .unwrap_or_default()
+    let authority = match request.uri().authority() {
+        Some(authority) => authority.as_str(),
+        None => request
+            .headers()
+            .get(http::header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .unwrap_or_default(),
+    };
+    // The host and port follow the last `@` (a password may hold one too).
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
         .to_owned()
 }
 
