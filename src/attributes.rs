@@ -219,6 +219,7 @@ pub use resilient_macros::breaker;
 ///
 /// | argument | meaning | default |
 /// |---|---|---|
+/// | `name = "checkout"` | calls with one name share one guard (and its settings, metrics and `busy::get`) | the fn's path, e.g. `my_app::api::checkout` |
 /// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only | `resilient::busy::max_lag()`, 70 ms, when no signal is named |
 /// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | off |
 /// | `max_in_flight = "auto"` | as above, with a limit learned from the calls' latency and failures ([below](#max_in_flight--auto)) | off |
@@ -232,7 +233,9 @@ pub use resilient_macros::breaker;
 /// code"): a value they refuse is an error-level `tracing` event, and that signal is left out
 /// (with none left, the guard checks the lag, as `#[too_busy]` does). Each setting can also be
 /// overridden by name at run time ([`settings`](mod@crate::settings),
-/// `RESILIENT_TOO_BUSY__<SITE>__<SETTING>`), the fn's path being the site's name.
+/// `RESILIENT_TOO_BUSY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
+/// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
+/// guard, the first called giving its options, as a guard registered from code by that name does.
 ///
 /// ```
 /// use std::time::Duration;
@@ -455,6 +458,7 @@ pub use resilient_macros::too_busy;
 ///
 /// | argument | meaning | default |
 /// |---|---|---|
+/// | `name = "users.lookup"` | calls with one name share one policy (its budget, learned latencies, stats, settings and metrics) | the fn's path, e.g. `my_app::db::lookup` |
 /// | `retries = 2` | extra attempts at most (3 attempts in all), up to 16 | 2 |
 /// | `after = "150ms"` | start the next attempt this long after the previous one started, while none has succeeded; `"p95"` (any `"pNN"` or `"pNN.N"`) = that percentile of this fn's recent attempt latencies, learned as it runs (`total / (retries + 1)` until 32 attempts were seen) | `"p95"` |
 /// | `total = "450ms"` | one deadline over everything: then the call returns `Err(E::from(Rejected))` ([`Rejected::is_deadline`](crate::Rejected::is_deadline)) and every attempt is cancelled | required |
@@ -474,7 +478,10 @@ pub use resilient_macros::too_busy;
 /// refuse is an error-level `tracing` event and falls back to its default (`total` has none: with
 /// `total` refused, each call runs its body once, with no deadline). Each setting can also be
 /// overridden by name at run time ([`settings`](mod@crate::settings),
-/// `RESILIENT_RACE_RETRY__<SITE>__<SETTING>`), the fn's path being the site's name.
+/// `RESILIENT_RACE_RETRY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
+/// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
+/// policy, the first called giving its options, as a policy registered from code by that name
+/// does.
 ///
 /// ```
 /// use std::time::Duration;

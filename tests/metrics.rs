@@ -43,6 +43,9 @@ struct Seen {
     values: HashMap<(String, Labels), f64>,
     /// The largest value a snapshot saw (for a gauge that is set rather than moved).
     peaks: HashMap<(String, Labels), f64>,
+    /// The value of the latest snapshot in which a gauge was not 0: each snapshot swaps a
+    /// gauge's value for 0, so this is the value it was last set to (unless that was 0).
+    last_set: HashMap<(String, Labels), f64>,
     histograms: HashMap<(String, Labels), Vec<f64>>,
 }
 
@@ -88,6 +91,9 @@ impl Seen {
                 DebugValue::Gauge(v) => {
                     let peak = seen.peaks.entry(id.clone()).or_insert(f64::MIN);
                     *peak = peak.max(v.0);
+                    if v.0 != 0.0 {
+                        seen.last_set.insert(id.clone(), v.0);
+                    }
                     *seen.values.entry(id).or_default() += v.0;
                 }
                 DebugValue::Histogram(samples) => seen
@@ -115,6 +121,12 @@ impl Seen {
             .peaks
             .get(&id)
             .unwrap_or_else(|| panic!("no series {name}{labels:?}"))
+    }
+
+    /// What a gauge that is set was last set to (0 if never set to anything else).
+    fn last_set(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let id = (name.to_string(), labels_of(labels));
+        self.last_set.get(&id).copied().unwrap_or(0.0)
     }
 
     fn histogram(&self, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
@@ -606,6 +618,138 @@ async fn too_busy_records_call_durations_where_it_measures_latency() {
     );
     // Without max_in_flight, calls in flight are not counted.
     assert_eq!(in_flight(&seen, name), 0.0);
+}
+
+fn has_series(seen: &Seen, series: &str, site: &str) -> bool {
+    seen.series_of(site).iter().any(|(name, _)| name == series)
+}
+
+/// `resilient_too_busy_in_flight_limit` is the limit of guards that have one: a guard with no
+/// `max_in_flight` exports no such series (not a limit of 0), and one whose limit is switched
+/// off at run time reads NaN, no value.
+#[tokio::test(start_paused = true)]
+async fn the_in_flight_limit_gauge_is_only_for_guards_with_a_limit() {
+    install();
+    let name = "metrics.too_busy.no_limit";
+    let guard = TooBusy::builder(name)
+        .max_latency(ms(10))
+        .register()
+        .unwrap();
+    guard.call(async { Ok::<_, Rejected>(()) }).await.unwrap();
+    let seen = Seen::now();
+    assert_eq!(busy_calls(&seen, name, "admitted"), 1);
+    assert!(
+        !has_series(&seen, series::TOO_BUSY_IN_FLIGHT_LIMIT, name),
+        "{:?}",
+        seen.series_of(name)
+    );
+
+    let name = "metrics.too_busy.limit_switched_off";
+    let guard = TooBusy::builder(name).max_in_flight(4).register().unwrap();
+    guard.call(async { Ok::<_, Rejected>(()) }).await.unwrap();
+    let limit = |seen: &Seen| seen.last_set(series::TOO_BUSY_IN_FLIGHT_LIMIT, &[("name", name)]);
+    assert_eq!(limit(&Seen::now()), 4.0);
+    resilient::settings::set(
+        resilient::settings::Policy::TooBusy,
+        name,
+        "max_in_flight",
+        "off",
+    )
+    .unwrap();
+    assert!(limit(&Seen::now()).is_nan(), "no limit, no value");
+    resilient::settings::set(
+        resilient::settings::Policy::TooBusy,
+        name,
+        "max_in_flight",
+        6,
+    )
+    .unwrap();
+    assert_eq!(limit(&Seen::now()), 6.0);
+}
+
+/// A guard that learned its limit (`"auto"`) and is then given a fixed one at run time exports
+/// the fixed one, even as calls admitted while it learned finish and close the learner's window.
+#[tokio::test(start_paused = true)]
+async fn the_in_flight_limit_gauge_follows_a_switch_from_auto_to_a_fixed_limit() {
+    install();
+    let name = "metrics.too_busy.auto_to_fixed";
+    let guard = TooBusy::builder(name)
+        .max_in_flight_auto()
+        .auto_min(2)
+        .auto_initial(10)
+        .register()
+        .unwrap();
+    let limit = |seen: &Seen| seen.last_set(series::TOO_BUSY_IN_FLIGHT_LIMIT, &[("name", name)]);
+    assert_eq!(guard.in_flight_limit(), Some(10));
+    // Ten calls hold the ten slots (pressing against the learned limit) and more are refused.
+    let (release, hold) = tokio::sync::watch::channel(false);
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        let mut hold = hold.clone();
+        let mut call = Box::pin(guard.call(async move {
+            let _ = hold.wait_for(|go| *go).await;
+            Ok::<_, Rejected>(())
+        }));
+        assert!(poll_once(call.as_mut()).await.is_pending());
+        held.push(call);
+    }
+    for _ in 0..20 {
+        let refused = guard.call(async { Ok::<_, Rejected>(()) }).await;
+        assert!(refused.unwrap_err().is_too_busy());
+    }
+    // Long enough for ten calls to close a window.
+    sleep(ms(1_500)).await;
+    assert_eq!(limit(&Seen::now()), 10.0);
+
+    resilient::settings::set(
+        resilient::settings::Policy::TooBusy,
+        name,
+        "max_in_flight",
+        50,
+    )
+    .unwrap();
+    assert_eq!(guard.in_flight_limit(), Some(50));
+    release.send(true).unwrap();
+    for call in held {
+        call.await.unwrap();
+    }
+    assert_eq!(guard.in_flight_limit(), Some(50));
+    assert_eq!(
+        limit(&Seen::now()),
+        50.0,
+        "the gauge reads the limit in force"
+    );
+}
+
+#[too_busy(name = "metrics.too_busy.named", max_in_flight = 2)]
+async fn named_guard() -> Result<(), Rejected> {
+    Ok(())
+}
+
+#[race_retry(name = "metrics.race.named", retries = 1, after = "10ms", total = "1s")]
+async fn named_race() -> Result<u32, BoxError> {
+    Ok(1)
+}
+
+/// A site given a `name` reports under that name, not under the fn's path.
+#[tokio::test(start_paused = true)]
+async fn named_sites_report_under_their_names() {
+    install();
+    named_guard().await.unwrap();
+    named_race().await.unwrap();
+    let seen = Seen::now();
+    assert_eq!(busy_calls(&seen, "metrics.too_busy.named", "admitted"), 1);
+    assert_eq!(
+        seen.last_set(
+            series::TOO_BUSY_IN_FLIGHT_LIMIT,
+            &[("name", "metrics.too_busy.named")]
+        ),
+        2.0
+    );
+    assert_eq!(race_calls(&seen, "metrics.race.named", "success"), 1);
+    let by_path = |function: &str| format!("{}::{function}", module_path!());
+    assert!(seen.series_of(&by_path("named_guard")).is_empty());
+    assert!(seen.series_of(&by_path("named_race")).is_empty());
 }
 
 #[too_busy(max_lag = "20ms")]

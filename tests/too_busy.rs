@@ -246,7 +246,7 @@ async fn default_threshold() -> Result<(), Rejected> {
 /// Sustained overload: the thread blocked 450 ms at a time with only a yield between, so every
 /// sample is 350+ ms late. A fn with `max_lag = "200ms"` must shed then (the attribute's rule:
 /// refused with probability `(lag - max_lag) / max_lag`, always at twice it), as the default
-/// 70 ms one does. (Monitors cap samples at twice the largest `max_lag` in use, not the
+/// 70 ms one does. (Monitors cap samples at twice the largest `max_lag` in force, not the
 /// default's: with a 140 ms cap a fn with `max_lag` of 140 ms or more could never shed.)
 #[test]
 fn a_per_fn_max_lag_above_twice_the_default_still_sheds_under_sustained_overload() {

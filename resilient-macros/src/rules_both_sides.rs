@@ -137,6 +137,10 @@ fn every_rule_refuses_the_same_through_attribute_and_builder() {
 
     let r = || Raced::builder("r").total(ms(450));
     let race_cases = [
+        (
+            "name = \"\", total = \"450ms\"",
+            Raced::builder("").total(ms(450)).build(),
+        ),
         ("retries = 0, total = \"450ms\"", r().retries(0).build()),
         ("retries = 17, total = \"450ms\"", r().retries(17).build()),
         ("retries = 2", Raced::builder("r").retries(2).build()),
@@ -184,9 +188,10 @@ fn every_rule_refuses_the_same_through_attribute_and_builder() {
         ),
     ];
     for (args, built) in race_cases {
+        let name = if args.starts_with("name") { "" } else { "r" };
         check(
             "race_retry",
-            "r",
+            name,
             refused_by::<RaceRetry>(args),
             built,
             args,
@@ -195,6 +200,7 @@ fn every_rule_refuses_the_same_through_attribute_and_builder() {
 
     let t = || BusyGuard::builder("t");
     let busy_cases = [
+        ("name = \"\"", BusyGuard::builder("").build()),
         ("max_in_flight = 0", t().max_in_flight(0).build()),
         ("max_lag = \"0ms\"", t().max_lag(Duration::ZERO).build()),
         (
@@ -203,6 +209,7 @@ fn every_rule_refuses_the_same_through_attribute_and_builder() {
         ),
     ];
     for (args, built) in busy_cases {
-        check("too_busy", "t", refused_by::<TooBusy>(args), built, args);
+        let name = if args.starts_with("name") { "" } else { "t" };
+        check("too_busy", name, refused_by::<TooBusy>(args), built, args);
     }
 }

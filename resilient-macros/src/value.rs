@@ -325,6 +325,30 @@ pub(crate) fn krate_path(krate: Option<&Spanned<LitStr>>) -> TokenStream {
     }
 }
 
+/// The site's name, as the closure its `static` is made with, and the marker fn it needs: the
+/// `name = "..."` given (`|| "payments"`, no marker), or else the path of the fn, read off a
+/// marker fn `marker` declared beside the site (so that `A::get` and `B::get` in one module get
+/// two sites): `fn marker() {}` and `|| ::resilient::__private::name_of(marker)`.
+pub(crate) fn site_name(
+    name: Option<&Spanned<LitStr>>,
+    marker: &str,
+    krate: &TokenStream,
+) -> (Option<TokenStream>, TokenStream) {
+    match name {
+        Some(name) => {
+            let name = &name.value;
+            (None, quote::quote!(|| #name))
+        }
+        None => {
+            let marker = proc_macro2::Ident::new(marker, Span::call_site());
+            (
+                Some(quote::quote!(fn #marker() {})),
+                quote::quote!(|| #krate::__private::name_of(#marker)),
+            )
+        }
+    }
+}
+
 /// `|builder| builder.a(..).b(..)`: the closure that applies an attribute's settings to its
 /// policy's builder on the site's first use. The parameter is hygienic, so that an expression
 /// in the settings cannot name it; the closure captures nothing (it is a `fn` pointer), so an

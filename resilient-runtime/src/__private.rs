@@ -6,7 +6,6 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use crate::breaker::future::{
     Call, CountIf, EveryError, FirstOutOfLine, HeapTimer, InlineTimer, ViaFrom,
@@ -324,11 +323,13 @@ use crate::busy::TooBusyBuilder;
 
 /// A `#[too_busy]` site: its guard, set up on first use from the attribute's arguments
 /// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
-/// settings on top.
+/// settings on top. The guard is the one registered under the site's name: sites of one name (and
+/// a guard registered from code by that name) share it, the first set up giving its options.
 pub struct TooBusySite {
+    name: fn() -> &'static str,
     configure: fn(TooBusyBuilder) -> TooBusyBuilder,
-    guard: TooBusy,
-    ready: OnceLock<()>,
+    /// The registry's guard, held for good: a call reaches it in one load.
+    guard: OnceLock<&'static TooBusy>,
 }
 
 impl TooBusySite {
@@ -338,32 +339,35 @@ impl TooBusySite {
         configure: fn(TooBusyBuilder) -> TooBusyBuilder,
     ) -> Self {
         TooBusySite {
+            name,
             configure,
-            guard: TooBusy::lazy(name),
-            ready: OnceLock::new(),
+            guard: OnceLock::new(),
         }
     }
 
     /// The site's guard.
     #[inline]
     pub fn guard(&'static self) -> BusySite {
-        if self.ready.get().is_none() {
-            self.set_up();
+        match self.guard.get() {
+            Some(guard) => BusySite(guard),
+            None => self.set_up(),
         }
-        BusySite(&self.guard)
     }
 
     #[cold]
-    fn set_up(&'static self) {
-        self.ready
-            .get_or_init(|| crate::busy::set_up(&self.guard, self.configure));
+    fn set_up(&'static self) -> BusySite {
+        BusySite(
+            self.guard
+                .get_or_init(|| crate::busy::set_up((self.name)(), self.configure)),
+        )
     }
 }
 
 impl fmt::Debug for TooBusySite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TooBusySite")
-            .field("guard", &self.guard)
+            .field("name", &self.name)
+            .field("guard", &self.guard.get())
             .finish_non_exhaustive()
     }
 }
@@ -429,11 +433,14 @@ pub use crate::race::{After, RaceRetry};
 
 /// A `#[race_retry]` site: its policy, set up on first use from the attribute's arguments
 /// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
-/// settings on top.
+/// settings on top. The policy is the one registered under the site's name: sites of one name
+/// (and a policy registered from code by that name) share it, the first set up giving its
+/// options.
 pub struct RaceSite {
+    name: fn() -> &'static str,
     configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
-    race: RaceRetry,
-    ready: OnceLock<()>,
+    /// The registry's policy, held for good: a call reaches it in one load.
+    race: OnceLock<&'static RaceRetry>,
 }
 
 impl RaceSite {
@@ -443,33 +450,33 @@ impl RaceSite {
         configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
     ) -> Self {
         RaceSite {
+            name,
             configure,
-            // Placeholders: `set_up` puts the attribute's options in force before any call.
-            race: RaceRetry::lazy(name, 0, After::Fixed(Duration::ZERO), Duration::ZERO),
-            ready: OnceLock::new(),
+            race: OnceLock::new(),
         }
     }
 
     /// The site's policy.
     #[inline]
     pub fn race(&'static self) -> &'static RaceRetry {
-        if self.ready.get().is_none() {
-            self.set_up();
+        match self.race.get() {
+            Some(race) => race,
+            None => self.set_up(),
         }
-        &self.race
     }
 
     #[cold]
-    fn set_up(&'static self) {
-        self.ready
-            .get_or_init(|| crate::race::set_up(&self.race, self.configure));
+    fn set_up(&'static self) -> &'static RaceRetry {
+        self.race
+            .get_or_init(|| crate::race::set_up((self.name)(), self.configure))
     }
 }
 
 impl fmt::Debug for RaceSite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RaceSite")
-            .field("race", &self.race)
+            .field("name", &self.name)
+            .field("race", &self.race.get())
             .finish_non_exhaustive()
     }
 }

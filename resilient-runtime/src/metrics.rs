@@ -32,7 +32,8 @@
 //! same name share one set of handles.
 //!
 //! Series whose labels are all known up front (every outcome, state and signal) are registered
-//! with the site, so counters and gauges are exported at zero before the first event; a
+//! with the site, so counters and gauges are exported at zero before the first event (but for
+//! the in-flight limit, registered with the guard's first limit); a
 //! transition's series and the win series of an attempt number are registered when they first
 //! happen, with the recorder installed then.
 //!
@@ -48,7 +49,7 @@
 //! | `resilient_too_busy_calls_total` | counter | `name`, `outcome` | once per call through a guard: `admitted`, `refused` |
 //! | `resilient_too_busy_refused_total` | counter | `name`, `signal` | once per refusal, by the signal that refused: `lag`, `in_flight`, `latency` |
 //! | `resilient_too_busy_in_flight` | gauge | `name` | calls running through guards with `max_in_flight` (the guards without it do not count their calls) |
-//! | `resilient_too_busy_in_flight_limit` | gauge | `name` | the `max_in_flight` in force: set when the guard is set up or its settings change, and with `max_in_flight = "auto"` at every change of the learned limit |
+//! | `resilient_too_busy_in_flight_limit` | gauge | `name` | the `max_in_flight` in force: set when the guard is set up or its settings change, and with `max_in_flight = "auto"` at every change of the learned limit. Only for guards with a limit: registered at a guard's first limit, and NaN (no value) while a limit given before is switched off |
 //! | `resilient_too_busy_lag_seconds` | gauge | none | the runtime's smoothed lag, set at every sample of a lag monitor (with several runtimes, each monitor sets it when it samples) |
 //! | `resilient_too_busy_call_duration_seconds` | histogram | `name` | the time each admitted call ran, for guards with `max_latency` (the ones that measure it) |
 //! | `resilient_race_calls_total` | counter | `name`, `outcome` | once per raced call that returns: `success`; `error` (the error of an attempt not worth another, or the last one); `deadline` (the call's `Rejected` for its deadline). A call dropped or ended by a panic is not counted |

@@ -1,6 +1,6 @@
 //! Policies registered by name for the life of the process, leaked once per name: what
-//! `TooBusyBuilder::register` and `RaceRetryBuilder::register` keep, and `busy::get` and
-//! `race::get` read.
+//! `TooBusyBuilder::register`, `RaceRetryBuilder::register` and the sites of `#[too_busy]` and
+//! `#[race_retry]` keep, and `busy::get` and `race::get` read.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -28,12 +28,19 @@ impl<T: Sync> Named<T> {
             .copied()
     }
 
-    /// Registers `policy` under `name` unless the name is taken.
-    pub(crate) fn offer(&self, name: &'static str, policy: &'static T) {
+    /// The policy registered under `name`, or the one `make` makes, registered now (under the
+    /// lock, as [`get_or_register`](Self::get_or_register)).
+    pub(crate) fn get_or_insert_with(
+        &self,
+        name: &'static str,
+        make: impl FnOnce() -> &'static T,
+    ) -> &'static T {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        map.get_or_insert_with(HashMap::new)
+        let policy = map
+            .get_or_insert_with(HashMap::new)
             .entry(name)
-            .or_insert(policy);
+            .or_insert_with(make);
+        policy
     }
 
     /// The policy registered under `name`, or the one `make` builds, leaked and registered now.

@@ -57,20 +57,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     } = func.clone();
     let (attrs, inner) = func::split_attrs(attrs);
     let krate = crate::value::krate_path(attr.krate.as_ref());
-    // The default name is the fn's path, read off a marker fn declared beside the site (so that
-    // `A::get` and `B::get` in one module get two breakers).
-    let (marker, name) = match &attr.name {
-        Some(name) => {
-            let name = &name.value;
-            (None, quote!(|| #name))
-        }
-        None => (
-            Some(quote!(
-                fn breaker_site() {}
-            )),
-            quote!(|| #krate::__private::name_of(breaker_site)),
-        ),
-    };
+    let (marker, name) = crate::value::site_name(attr.name.as_ref(), "breaker_site", &krate);
     let options = options(attr);
     let configure = crate::value::configure("breaker", &options);
     let site = match attr.key.as_ref().map(|key| &key.value) {

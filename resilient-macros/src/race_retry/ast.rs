@@ -4,7 +4,7 @@
 //! a `Duration` for `after` (a fixed delay), an `f64` for `budget`, a `Duration` for `backoff`.
 
 use proc_macro2::Span;
-use syn::{Expr, Lit};
+use syn::{Expr, Lit, LitStr};
 
 use crate::driver::arguments;
 use crate::value::{self, Count, Duration, Expression, Number, Or, OrExpr, Str, Value};
@@ -12,6 +12,7 @@ use crate::value::{self, Count, Duration, Expression, Number, Or, OrExpr, Str, V
 arguments! {
     /// `#[race_retry(...)]`'s arguments, in the order of its documentation.
     pub(crate) struct RaceRetry {
+        name: LitStr = Str("payments"),
         retries: OrExpr<u32> = Or(Count::NEW),
         after: OrExpr<After> = Or(AfterValue),
         total: OrExpr<std::time::Duration> = Or(Duration),

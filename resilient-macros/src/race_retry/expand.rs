@@ -28,6 +28,8 @@
 //! }
 //! ```
 //!
+//! With `name = "search"`, the site is `RaceSite::new(|| "search", ..)`, with no marker fn.
+//!
 //! The policy is built on the first call, by `RaceRetry::builder` and the settings as its calls; a
 //! setting written as an expression (`total = TOTAL`) is passed as written, checked by the builder
 //! then (a non-literal `after` is a fixed delay: `After::Fixed(expr)`).
@@ -68,6 +70,7 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
     drop_mut(&mut sig);
     let options = options(attr, &krate);
     let configure = crate::value::configure("race", &options);
+    let (marker, name) = crate::value::site_name(attr.name.as_ref(), "race_site", &krate);
     let copies = bindings.iter().map(
         |Binding {
              ident,
@@ -128,9 +131,9 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
             #(#inner)*
             #setup
             {
-                fn race_site() {}
+                #marker
                 static RACE: #krate::__private::RaceSite = #krate::__private::RaceSite::new(
-                    || #krate::__private::name_of(race_site),
+                    #name,
                     #configure,
                 );
                 RACE.race()

@@ -14,8 +14,9 @@ pub(crate) fn validate(args: &RaceRetry, given: &Given, errors: &mut Errors) {
     let budget = of(&args.budget);
     let backoff = of(&args.backoff);
     let written = given.written(args);
+    let name = args.name.as_ref().map(|name| name.value.value());
     let options = RaceRetryOptions {
-        name: None,
+        name: name.as_deref(),
         retries: of(&args.retries),
         after: of(&args.after).map(|after| match after {
             After::Fixed(d) => resilient_rules::After::Fixed(d),

@@ -2,14 +2,15 @@
 //! expression (`OrExpr`). `valid` checks the shared rules on the literals.
 
 use proc_macro2::Span;
-use syn::{Expr, Lit};
+use syn::{Expr, Lit, LitStr};
 
 use crate::driver::arguments;
-use crate::value::{self, Count, Duration, Or, OrExpr, Value};
+use crate::value::{self, Count, Duration, Or, OrExpr, Str, Value};
 
 arguments! {
     /// `#[too_busy(...)]`'s arguments, in the order of its documentation.
     pub(crate) struct TooBusy {
+        name: LitStr = Str("payments"),
         max_lag: OrExpr<std::time::Duration> = Or(Duration),
         max_in_flight: OrExpr<InFlight> = Or(InFlightValue),
         auto_min: OrExpr<u32> = Or(Count::NEW),

@@ -15,6 +15,8 @@
 //! }
 //! ```
 //!
+//! With `name = "checkout"`, the site is `TooBusySite::new(|| "checkout", ..)`, with no marker fn.
+//!
 //! The guard is built on the first call, by `TooBusy::builder` and the settings as its calls
 //! (`|guard| guard` with none); a setting written as an expression (`max_in_flight = LIMIT`) is
 //! passed as written, checked by the builder then.
@@ -94,10 +96,10 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
         },
         _ => func::async_body(&func, &krate),
     };
-    let name = quote!(|| #krate::__private::name_of(too_busy_site));
+    let (marker, name) = crate::value::site_name(attr.name.as_ref(), "too_busy_site", &krate);
     let site = quote! {
         {
-            fn too_busy_site() {}
+            #marker
             static TOO_BUSY: #krate::__private::TooBusySite =
                 #krate::__private::TooBusySite::new(#name, #configure);
             TOO_BUSY.guard()

@@ -14,8 +14,9 @@ const BOUNDS: [&str; 3] = ["auto_min", "auto_max", "auto_initial"];
 pub(crate) fn validate(args: &TooBusy, given: &Given, errors: &mut Errors) {
     let in_flight = of(&args.max_in_flight);
     let auto = matches!(in_flight, Some(InFlight::Auto));
+    let name = args.name.as_ref().map(|name| name.value.value());
     let options = TooBusyOptions {
-        name: None,
+        name: name.as_deref(),
         max_lag: of(&args.max_lag),
         max_in_flight: match in_flight {
             Some(InFlight::Fixed(n)) => Some(n),

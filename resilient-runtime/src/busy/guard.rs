@@ -15,7 +15,7 @@ use super::adaptive::{
     Adaptive, Bounds, Verdict, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN,
 };
 use super::in_flight;
-use super::monitor::{current_lag_ns, nanos, note_max_lag, MAX_LAG_NS};
+use super::monitor::{current_lag_ns, nanos, LagCap, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::random::random;
 use crate::rejected::{poll_refusal, BusySignal, FromRejected, Reason, Rejected};
@@ -91,13 +91,14 @@ impl<T, E: FromRejected> Refuse for Result<T, E> {
 /// # }
 /// ```
 pub struct TooBusy {
-    name: Name,
-    named: OnceLock<&'static str>,
+    name: &'static str,
     /// The settings, as calls read them (and run-time settings change them): `max_lag` and
     /// `max_latency` in ns (at most `u64::MAX`: 584 years), `max_in_flight`; 0 where not set.
     max_lag_ns: AtomicU64,
     max_in_flight: AtomicU32,
     max_latency_ns: AtomicU64,
+    /// `max_lag` as the monitors' cap on samples has it.
+    lag_cap: LagCap,
     /// `max_in_flight = "auto"`: `max_in_flight` above is the limit `adaptive` learned.
     learning: AtomicBool,
     adaptive: OnceLock<Box<Adaptive>>,
@@ -124,11 +125,6 @@ const LATENCY_HORIZON: Duration = Duration::from_secs(1);
 /// Weight of a new latency sample.
 const LATENCY_WEIGHT: f64 = 0.2;
 
-enum Name {
-    Static(&'static str),
-    Lazy(fn() -> &'static str),
-}
-
 impl TooBusy {
     /// A builder for a guard called `name` (used in messages and events), with the options of
     /// `#[too_busy]`. A signal is on when it is named: with none named, the guard checks the
@@ -148,26 +144,16 @@ impl TooBusy {
         }
     }
 
-    /// Unchecked: what the attribute's expansion builds its `static` with, through `__private`.
-    /// Use [`builder`](Self::builder).
+    /// Unchecked, with no signal: what a `#[too_busy]` site's guard is made with before its
+    /// options are put in force. Use [`builder`](Self::builder).
     #[doc(hidden)]
     pub const fn new(name: &'static str) -> Self {
-        Self::with_name(Name::Static(name))
-    }
-
-    /// As [`new`](Self::new), the name computed on first use (the attribute's: the fn's path).
-    #[doc(hidden)]
-    pub const fn lazy(name: fn() -> &'static str) -> Self {
-        Self::with_name(Name::Lazy(name))
-    }
-
-    const fn with_name(name: Name) -> Self {
         TooBusy {
             name,
-            named: OnceLock::new(),
             max_lag_ns: AtomicU64::new(0),
             max_in_flight: AtomicU32::new(0),
             max_latency_ns: AtomicU64::new(0),
+            lag_cap: LagCap::new(),
             learning: AtomicBool::new(false),
             adaptive: OnceLock::new(),
             counters: Counters {
@@ -208,9 +194,10 @@ impl TooBusy {
     /// Puts checked options in force, keeping the calls in flight and the latency measured.
     pub(crate) fn apply(&self, options: &TooBusyBuilder) {
         self.max_lag_ns.store(setting_ns(options.max_lag), Relaxed);
+        self.lag_cap.note(&self.max_lag_ns);
         self.max_latency_ns
             .store(setting_ns(options.max_latency), Relaxed);
-        let limit = if options.max_in_flight_auto {
+        if options.max_in_flight_auto {
             let bounds = options.bounds();
             let adaptive = self
                 .adaptive
@@ -224,22 +211,34 @@ impl TooBusy {
                 control = adaptive.control();
             }
             let limit = control.published();
-            // Under the controller's lock, so that a window closing meanwhile publishes after.
+            // Under the controller's lock, so that a window closing meanwhile publishes after
+            // (and sets the gauge after).
             self.learning.store(true, Relaxed);
             self.max_in_flight.store(limit, Relaxed);
-            limit
+            self.gauge_limit(limit);
         } else {
             let limit = options.max_in_flight.unwrap_or(0);
             match self.adaptive.get() {
                 Some(adaptive) => {
+                    // Under the controller's lock, so that a window closing meanwhile, of calls
+                    // admitted while the limit was learned, neither publishes its limit nor
+                    // sets the gauge to it.
                     let _control = adaptive.control();
                     self.learning.store(false, Relaxed);
                     self.max_in_flight.store(limit, Relaxed);
+                    self.gauge_limit(limit);
                 }
-                None => self.max_in_flight.store(limit, Relaxed),
+                None => {
+                    self.max_in_flight.store(limit, Relaxed);
+                    self.gauge_limit(limit);
+                }
             }
-            limit
-        };
+        }
+    }
+
+    /// The in-flight limit in force is `limit` (0: none), for the metrics' gauge.
+    #[inline]
+    fn gauge_limit(&self, limit: u32) {
         #[cfg(feature = "metrics")]
         self.meter().limit(limit);
         #[cfg(not(feature = "metrics"))]
@@ -271,10 +270,7 @@ impl TooBusy {
 
     /// The guard's name.
     pub fn name(&self) -> &'static str {
-        self.named.get_or_init(|| match self.name {
-            Name::Static(name) => name,
-            Name::Lazy(name) => name(),
-        })
+        self.name
     }
 
     /// Calls in flight right now (counted only with `max_in_flight`).
@@ -346,7 +342,7 @@ impl TooBusy {
             // Other signals named, lag not: the runtime's lag is not looked at.
             return self.admit_slow(None, 0, limits);
         }
-        let (lag_ns, max_lag_ns) = lag_and_max(own_lag_ns);
+        let (lag_ns, max_lag_ns) = self.lag_and_max(own_lag_ns);
         if lag_alone && lag_ns.is_none_or(|lag| lag <= max_lag_ns) {
             return Ok(Held::NOTHING);
         }
@@ -364,13 +360,30 @@ impl TooBusy {
         if limits.in_flight != 0 || limits.latency_ns != 0 {
             return false;
         }
-        let (lag_ns, max_lag_ns) = lag_and_max(self.max_lag_ns.load(Relaxed));
+        let (lag_ns, max_lag_ns) = self.lag_and_max(self.max_lag_ns.load(Relaxed));
         let free = lag_ns.is_none_or(|lag| lag <= max_lag_ns);
         #[cfg(feature = "metrics")]
         if free {
             self.meter().admitted(false);
         }
         free
+    }
+
+    /// The runtime's lag now (`None` off a tokio runtime) and the `max_lag` it is held to: the
+    /// guard's own (`own_lag_ns`, put in force in the monitors' cap on samples, at twice the
+    /// largest in force, should it have changed), or else the process-wide one.
+    #[inline(always)]
+    fn lag_and_max(&self, own_lag_ns: u64) -> (Option<u64>, u64) {
+        let lag_ns = current_lag_ns();
+        if !self.lag_cap.holds(own_lag_ns) {
+            self.lag_cap.note(&self.max_lag_ns);
+        }
+        let max_lag_ns = if own_lag_ns != 0 {
+            own_lag_ns
+        } else {
+            MAX_LAG_NS.load(Relaxed)
+        };
+        (lag_ns, max_lag_ns)
     }
 
     /// `max_in_flight` and `max_latency` as a call reads them, once.
@@ -527,7 +540,14 @@ impl TooBusy {
         };
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             #[cfg(feature = "metrics")]
-            self.meter().limit(verdict.limit);
+            if let Some(adaptive) = self.adaptive.get() {
+                // Under the controller's lock, as a change of settings sets it: the limit in force
+                // then, unless the limit is no longer learned.
+                let _control = adaptive.control();
+                if self.learning.load(Relaxed) {
+                    self.meter().limit(self.max_in_flight.load(Relaxed));
+                }
+            }
             tracing::debug!(
                 target: "resilient::too_busy",
                 guard = self.name(),
@@ -578,21 +598,6 @@ impl fmt::Debug for TooBusy {
 pub(super) struct Limits {
     pub(super) in_flight: u32,
     pub(super) latency_ns: u64,
-}
-
-/// The runtime's lag now (`None` off a tokio runtime) and the `max_lag` it is held to: the
-/// guard's own (`own_lag_ns`, noted for the monitor, which caps samples at twice the largest in
-/// use), or else the process-wide one.
-#[inline(always)]
-fn lag_and_max(own_lag_ns: u64) -> (Option<u64>, u64) {
-    let lag_ns = current_lag_ns();
-    let max_lag_ns = if own_lag_ns != 0 {
-        note_max_lag(own_lag_ns);
-        own_lag_ns
-    } else {
-        MAX_LAG_NS.load(Relaxed)
-    };
-    (lag_ns, max_lag_ns)
 }
 
 /// What an admitted call holds until it is over.

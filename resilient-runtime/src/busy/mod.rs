@@ -6,7 +6,7 @@
 //!   started by the first guarded call, gone with its runtime) sleeps [`interval`] (10 ms
 //!   by default), measures how late it woke, and smooths the samples with [`Smoothing`]:
 //!   toobusy-js's exponential smoothing (factor 1/3), by default with the fix of toobusy-js PR #17:
-//!   samples capped at `2 * max_lag` (the largest `max_lag` in use) and the inverse factor while
+//!   samples capped at `2 * max_lag` (the largest `max_lag` in force) and the inverse factor while
 //!   the lag falls, so that one stall does not refuse a burst of healthy requests and recovery is
 //!   fast ([`Recovery::Original`] restores toobusy-js's rule).
 //! * Under overload the monitor's own timer waits in the run queue behind the work it measures,

@@ -44,19 +44,79 @@ pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(70);
 
 static INTERVAL_NS: AtomicU64 = AtomicU64::new(DEFAULT_INTERVAL.as_nanos() as u64);
 pub(crate) static MAX_LAG_NS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LAG.as_nanos() as u64);
-/// The largest `max_lag` any guard has checked against: samples are capped at twice it, so that
-/// every guard's lag can reach full refusal (twice its own `max_lag`).
+/// The `max_lag` of every guard that names one, by guard: samples are capped at twice the
+/// largest (`CAP_BASIS_NS`), so that every guard's lag can reach full refusal (twice its own
+/// `max_lag`), and at no more: a guard whose `max_lag` comes down, or that is dropped, takes its
+/// part of the cap with it.
+static IN_FORCE: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+/// The largest `max_lag` in `IN_FORCE` (0: none).
 static CAP_BASIS_NS: AtomicU64 = AtomicU64::new(0);
+/// The next guard's key in `IN_FORCE`.
+static NEXT_GUARD: AtomicU64 = AtomicU64::new(1);
 
-/// Notes that a guard checks against `max_lag` (in ns).
-#[inline]
-pub(crate) fn note_max_lag(ns: u64) {
-    if ns > CAP_BASIS_NS.load(Relaxed) {
-        CAP_BASIS_NS.fetch_max(ns, Relaxed);
+/// A guard's part in the cap on samples: the `max_lag` it last put in force there (ns; 0: none),
+/// under its key (0: none yet). Calls compare their guard's `max_lag` with it (one load), and a
+/// `max_lag` that changed is put in force by the first call or change that sees it.
+#[derive(Debug)]
+pub(crate) struct LagCap {
+    key: AtomicU64,
+    noted_ns: AtomicU64,
+}
+
+impl LagCap {
+    pub(crate) const fn new() -> Self {
+        LagCap {
+            key: AtomicU64::new(0),
+            noted_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether `max_lag_ns` is the `max_lag` this guard has in force in the cap.
+    #[inline(always)]
+    pub(crate) fn holds(&self, max_lag_ns: u64) -> bool {
+        self.noted_ns.load(Relaxed) == max_lag_ns
+    }
+
+    /// Puts the guard's `max_lag` (read from `max_lag_ns` under the lock, so that of two changes
+    /// noted at once the later stays) in force in the cap, in place of the one it had there.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn note(&self, max_lag_ns: &AtomicU64) {
+        let mut in_force = IN_FORCE.lock().unwrap_or_else(PoisonError::into_inner);
+        let ns = max_lag_ns.load(Relaxed);
+        let mut key = self.key.load(Relaxed);
+        if key == 0 && ns != 0 {
+            key = NEXT_GUARD.fetch_add(1, Relaxed);
+            self.key.store(key, Relaxed);
+        }
+        in_force.retain(|&(k, _)| k != key);
+        if ns != 0 {
+            in_force.push((key, ns));
+        }
+        settle(&in_force);
+        self.noted_ns.store(ns, Relaxed);
     }
 }
 
-/// The `max_lag` that samples are capped by (at twice it).
+impl Drop for LagCap {
+    fn drop(&mut self) {
+        let key = *self.key.get_mut();
+        if key != 0 {
+            let mut in_force = IN_FORCE.lock().unwrap_or_else(PoisonError::into_inner);
+            in_force.retain(|&(k, _)| k != key);
+            settle(&in_force);
+        }
+    }
+}
+
+/// Makes the largest `max_lag` in force the cap's basis.
+fn settle(in_force: &[(u64, u64)]) {
+    let largest = in_force.iter().map(|&(_, ns)| ns).max().unwrap_or(0);
+    CAP_BASIS_NS.store(largest, Relaxed);
+}
+
+/// The `max_lag` that samples are capped by (at twice it): the largest in force, at least the
+/// default's.
 fn cap_basis() -> Duration {
     Duration::from_nanos(CAP_BASIS_NS.load(Relaxed).max(MAX_LAG_NS.load(Relaxed)))
 }
@@ -596,6 +656,50 @@ mod tests {
 
     fn arm_in(m: &Monitor, after: Duration) {
         m.arm(Instant::now() + after, wall_ns() + nanos(after));
+    }
+
+    /// The lag one stall of `stall` reads as, from a quiet runtime, with the cap in force.
+    fn one_stall(stall: Duration) -> Duration {
+        let ms = Duration::from_millis;
+        Smoothing::default().sampled(Duration::ZERO, ms(1), stall, None, ms(10), cap_basis())
+    }
+
+    /// Samples are capped at twice the `max_lag` in force: a guard's `max_lag` raised to 10 s
+    /// and set back to 70 ms leaves the cap where 70 ms puts it, so that one 300 ms stall reads
+    /// as one sample capped at 140 ms (47 ms of lag, nothing refused), not as 100 ms (43% of
+    /// calls refused). Guards of other tests of this crate check at most the default 70 ms.
+    #[test]
+    fn the_sample_cap_follows_the_max_lag_in_force_both_ways() {
+        use crate::busy::TooBusy;
+        use crate::settings::{self, Policy};
+        use crate::Rejected;
+
+        let ms = Duration::from_millis;
+        let site = "busy.monitor.cap_follows";
+        let guard = TooBusy::builder(site).max_lag(ms(70)).register().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let call = || runtime.block_on(guard.call(async { Ok::<_, Rejected>(()) }));
+        call().unwrap();
+        assert_eq!(one_stall(ms(300)).as_micros(), 46_666);
+
+        settings::set(Policy::TooBusy, site, "max_lag", "10s").unwrap();
+        call().unwrap();
+        assert!(cap_basis() >= Duration::from_secs(10), "{:?}", cap_basis());
+        assert!(
+            one_stall(ms(300)) > ms(99),
+            "raised: the stall is not capped"
+        );
+
+        settings::set(Policy::TooBusy, site, "max_lag", "70ms").unwrap();
+        call().unwrap();
+        let lag = one_stall(ms(300));
+        assert_eq!(lag.as_micros(), 46_666, "lowered: the cap is 140 ms again");
+        assert_eq!(super::super::shed_probability(lag, ms(70)), 0.0);
+
+        settings::unset(Policy::TooBusy, site, "max_lag").unwrap();
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Guards by name, registered from code ([`TooBusyBuilder::register`]) or set up by a
-//! `#[too_busy]` fn's first call: what the `tower` layer and code that outlives one call use,
-//! with the run-time settings by name on them.
+//! `#[too_busy]` fn's first call: one guard per name, whichever made it, which the `tower` layer,
+//! the attribute's sites and code that outlives one call share, with the run-time settings by
+//! name on it.
 
 use super::guard::{TooBusy, TooBusyBuilder};
 use crate::named::Named;
@@ -34,15 +35,19 @@ impl TooBusyBuilder {
     }
 }
 
-/// The guard registered under `name` ([`TooBusyBuilder::register`]), or else the guard of the
-/// `#[too_busy]` fn of that path (such as `my_app::api::search`) once a call has set it up; the
-/// first of the two to take a name keeps it. What code reads a guard's state from, such as the
-/// limit `max_in_flight = "auto"` has learned (the facade's `#[too_busy]` docs show one).
+/// The guard registered under `name`: by [`TooBusyBuilder::register`], or by the first call of a
+/// `#[too_busy]` fn of that name (its `name = "..."`, or else its path, such as
+/// `my_app::api::search`); the first of these to take a name keeps it, and the others use its
+/// guard. What code reads a guard's state from, such as the limit `max_in_flight = "auto"` has
+/// learned (the facade's `#[too_busy]` docs show one).
 pub fn get(name: &str) -> Option<&'static TooBusy> {
     REGISTRY.get(name)
 }
 
-/// A `#[too_busy]` site's guard, set up: known to [`get`] by its name unless taken.
-pub(crate) fn offer(guard: &'static TooBusy) {
-    REGISTRY.offer(guard.name(), guard);
+/// The guard registered under `name`, or the one `set_up` makes, registered now.
+pub(crate) fn get_or_set_up(
+    name: &'static str,
+    set_up: impl FnOnce() -> &'static TooBusy,
+) -> &'static TooBusy {
+    REGISTRY.get_or_insert_with(name, set_up)
 }

@@ -84,13 +84,19 @@ pub(crate) fn check_value(setting: &'static str, value: &Value) -> Result<(), St
     TooBusy::builder("*").set(setting, value)
 }
 
-/// Sets up the guard of a `#[too_busy]` site: the attribute's options (`configure`), each
-/// setting that breaks a rule left at its default (and logged), with the run-time overrides on
-/// top; from then on, changes to the settings reach it.
-pub(crate) fn set_up(guard: &'static TooBusy, configure: fn(TooBusyBuilder) -> TooBusyBuilder) {
-    let name = guard.name();
-    let attribute = settings::usable(configure(TooBusy::builder(name)))
-        .unwrap_or_else(|| TooBusy::builder(name));
-    settings::attach(attribute, guard);
-    super::registry::offer(guard);
+/// The guard of a `#[too_busy]` site called `name`: the one registered under that name, or else
+/// one set up now with the attribute's options (`configure`), each setting that breaks a rule
+/// left at its default (and logged), with the run-time overrides on top, and registered; from
+/// then on, changes to the settings reach it.
+pub(crate) fn set_up(
+    name: &'static str,
+    configure: fn(TooBusyBuilder) -> TooBusyBuilder,
+) -> &'static TooBusy {
+    super::registry::get_or_set_up(name, || {
+        let attribute = settings::usable(configure(TooBusy::builder(name)))
+            .unwrap_or_else(|| TooBusy::builder(name));
+        let guard: &'static TooBusy = Box::leak(Box::new(TooBusy::new(name)));
+        settings::attach(attribute, guard);
+        guard
+    })
 }

@@ -21,7 +21,9 @@ pub(crate) struct BusyMetrics {
     by_in_flight: Counter,
     by_latency: Counter,
     in_flight: Gauge,
-    limit: Gauge,
+    /// Registered at the first limit: a guard that never had one exports no limit.
+    limit: OnceLock<Gauge>,
+    name: Arc<str>,
     duration: Histogram,
 }
 
@@ -73,10 +75,8 @@ impl BusyMetrics {
                 || ::metrics::gauge!(TOO_BUSY_IN_FLIGHT, "name" => name.to_string()),
                 Gauge::noop,
             ),
-            limit: register(
-                || ::metrics::gauge!(TOO_BUSY_IN_FLIGHT_LIMIT, "name" => name.to_string()),
-                Gauge::noop,
-            ),
+            limit: OnceLock::new(),
+            name: name.clone(),
             duration: register(
                 || ::metrics::histogram!(TOO_BUSY_CALL_DURATION, "name" => name.to_string()),
                 Histogram::noop,
@@ -114,9 +114,28 @@ impl BusyMetrics {
         quietly(|| self.in_flight.decrement(1.0));
     }
 
-    /// The `max_in_flight` in force is `limit` (0: none).
+    /// The `max_in_flight` in force is `limit` (0: none). The gauge is registered at the first
+    /// limit; a guard whose limit is then switched off has no value, NaN (not 0, a limit that
+    /// refuses everything).
     pub(crate) fn limit(&self, limit: u32) {
-        quietly(|| self.limit.set(f64::from(limit)));
+        let gauge = if limit == 0 {
+            self.limit.get()
+        } else {
+            Some(self.limit.get_or_init(|| {
+                register(
+                    || ::metrics::gauge!(TOO_BUSY_IN_FLIGHT_LIMIT, "name" => self.name.to_string()),
+                    Gauge::noop,
+                )
+            }))
+        };
+        if let Some(gauge) = gauge {
+            let value = if limit == 0 {
+                f64::NAN
+            } else {
+                f64::from(limit)
+            };
+            quietly(|| gauge.set(value));
+        }
     }
 
     /// An admitted call ran `ns` nanoseconds (measured with `max_latency`).

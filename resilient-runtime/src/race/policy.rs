@@ -34,11 +34,6 @@ pub enum After {
     Percentile(f64),
 }
 
-enum Name {
-    Static(&'static str),
-    Lazy(fn() -> &'static str),
-}
-
 /// A raced function: its settings, and the state all its calls share. What `#[race_retry]`
 /// expands to (a `static` in the function), and usable without the macro through
 /// [`RaceRetry::builder`], which checks the same rules as the attribute. Calls borrow the policy
@@ -99,8 +94,7 @@ enum Name {
 /// );
 /// ```
 pub struct RaceRetry {
-    name: Name,
-    named: OnceLock<&'static str>,
+    name: &'static str,
     /// Set once the policy is in `REGISTRY` (by its first call).
     registered: OnceLock<()>,
     /// The settings, as calls read them (and run-time settings change them). `after` is a
@@ -184,29 +178,13 @@ impl RaceRetry {
         }
     }
 
-    /// Unchecked (values out of range are clamped): what the attribute's expansion builds its
-    /// `static` with, through `__private`. Use [`builder`](Self::builder).
+    /// Unchecked (values out of range are clamped): what a `#[race_retry]` site's policy is
+    /// made with before its options are put in force. Use [`builder`](Self::builder).
     #[doc(hidden)]
     pub const fn new(name: &'static str, retries: u32, after: After, total: Duration) -> Self {
-        Self::with_name(Name::Static(name), retries, after, total)
-    }
-
-    /// As [`new`](Self::new), the name computed on first use (the attribute's: the fn's path).
-    #[doc(hidden)]
-    pub const fn lazy(
-        name: fn() -> &'static str,
-        retries: u32,
-        after: After,
-        total: Duration,
-    ) -> Self {
-        Self::with_name(Name::Lazy(name), retries, after, total)
-    }
-
-    const fn with_name(name: Name, retries: u32, after: After, total: Duration) -> Self {
         let (after_ns, quantile_ppb) = after_words(after);
         RaceRetry {
             name,
-            named: OnceLock::new(),
             registered: OnceLock::new(),
             retries: AtomicU32::new(if retries > MAX_RETRIES {
                 MAX_RETRIES
@@ -292,10 +270,7 @@ impl RaceRetry {
 
     /// The function's name.
     pub fn name(&self) -> &'static str {
-        self.named.get_or_init(|| match self.name {
-            Name::Static(name) => name,
-            Name::Lazy(name) => name(),
-        })
+        self.name
     }
 
     /// Extra attempts at most.
@@ -445,7 +420,6 @@ impl RaceRetry {
     #[cold]
     fn register_slow(&'static self) {
         self.registered.get_or_init(|| {
-            let _ = self.name();
             REGISTRY
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

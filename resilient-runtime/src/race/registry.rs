@@ -1,5 +1,6 @@
-//! Raced policies by name, registered from code ([`RaceRetryBuilder::register`]): what the
-//! `tower` layer uses, with the run-time settings by name on them.
+//! Raced policies by name, registered from code ([`RaceRetryBuilder::register`]) or set up by a
+//! `#[race_retry]` fn's first call: one policy per name, whichever made it, which the `tower`
+//! layer and the attribute's sites share, with the run-time settings by name on it.
 
 use super::policy::{RaceRetry, RaceRetryBuilder};
 use crate::named::Named;
@@ -32,7 +33,18 @@ impl RaceRetryBuilder {
     }
 }
 
-/// The policy registered under `name` ([`RaceRetryBuilder::register`]), if any.
+/// The policy registered under `name`: by [`RaceRetryBuilder::register`], or by the first call
+/// of a `#[race_retry]` fn of that name (its `name = "..."`, or else its path, such as
+/// `my_app::db::lookup`); the first of these to take a name keeps it, and the others use its
+/// policy.
 pub fn get(name: &str) -> Option<&'static RaceRetry> {
     REGISTRY.get(name)
+}
+
+/// The policy registered under `name`, or the one `set_up` makes, registered now.
+pub(crate) fn get_or_set_up(
+    name: &'static str,
+    set_up: impl FnOnce() -> &'static RaceRetry,
+) -> &'static RaceRetry {
+    REGISTRY.get_or_insert_with(name, set_up)
 }

@@ -720,8 +720,8 @@ impl Adaptive {
     }
 
     /// A call is over after `ns`, with `in_flight` calls in flight (itself included); at `now`
-    /// on the guard's clock. When this closes a window, the window's verdict.
-    /// The verdict is published in `limit` while `learning` holds, under the controller's lock.
+    /// on the guard's clock. When this closes a window while `learning` holds, the window's
+    /// verdict, published in `limit` under the controller's lock.
     #[inline]
     pub(crate) fn sample(
         &self,
@@ -800,12 +800,14 @@ impl Adaptive {
             refused: self.refused.swap(0, Relaxed),
         };
         let verdict = control.close(&window);
-        if learning.load(Relaxed) {
-            limit.store(verdict.limit, Relaxed);
-        }
         self.window_end
             .store(now.saturating_add(verdict.next_window_ns), Relaxed);
-        Some(verdict)
+        // A window of calls admitted while the limit was learned may close after it became a
+        // fixed one: its verdict is no one's.
+        learning.load(Relaxed).then(|| {
+            limit.store(verdict.limit, Relaxed);
+            verdict
+        })
     }
 
     /// Forgets the window in progress (the limit was switched to "auto" afresh).

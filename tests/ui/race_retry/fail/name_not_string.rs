@@ -1,0 +1,10 @@
+use resilient::{race_retry, Rejected};
+
+#[race_retry(name = search, total = "450ms")]
+async fn search() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {
+    let _ = search();
+}

@@ -1,0 +1,10 @@
+use resilient::{too_busy, Rejected};
+
+#[too_busy(name = "")]
+async fn checkout() -> Result<u32, Rejected> {
+    Ok(1)
+}
+
+fn main() {
+    let _ = checkout();
+}
