@@ -406,7 +406,8 @@ pub use resilient_macros::breaker;
 /// * On a runtime without a time driver the lag signal is off, said once by a `tracing` warning;
 ///   `max_in_flight` and `max_latency` still refuse:
 ///   `a_runtime_without_timers_stands_the_lag_signal_down_once_and_keeps_the_others`. (tokio
-///   panics when a timer is created there; the monitor catches that once per runtime, which under
+///   panics when a timer is created there; the monitor catches that once per runtime, with no
+///   message printed, which under
 ///   `panic = "abort"` ends the process: enable time on runtimes that run guarded calls.)
 /// * An `on_lag` callback or a `tracing` subscriber that panics does not stop the lag monitor,
 ///   which keeps its lag: `a_panicking_on_lag_callback_leaves_shedding_on`,

@@ -102,8 +102,8 @@
 //!   `max_in_flight` and `max_latency` work as anywhere:
 //!   `a_runtime_without_timers_stands_the_lag_signal_down_once_and_keeps_the_others`. tokio has
 //!   no way to ask whether a runtime has timers, and creating one on such a runtime panics
-//!   ("timers are disabled"): the runtime's monitor creates one once and catches that panic, so
-//!   the panic hook reports it once per runtime. Under `panic = "abort"` that panic cannot be
+//!   ("timers are disabled"): the runtime's monitor creates one once and catches that panic,
+//!   with the panic hook in place told to skip it, so nothing is printed but the warning. Under `panic = "abort"` that panic cannot be
 //!   caught: the first guarded call on such a runtime starts the monitor, whose first poll ends
 //!   the process with tokio's message; build the runtimes that run guarded calls with
 //!   `enable_time()` (or `enable_all()`).

@@ -19,8 +19,9 @@
 //! changes when it retires, so a thread whose monitor retired starts or finds another.
 //!
 //! A runtime built without a time driver cannot run the monitor's timer (tokio panics when one is
-//! created, and has no way to ask first): its monitor finds out once, catching that panic, says
-//! so with a `tracing` warning, and holds the lag at zero until the runtime shuts down.
+//! created, and has no way to ask first): its monitor finds out once, catching that panic with
+//! the panic hook told to print nothing for it, says so with one `tracing` warning, and holds the
+//! lag at zero until the runtime shuts down.
 //!
 //! Lateness is measured on tokio's clock and confirmed on the wall clock: under a paused clock
 //! (`tokio::time::pause`), `advance` and auto-advance move tokio's time while the runtime runs on
@@ -528,10 +529,48 @@ impl Drop for Alive {
 }
 
 /// Whether the current runtime has a time driver. tokio has no way to ask: creating a timer
-/// without one panics ("timers are disabled"), so this creates one and catches the panic. Under
-/// `panic = "abort"` that panic ends the process (see the `busy` module's docs).
+/// without one panics ("timers are disabled"), so this creates one and catches the panic, with
+/// the panic hook told to print nothing for it ([`quietly`]). Under `panic = "abort"` that
+/// panic ends the process (see the `busy` module's docs).
 fn has_time_driver() -> bool {
-    catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_ok()
+    quietly(|| drop(tokio::time::sleep(Duration::ZERO))).is_some()
+}
+
+std::thread_local! {
+    /// Set while [`quietly`] runs on this thread: its panic is expected and caught.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, catching a panic, with no panic message printed for it: the panic hook in place is
+/// wrapped, for as long as `f` runs, by one that skips panics on this thread and passes every
+/// other thread's on; then it is put back as it was.
+fn quietly<R>(f: impl FnOnce() -> R) -> Option<R> {
+    type Hook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+    let address = |hook: &Hook| &**hook as *const _ as *const ();
+    let previous = std::sync::Arc::new(std::panic::take_hook());
+    let passed_on = previous.clone();
+    // Not zero-sized (it holds `passed_on`): its address tells it from any other hook.
+    let wrapper: Hook = Box::new(move |info| {
+        if !QUIET.get() {
+            passed_on(info);
+        }
+    });
+    let ours = address(&wrapper);
+    std::panic::set_hook(wrapper);
+    QUIET.set(true);
+    let result = catch_unwind(AssertUnwindSafe(f)).ok();
+    QUIET.set(false);
+    let current = std::panic::take_hook();
+    if address(&current) == ours {
+        drop(current);
+        if let Ok(previous) = std::sync::Arc::try_unwrap(previous) {
+            std::panic::set_hook(previous);
+        }
+    } else {
+        // Another thread set a hook meanwhile: it stays.
+        std::panic::set_hook(current);
+    }
+    result
 }
 
 /// The far future when `now + interval` overflows (as tokio's own `sleep` does: 30 years).
