@@ -5,12 +5,18 @@
 //!   concurrent errors interleave.
 //! * The rate rule's counts hold millions of calls in one bucket, so the rate it computes is the
 //!   rate of the calls made.
+//! * A probe admitted many state changes ago never frees the slot of a probe running now.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Barrier};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use resilient::breaker::State;
 use resilient::{Breaker, Rejected};
+
+mod support;
 
 #[derive(Debug)]
 enum AppError {
@@ -149,4 +155,71 @@ fn rate_rule_keeps_the_rate_of_millions_of_calls_in_one_bucket() {
     assert_eq!(snapshot.state, State::Closed);
     assert_eq!(snapshot.recent_calls, Some(ROUNDS * 12), "{snapshot:?}");
     assert_eq!(snapshot.recent_errors, ROUNDS, "{snapshot:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probes of long ago
+// ---------------------------------------------------------------------------------------------
+
+struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+type Held<'a> = Pin<Box<dyn Future<Output = Result<(), Rejected>> + 'a>>;
+
+/// A call whose body never answers, polled once: `Some` while it runs (admitted), `None` when
+/// refused.
+fn hold(b: &Breaker) -> Option<Held<'_>> {
+    let waker = Waker::from(Arc::new(Noop));
+    let mut call: Held<'_> = Box::pin(b.call(std::future::pending::<Result<(), Rejected>>()));
+    match call.as_mut().poll(&mut Context::from_waker(&waker)) {
+        Poll::Pending => Some(call),
+        Poll::Ready(Err(refused)) => {
+            assert!(refused.is_circuit_open(), "{refused}");
+            None
+        }
+        Poll::Ready(Ok(())) => unreachable!(),
+    }
+}
+
+#[test]
+fn a_probe_of_long_ago_never_frees_a_live_probes_slot() {
+    let rt = support::paused_runtime();
+    rt.block_on(async {
+        let b = Breaker::builder("adversarial-epoch")
+            .error_threshold(1)
+            .error_timeout(Duration::from_millis(1))
+            .half_open_calls(1)
+            .build()
+            .unwrap();
+        let trip_and_wait = || async {
+            assert!(matches!(
+                b.call(async { fail() }).await,
+                Err(AppError::Failed)
+            ));
+            assert_eq!(b.state(), State::Open);
+            tokio::time::advance(Duration::from_millis(1)).await;
+        };
+        trip_and_wait().await;
+        let stale = hold(&b).expect("the first probe");
+        // The breaker moves on and half-opens again 2^18 state changes after the stale probe was
+        // admitted: the resets (the first out of half-open), the trip, the half-open.
+        for _ in 0..(1 << 18) - 2 {
+            b.reset();
+        }
+        trip_and_wait().await;
+        let live = hold(&b).expect("a probe of the new half-open round");
+        assert!(hold(&b).is_none(), "half_open_calls = 1");
+        // The stale probe ends: its slot went with its round.
+        drop(stale);
+        assert!(
+            hold(&b).is_none(),
+            "the stale probe freed the live probe's slot: two probes run"
+        );
+        assert_eq!(b.state(), State::HalfOpen);
+        drop(live);
+        assert!(hold(&b).is_some(), "the live probe's slot came back");
+    });
 }
