@@ -41,9 +41,19 @@ const RATE: u64 = 1 << 45;
 const FLAGS: u64 = TIMED | RATE;
 const EPOCH_SHIFT: u32 = 46;
 const EPOCH: u64 = 1 << EPOCH_SHIFT;
+/// The word's epoch: the low bits of the count of state changes.
+const EPOCH_BITS: u32 = 64 - EPOCH_SHIFT;
 
 fn epoch(word: u64) -> u32 {
     (word >> EPOCH_SHIFT) as u32
+}
+
+/// The full epoch whose low bits are `e`, given `floor`, a full epoch read at or before the
+/// moment `e` was: the first at or after `floor`. Exact while fewer than 2^18 state changes
+/// separate the two reads, which are a few instructions apart (and the published count lags the
+/// word by at most a change per thread: see `Breaker`'s `epochs`).
+fn lift(floor: u64, e: u32) -> u64 {
+    floor + (u64::from(e).wrapping_sub(floor) & ((1 << EPOCH_BITS) - 1))
 }
 
 /// The word of a fresh phase: counters cleared, the streak and the flags kept, the epoch moved on.
@@ -147,6 +157,13 @@ pub struct Breaker {
     config: ArcSwap<Config>,
     base: Instant,
     state: AtomicU64,
+    /// The full count of state changes (the word's epoch is its low 18 bits), as published after
+    /// each change: never ahead of the word, and behind it only by the changes whose threads have
+    /// not yet published (at most one per thread, and any later change publishes past them).
+    /// A probe's permit carries the full epoch, so that a probe admitted 2^18 changes ago, when
+    /// the word's epoch was the same, is told from one admitted now: a stale probe can free no
+    /// live probe's slot, count no success and re-open nothing.
+    epochs: AtomicU64,
     /// Time of the last error (ns since `base`, plus one); the open time counts from it.
     last_error: AtomicU64,
     /// The windows of the rules: counts kept when the settings change but the rule does not.
@@ -176,8 +193,8 @@ pub(crate) enum Permit {
     Fast { epoch: u32 },
     /// Closed: the outcome counts in the window of epoch `epoch`.
     Closed { epoch: u32 },
-    /// Half-open probe of epoch `epoch`.
-    Probe { epoch: u32 },
+    /// Half-open probe of the full epoch `epoch` (its low 58 bits).
+    Probe { epoch: u64 },
     /// Forced closed: runs (bounded by `timeout`), counts nothing.
     Unchecked,
     /// `RESILIENT_DISABLED`: runs untouched.
@@ -190,16 +207,31 @@ impl Permit {
     pub(crate) const PROBE: u64 = 1 << 3;
     const UNCHECKED: u64 = 1 << 4;
     const BYPASS: u64 = 1 << 5;
+    /// Where a probe keeps its full epoch in its bits.
+    const PROBE_EPOCH_SHIFT: u32 = 6;
+
+    /// The probe permit of full epoch `full`.
+    fn probe(full: u64) -> Permit {
+        Permit::Probe {
+            epoch: Self::probe_epoch(full),
+        }
+    }
+
+    /// The part of the full epoch `full` that a probe's permit keeps.
+    fn probe_epoch(full: u64) -> u64 {
+        full & (u64::MAX >> Self::PROBE_EPOCH_SHIFT)
+    }
 
     /// The permit as bits laid out like the state word's (a closed word's flags and epoch, as
-    /// a closed call's admission reads them), with a bit for each other kind.
+    /// a closed call's admission reads them), with a bit for each other kind; a probe keeps its
+    /// full epoch above its bit.
     #[inline(always)]
     pub(crate) fn bits(self) -> u64 {
         let at = |epoch: u32| u64::from(epoch) << EPOCH_SHIFT;
         match self {
             Permit::Fast { epoch } => at(epoch),
             Permit::Closed { epoch } => at(epoch) | TIMED,
-            Permit::Probe { epoch } => at(epoch) | Self::PROBE,
+            Permit::Probe { epoch } => epoch << Self::PROBE_EPOCH_SHIFT | Self::PROBE,
             Permit::Unchecked => Self::UNCHECKED,
             Permit::Bypass => Self::BYPASS,
         }
@@ -210,7 +242,9 @@ impl Permit {
     pub(crate) fn from_bits(bits: u64) -> Permit {
         let epoch = epoch(bits);
         if bits & Self::PROBE != 0 {
-            Permit::Probe { epoch }
+            Permit::Probe {
+                epoch: bits >> Self::PROBE_EPOCH_SHIFT,
+            }
         } else if bits & Self::UNCHECKED != 0 {
             Permit::Unchecked
         } else if bits & Self::BYPASS != 0 {
@@ -257,6 +291,7 @@ impl Breaker {
             key,
             base: Instant::now(),
             state: AtomicU64::new(if disabled() { BYPASS } else { 0 }),
+            epochs: AtomicU64::new(0),
             last_error: AtomicU64::new(0),
             window,
             seen: AtomicU32::new(0),
@@ -428,9 +463,7 @@ impl Breaker {
     pub(crate) fn admit_other(&self) -> Result<u64, Rejected> {
         match self.admit_closed() {
             Some(bits) => Ok(bits),
-            None => self
-                .admit_slow(self.state.load(Ordering::Acquire))
-                .map(Permit::bits),
+            None => self.admit_slow().map(Permit::bits),
         }
     }
 
@@ -442,11 +475,14 @@ impl Breaker {
         if word & (PHASE | FORCED) == CLOSED {
             return Ok(Permit::Closed { epoch: epoch(word) });
         }
-        self.admit_slow(word)
+        self.admit_slow()
     }
 
     #[cold]
-    fn admit_slow(&self, mut word: u64) -> Result<Permit, Rejected> {
+    fn admit_slow(&self) -> Result<Permit, Rejected> {
+        // The full epoch first, then the word: a probe's full epoch is lifted from it.
+        let floor = self.epochs.load(Ordering::Acquire);
+        let mut word = self.state.load(Ordering::Acquire);
         loop {
             match (word & FORCED, word & PHASE) {
                 (BYPASS, _) => return Ok(Permit::Bypass),
@@ -470,9 +506,8 @@ impl Breaker {
                             retry_in: Duration::from_nanos(until - now),
                         }));
                     }
-                    let next = enter(word, HALF_OPEN) + PROBE;
-                    match self.swap(word, next) {
-                        Ok(()) => return Ok(Permit::Probe { epoch: epoch(next) }),
+                    match self.swap(word, enter(word, HALF_OPEN) + PROBE) {
+                        Ok(full) => return Ok(Permit::probe(full)),
                         Err(seen) => word = seen,
                     }
                 }
@@ -488,7 +523,7 @@ impl Breaker {
                         Ordering::AcqRel,
                         Ordering::Acquire,
                     ) {
-                        Ok(_) => return Ok(Permit::Probe { epoch: epoch(word) }),
+                        Ok(_) => return Ok(Permit::probe(lift(floor, epoch(word)))),
                         Err(seen) => word = seen,
                     }
                 }
@@ -506,7 +541,7 @@ impl Breaker {
                     self.rate_success(e);
                 }
             }
-            Permit::Probe { epoch: e } => self.probe_done(e, true),
+            Permit::Probe { .. } => self.probe_done(permit, true),
             Permit::Unchecked | Permit::Bypass => {}
         }
     }
@@ -521,7 +556,7 @@ impl Breaker {
         if bits & Permit::PROBE == 0 {
             self.rate_success(epoch(bits));
         } else {
-            self.probe_done(epoch(bits), true);
+            self.probe_done(Permit::from_bits(bits), true);
         }
     }
 
@@ -545,6 +580,7 @@ impl Breaker {
         }
         let now = self.now();
         self.last_error.fetch_max(now, Ordering::AcqRel);
+        let floor = self.epochs.load(Ordering::Acquire);
         let word = self.state.load(Ordering::Acquire);
         match permit {
             Permit::Fast { epoch: e } | Permit::Closed { epoch: e }
@@ -565,12 +601,12 @@ impl Breaker {
                     window.clear();
                 }
             }
-            Permit::Probe { epoch: e } => {
+            Permit::Probe { .. } => {
                 let mut word = word;
-                while epoch(word) == e && word & PHASE == HALF_OPEN {
+                while Self::live(permit, floor, word) {
                     let streak = if word & STREAKS == STREAKS { 0 } else { STREAK };
                     match self.swap(word, enter(word, OPEN) + streak) {
-                        Ok(()) => break,
+                        Ok(_) => break,
                         Err(seen) => word = seen,
                     }
                 }
@@ -581,22 +617,31 @@ impl Breaker {
 
     #[inline(always)]
     pub(crate) fn on_ignored(&self, permit: Permit) {
-        if let Permit::Probe { epoch: e } = permit {
-            self.probe_done(e, false);
+        if let Permit::Probe { .. } = permit {
+            self.probe_done(permit, false);
         }
     }
 
-    /// A probe finished without an error (`success`) or was dropped or ignored (`!success`).
-    fn probe_done(&self, e: u32, success: bool) {
+    /// True when `word` is the half-open round that admitted the probe `permit`, with `floor` a
+    /// full epoch read before `word`.
+    fn live(permit: Permit, floor: u64, word: u64) -> bool {
+        matches!(permit, Permit::Probe { epoch: e }
+            if word & PHASE == HALF_OPEN && e == Permit::probe_epoch(lift(floor, epoch(word))))
+    }
+
+    /// The probe `permit` finished without an error (`success`) or was dropped or ignored
+    /// (`!success`).
+    fn probe_done(&self, permit: Permit, success: bool) {
+        let floor = self.epochs.load(Ordering::Acquire);
         let mut word = self.state.load(Ordering::Acquire);
-        while epoch(word) == e && word & PHASE == HALF_OPEN && word & PROBES != 0 {
+        while Self::live(permit, floor, word) && word & PROBES != 0 {
             let successes = (word & SUCCESSES) / SUCCESS + u64::from(success);
             if success && successes >= u64::from(self.config.load().success_threshold) {
                 // Clear (again) before closing: a call admitted before the breaker opened may have
                 // written to the window after it was cleared on opening.
                 self.window.clear();
                 match self.swap(word, enter(word, CLOSED) & !STREAKS) {
-                    Ok(()) => return,
+                    Ok(_) => return,
                     Err(seen) => word = seen,
                 }
                 continue;
@@ -612,11 +657,18 @@ impl Breaker {
         }
     }
 
-    /// Moves from `word` to `next` and reports the change; `Err` carries the word seen instead.
-    fn swap(&self, word: u64, next: u64) -> Result<(), u64> {
+    /// Moves from `word` to `next`, publishes the full epoch of `next` and reports the change;
+    /// `Ok` carries that full epoch, `Err` the word seen instead.
+    fn swap(&self, word: u64, next: u64) -> Result<u64, u64> {
+        // Read before the exchange, so never ahead of `word` once the exchange succeeds.
+        let floor = self.epochs.load(Ordering::Acquire);
         self.state
-            .compare_exchange(word, next, Ordering::AcqRel, Ordering::Acquire)
-            .map(|_| events::changed(self, state_of(word), state_of(next)))
+            .compare_exchange(word, next, Ordering::AcqRel, Ordering::Acquire)?;
+        let full = lift(floor, epoch(word))
+            + u64::from(epoch(next).wrapping_sub(epoch(word)) & ((1 << EPOCH_BITS) - 1));
+        self.epochs.fetch_max(full, Ordering::AcqRel);
+        events::changed(self, state_of(word), state_of(next));
+        Ok(full)
     }
 
     /// Changes the state word by `f`, unless the breaker is bypassed.
@@ -624,7 +676,7 @@ impl Breaker {
         let mut word = self.state.load(Ordering::Acquire);
         while word & FORCED != BYPASS {
             match self.swap(word, f(word)) {
-                Ok(()) => return,
+                Ok(_) => return,
                 Err(seen) => word = seen,
             }
         }
@@ -852,17 +904,27 @@ impl super::window::Clock for Breaker {
 
 #[cfg(test)]
 mod tests {
-    use super::{epoch, kill_switch, Permit, CLOSED, EPOCH, EPOCH_SHIFT, FLAGS, RATE, TIMED};
+    use super::{
+        epoch, kill_switch, lift, Permit, CLOSED, EPOCH, EPOCH_BITS, EPOCH_SHIFT, FLAGS, RATE,
+        TIMED,
+    };
+
+    #[test]
+    fn a_full_epoch_is_lifted_from_its_low_bits_and_an_earlier_full_epoch() {
+        let turn = 1u64 << EPOCH_BITS;
+        for floor in [0, 5, turn - 1, turn, 7 * turn + 3] {
+            for ahead in [0, 1, 2, turn / 2, turn - 1] {
+                let full = floor + ahead;
+                assert_eq!(lift(floor, (full % turn) as u32), full, "{floor} + {ahead}");
+            }
+        }
+    }
 
     #[test]
     fn a_permit_survives_its_bits_and_keeps_the_low_bits_free() {
         let top = (1u32 << (64 - EPOCH_SHIFT)) - 1;
         for e in [0, 1, 7, 1 << 17, top] {
-            for permit in [
-                Permit::Fast { epoch: e },
-                Permit::Closed { epoch: e },
-                Permit::Probe { epoch: e },
-            ] {
+            for permit in [Permit::Fast { epoch: e }, Permit::Closed { epoch: e }] {
                 let bits = permit.bits();
                 assert_eq!(bits & 7, 0, "{permit:?}: the stage's bits are free");
                 assert_eq!(
@@ -871,6 +933,13 @@ mod tests {
                 );
                 assert_eq!(epoch(bits), e);
             }
+        }
+        // A probe keeps its full epoch, far beyond the word's 18 bits.
+        for full in [0, 1, 1 << 18, (1 << 18) + 5, 1 << 40, u64::MAX >> 6] {
+            let permit = Permit::probe(full);
+            let bits = permit.bits();
+            assert_eq!(bits & 7, 0, "{permit:?}: the stage's bits are free");
+            assert!(matches!(Permit::from_bits(bits), Permit::Probe { epoch } if epoch == full));
         }
         for permit in [Permit::Unchecked, Permit::Bypass] {
             let bits = permit.bits();

@@ -5,7 +5,8 @@
 //! calls' path reaches them without an indirection.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::{self, Acquire, Relaxed, Release, SeqCst};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
@@ -106,12 +107,33 @@ impl CountWindow {
         }
     }
 
+    /// Writes the error in its slot, then tells whether every slot holds an error at or after
+    /// `floor`: the ring holds `threshold` errors, one per slot, so that is when `threshold`
+    /// errors fall within the window.
+    ///
+    /// Reading only the slot after one's own (the oldest of the last `threshold` errors, when
+    /// errors are recorded one at a time) is not enough under concurrency: an error that drew the
+    /// next sequence number may already have written there. Reading the whole ring is exact:
+    ///
+    /// * Each slot holds the time of a distinct error (the latest of those that map to it:
+    ///   `fetch_max`, so that a writer that drew its number earlier but writes later does not
+    ///   put an older time back), so the ring never shows more errors than were recorded.
+    /// * The fence orders each writer's slot before its reads: of errors recorded at once, the
+    ///   one whose fence comes last sees every other's slot, so the error that completes the
+    ///   count opens the breaker.
+    ///
+    /// The scan stops at the first slot outside the window, which in a window that is not full
+    /// is usually the first one read: the one after the writer's own, the oldest.
     fn record(ring: &[AtomicU64], seq: &AtomicU64, now: u64, floor: u64) -> bool {
-        let n = ring.len() as u64;
-        let seq = seq.fetch_add(1, Relaxed);
-        ring[(seq % n) as usize].store(now, Relaxed);
-        let oldest = ring[((seq + 1) % n) as usize].load(Relaxed);
-        oldest != 0 && oldest >= floor
+        let n = ring.len();
+        let seq = (seq.fetch_add(1, Relaxed) % n as u64) as usize;
+        ring[seq].fetch_max(now, Relaxed);
+        fence(SeqCst);
+        let inside = |t: &AtomicU64| {
+            let t = t.load(Relaxed);
+            t != 0 && t >= floor
+        };
+        ring[seq + 1..].iter().all(inside) && ring[..seq].iter().all(inside)
     }
 
     /// Forgets every error: done when the breaker closes or is reset.
@@ -138,8 +160,7 @@ impl CountWindow {
 
 const BUCKETS: u64 = 10;
 const TAG_SHIFT: u32 = 42;
-const CALLS_SHIFT: u32 = 21;
-const COUNT_MAX: u64 = (1 << 21) - 1;
+const COUNT_MAX: u64 = (1 << TAG_SHIFT) - 1;
 const TAG_MASK: u64 = (1 << 22) - 1;
 
 /// Calls and errors in `BUCKETS` time buckets that together span the window. Each thread writes to
@@ -149,7 +170,12 @@ pub(crate) struct RateWindow {
     stripes: OnceLock<Box<[Stripe]>>,
 }
 
-/// One bucket word: the bucket's index (low 22 bits) | calls (21 bits) | errors (21 bits).
+/// A stripe's buckets. Each bucket is two words, calls and errors, each the bucket's index (low 22
+/// bits) above a 42-bit count: 4.4 * 10^12 calls per bucket and stripe, which no traffic reaches
+/// within one bucket. A bucket that did would take no more calls, and no more errors either, so
+/// that its rate stays the rate of the calls it holds. An error is added to the calls word before
+/// the errors word, and the window reads the errors word first, so a bucket never shows an error
+/// without its call.
 ///
 /// A 22-bit tag alone would let a bucket written 10 * 2^22 buckets ago pass for a current one, so
 /// each stripe also keeps the latest bucket index it wrote: a stripe idle for a whole window is
@@ -161,10 +187,52 @@ pub(crate) struct RateWindow {
 /// read), spread evenly over the buckets from `since` to the moment of the flush.
 #[repr(align(128))]
 struct Stripe {
-    buckets: [AtomicU64; BUCKETS as usize],
+    buckets: [Bucket; BUCKETS as usize],
     latest: AtomicU64,
     pending: AtomicU64,
     since: AtomicU64,
+}
+
+#[derive(Default)]
+struct Bucket {
+    calls: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Bucket {
+    fn clear(&self) {
+        self.calls.store(0, Relaxed);
+        self.errors.store(0, Relaxed);
+    }
+}
+
+/// Adds `n` to the count of `word` for the bucket tagged `tag` (a word of another tag counts as
+/// 0); false when the count is full, which leaves it as it is.
+fn bump(word: &AtomicU64, tag: u64, n: u64, ordering: Ordering) -> bool {
+    let mut current = word.load(Relaxed);
+    loop {
+        let old = if current >> TAG_SHIFT == tag {
+            current & COUNT_MAX
+        } else {
+            0
+        };
+        if old + n > COUNT_MAX {
+            return false;
+        }
+        match word.compare_exchange_weak(current, tag << TAG_SHIFT | (old + n), ordering, Relaxed) {
+            Ok(_) => return true,
+            Err(seen) => current = seen,
+        }
+    }
+}
+
+/// The count of `word` for the bucket tagged `tag`.
+fn count(word: u64, tag: u64) -> u64 {
+    if word >> TAG_SHIFT == tag {
+        word & COUNT_MAX
+    } else {
+        0
+    }
 }
 
 /// The breaker's clock, read by the rate window only at the edges of a batch of successes.
@@ -309,26 +377,15 @@ impl RateWindow {
                 // 22-bit tag happens to match. (A thread sharing this stripe that writes in this
                 // very instant may lose that one count.)
                 for bucket in &stripe.buckets {
-                    bucket.store(0, Relaxed);
+                    bucket.clear();
                 }
             }
             stripe.latest.fetch_max(index, Relaxed);
         }
-        let cell = &stripe.buckets[(index % BUCKETS) as usize];
-        let mut current = cell.load(Relaxed);
-        loop {
-            let (old_calls, old_errors) = if current >> TAG_SHIFT == tag {
-                ((current >> CALLS_SHIFT) & COUNT_MAX, current & COUNT_MAX)
-            } else {
-                (0, 0)
-            };
-            let next = tag << TAG_SHIFT
-                | (old_calls + calls).min(COUNT_MAX) << CALLS_SHIFT
-                | (old_errors + errors).min(COUNT_MAX);
-            match cell.compare_exchange_weak(current, next, Relaxed, Relaxed) {
-                Ok(_) => return,
-                Err(seen) => current = seen,
-            }
+        let bucket = &stripe.buckets[(index % BUCKETS) as usize];
+        // Release: a reader that sees the errors sees their calls.
+        if bump(&bucket.calls, tag, calls, Relaxed) && errors > 0 {
+            bump(&bucket.errors, tag, errors, Release);
         }
     }
 
@@ -347,11 +404,9 @@ impl RateWindow {
                 continue;
             }
             for i in first..=index {
-                let word = stripe.buckets[(i % BUCKETS) as usize].load(Relaxed);
-                if word >> TAG_SHIFT == i & TAG_MASK {
-                    calls += (word >> CALLS_SHIFT) & COUNT_MAX;
-                    errors += word & COUNT_MAX;
-                }
+                let (bucket, tag) = (&stripe.buckets[(i % BUCKETS) as usize], i & TAG_MASK);
+                errors += count(bucket.errors.load(Acquire), tag);
+                calls += count(bucket.calls.load(Relaxed), tag);
             }
         }
         (calls, errors)
@@ -362,7 +417,7 @@ impl RateWindow {
     pub(crate) fn clear(&self) {
         for stripe in self.stripes.get().into_iter().flatten() {
             for bucket in &stripe.buckets {
-                bucket.store(0, Relaxed);
+                bucket.clear();
             }
             stripe.latest.store(0, Relaxed);
             stripe.pending.store(0, Relaxed);
@@ -425,5 +480,29 @@ mod tests {
         }
         // 20 successes spread over buckets 0..=19: the window at 19 holds buckets 10..=19.
         assert_eq!(w.totals(19 * MS), (10, 0));
+    }
+
+    #[test]
+    fn a_bucket_counts_far_beyond_millions_of_calls() {
+        let w = RateWindow::new(10 * MS);
+        w.add(w.stripe(), 3, 3_000_000_000, 1_000_000_000);
+        for _ in 0..BATCH * 2 {
+            w.record_success(&|| 3 * MS);
+        }
+        w.record_error(3 * MS);
+        assert_eq!(
+            w.totals(3 * MS),
+            (3_000_000_000 + 2 * BATCH + 1, 1_000_000_001)
+        );
+    }
+
+    #[test]
+    fn a_full_bucket_takes_no_more_errors_than_calls() {
+        let w = RateWindow::new(10 * MS);
+        w.add(w.stripe(), 3, COUNT_MAX - 1, 0);
+        w.record_error(3 * MS);
+        // Full: the next error counts neither as a call nor as an error.
+        w.record_error(3 * MS);
+        assert_eq!(w.totals(3 * MS), (COUNT_MAX, 1));
     }
 }
