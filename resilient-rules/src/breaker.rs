@@ -92,22 +92,26 @@ pub fn breaker(options: &BreakerOptions<'_>) -> Vec<Violation> {
             out.push(Violation::presence(
                 "error_timeout",
                 "`error_timeout` and `capacity` both set how long the breaker stays open; keep one",
-            ));
+            ).involving(&["capacity"]));
         } else if !given("timeout", o.timeout.is_some()) {
             out.push(Violation::presence(
                 "capacity",
                 "`capacity` needs `timeout`: error_timeout = timeout * capacity / (1 - capacity); add e.g. `timeout = \"2s\"`",
-            ));
+            ).involving(&["timeout"]));
         }
     }
     above_zero("timeout", o.timeout, &mut out);
     above_zero("half_open_timeout", o.half_open_timeout, &mut out);
     if let (Some(h), Some(t)) = (o.half_open_timeout, o.timeout) {
         if h >= t && !h.is_zero() {
-            out.push(Violation::value(
-                "half_open_timeout",
-                format!("`half_open_timeout` ({h:?}) must be shorter than `timeout` ({t:?})"),
-            ));
+            out.push(
+                Violation::value(
+                    "half_open_timeout",
+                    format!("`half_open_timeout` ({h:?}) must be shorter than `timeout` ({t:?})"),
+                )
+                .involving(&["timeout"])
+                .ordered(std::cmp::Ordering::Less),
+            );
         }
     }
     if let Some(rate) = o.failure_rate {
@@ -123,13 +127,16 @@ pub fn breaker(options: &BreakerOptions<'_>) -> Vec<Violation> {
             out.push(Violation::presence(
                 "error_threshold",
                 "`error_threshold` (count rule) and `failure_rate` (rate rule) exclude each other; keep one",
-            ));
+            ).involving(&["failure_rate"]));
         }
     } else if given("min_calls", o.min_calls.is_some()) {
-        out.push(Violation::presence(
-            "min_calls",
-            "`min_calls` belongs to the rate rule; add `failure_rate = ...` or remove it",
-        ));
+        out.push(
+            Violation::presence(
+                "min_calls",
+                "`min_calls` belongs to the rate rule; add `failure_rate = ...` or remove it",
+            )
+            .involving(&["failure_rate"]),
+        );
     }
     if o.min_calls == Some(0) {
         out.push(at_least_one("min_calls"));
@@ -145,10 +152,13 @@ pub fn breaker(options: &BreakerOptions<'_>) -> Vec<Violation> {
     } else if given("max_error_timeout", o.max_error_timeout.is_some())
         && !o.written.contains(&"backoff")
     {
-        out.push(Violation::presence(
-            "max_error_timeout",
-            "`max_error_timeout` caps `backoff`; add `backoff = 2.0` or remove it",
-        ));
+        out.push(
+            Violation::presence(
+                "max_error_timeout",
+                "`max_error_timeout` caps `backoff`; add `backoff = 2.0` or remove it",
+            )
+            .involving(&["backoff"]),
+        );
     }
     above_zero("max_error_timeout", o.max_error_timeout, &mut out);
     above_zero("idle_timeout", o.idle_timeout, &mut out);

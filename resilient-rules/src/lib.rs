@@ -60,6 +60,8 @@ pub struct Violation {
     argument: &'static str,
     about: About,
     message: String,
+    involves: &'static [&'static str],
+    order: Option<std::cmp::Ordering>,
 }
 
 impl Violation {
@@ -68,6 +70,8 @@ impl Violation {
             argument,
             about: About::Value,
             message: message.into(),
+            involves: &[],
+            order: None,
         }
     }
 
@@ -76,7 +80,22 @@ impl Violation {
             argument,
             about: About::Presence,
             message: message.into(),
+            involves: &[],
+            order: None,
         }
+    }
+
+    /// The rule involves `others` too: changing one of them can break it.
+    fn involving(mut self, others: &'static [&'static str]) -> Self {
+        self.involves = others;
+        self
+    }
+
+    /// The rule orders the argument against the first of [`involves`](Self::involves): `Less`,
+    /// the argument must be below it; `Greater`, the argument must not be below it.
+    fn ordered(mut self, order: std::cmp::Ordering) -> Self {
+        self.order = Some(order);
+        self
     }
 
     /// The argument to change: the attribute argument's name, which is also the builder method's.
@@ -87,6 +106,18 @@ impl Violation {
     /// Whether the rule is about the argument's value or its presence.
     pub fn about(&self) -> About {
         self.about
+    }
+
+    /// The other arguments the rule involves, such as `total` for "`after` must be below
+    /// `total`": a change to one of them can break it too.
+    pub fn involves(&self) -> &'static [&'static str] {
+        self.involves
+    }
+
+    /// For a rule that orders the argument against the first of [`involves`](Self::involves):
+    /// `Less` when the argument must be below it, `Greater` when it must not be below it.
+    pub fn order(&self) -> Option<std::cmp::Ordering> {
+        self.order
     }
 
     /// What is wrong and what is valid (the same text as the Display).

@@ -1,5 +1,6 @@
 //! The rules of a raced function's options (`#[race_retry(...)]`, `RaceRetry::builder`).
 
+use std::cmp::Ordering::{Greater, Less};
 use std::time::Duration;
 
 use crate::{above_zero, name_rule, Violation};
@@ -97,7 +98,7 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
                 out.push(Violation::value(
                     "after",
                     format!("`after` must be below `total` ({total:?}): no attempt after the first could start before the deadline"),
-                ));
+                ).involving(&["total"]).ordered(Less));
             }
         }
         Some(After::Percentile(q)) if !(q > 0.0 && q < 1.0) => out.push(Violation::value(
@@ -113,7 +114,7 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
             out.push(Violation::value(
                 "each",
                 format!("`each` must be below `total` ({total:?}), or it bounds nothing; leave it out to let one attempt use the whole deadline"),
-            ));
+            ).involving(&["total"]).ordered(Less));
         }
     }
     if let Some(share) = o.budget {
@@ -155,7 +156,7 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
                 out.push(Violation::presence(
                     argument,
                     format!("`{argument}` does nothing with `backoff = \"off\"` (the next attempt starts at once after a failure); remove one of them"),
-                ));
+                ).involving(&["backoff"]));
             }
         }
     } else if let (Some(base), Some(max)) = (o.backoff.filter(|b| !b.is_zero()), o.backoff_max) {
@@ -163,7 +164,7 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
             out.push(Violation::value(
                 "backoff_max",
                 format!("`backoff_max` ({max:?}) is below `backoff` ({base:?}), the bound of the first wait: raise `backoff_max`, or lower `backoff`"),
-            ));
+            ).involving(&["backoff"]).ordered(Greater));
         }
     }
     out

@@ -81,24 +81,28 @@ fn auto_rules(o: &TooBusyOptions<'_>, out: &mut Vec<Violation>) {
     let min = o.auto_min.unwrap_or(DEFAULT_AUTO_MIN).max(1);
     let max = o.auto_max.unwrap_or(DEFAULT_AUTO_MAX);
     if let (Some(given_max), true) = (o.auto_max, max < min) {
-        out.push(Violation::value(
-            "auto_max",
-            format!(
-                "`auto_max` ({given_max}) must be at least `auto_min` ({min}{})",
-                if o.auto_min.is_some() {
-                    ""
-                } else {
-                    ", its default"
-                }
-            ),
-        ));
+        out.push(
+            Violation::value(
+                "auto_max",
+                format!(
+                    "`auto_max` ({given_max}) must be at least `auto_min` ({min}{})",
+                    if o.auto_min.is_some() {
+                        ""
+                    } else {
+                        ", its default"
+                    }
+                ),
+            )
+            .involving(&["auto_min", "max_in_flight"])
+            .ordered(std::cmp::Ordering::Greater),
+        );
     }
     if let Some(initial) = o.auto_initial {
         if initial < min || initial > max {
             out.push(Violation::value(
                 "auto_initial",
                 format!("`auto_initial` ({initial}) must lie between `auto_min` ({min}) and `auto_max` ({max}), the bounds of the learned limit"),
-            ));
+            ).involving(&["auto_min", "auto_max", "max_in_flight"]));
         }
     }
 }

@@ -90,6 +90,16 @@ impl Options for BreakerBuilder {
     fn violations(&self) -> Vec<Violation> {
         resilient_rules::breaker(&self.options())
     }
+
+    fn derived(&self, setting: &'static str) -> Option<(Value, &'static str)> {
+        match (setting, self.capacity, self.timeout) {
+            ("error_timeout", Some(capacity), Some(timeout)) => Some((
+                Value::from(super::capacity_error_timeout(timeout, capacity)),
+                "capacity",
+            )),
+            _ => None,
+        }
+    }
 }
 
 impl Target<BreakerBuilder> for Arc<Breaker> {

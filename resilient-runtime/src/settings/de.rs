@@ -27,6 +27,11 @@ impl<'de> Deserialize<'de> for Value {
             }
 
             fn visit_f64<E: de::Error>(self, x: f64) -> Result<Value, E> {
+                if !x.is_finite() {
+                    return Err(E::custom(format!(
+                        "{x} is not a finite number: settings take finite numbers only"
+                    )));
+                }
                 Ok(Value::Float(x))
             }
 

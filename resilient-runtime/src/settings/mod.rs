@@ -32,9 +32,13 @@
 //! live site it reaches. A change that breaks a rule anywhere is refused whole with a
 //! [`SettingsError`] that names, for each broken rule, the policy, the site, the setting and
 //! where the value came from (the file and line, or the variable); the values in force stay as
-//! they were. A site set up later whose overrides break a rule keeps its attribute's value for
+//! they were. A rule between two settings (`after` below `total`) broken by a change to the one
+//! it is not written for is reported about the setting changed, with the other's value and
+//! source: "`total` = 50ms from resilient.toml:2 must stay above `after` (100ms, from the
+//! attribute)". A site set up later whose overrides break a rule keeps its attribute's value for
 //! each setting at fault, and the error is logged (`tracing`, level error, target
-//! `resilient::settings`).
+//! `resilient::settings`). A change that changes the settings of live sites is logged at level
+//! info (one that changes none, at debug).
 //!
 //! ```
 //! use std::time::Duration;
@@ -73,7 +77,11 @@
 //! | every `#[too_busy]` | `max_lag` | `RESILIENT_TOO_BUSY__MAX_LAG=50ms` |
 //!
 //! A site's name is written with `::` as `__`, letters in capitals and every other character
-//! that is not a letter or digit as `_` (`payments-eu` as `PAYMENTS_EU`). `RESILIENT_DISABLED` is
+//! that is not a letter or digit as `_` (`payments-eu` as `PAYMENTS_EU`); messages about a live
+//! site name it as it is named. A variable for a named site that no live site takes when the
+//! environment is read (at the first set-up, and by [`load_env`]) is warned about once
+//! (`tracing`, level warn, target `resilient::settings`), with the live site it is near if one
+//! is: a misspelt name never applies. `RESILIENT_DISABLED` is
 //! the kill switch (see [`breaker::disabled`](crate::breaker::disabled)), not a setting.
 //!
 //! # Settings
@@ -88,19 +96,25 @@
 //! * too_busy: `max_lag`, `max_in_flight`, `auto_min`, `auto_max`, `auto_initial`,
 //!   `max_latency`.
 //!
-//! Counts are whole numbers, `capacity`, `failure_rate`, `budget` and the factors numbers,
+//! Counts are whole numbers, `capacity`, `failure_rate`, `budget` and the factors finite numbers
+//! (NaN and the infinities are refused where they are read),
 //! durations texts such as `"450ms"` (or a [`Duration`](std::time::Duration) from code). `"off"`
 //! switches off `timeout`, `half_open_timeout`, `max_lag`, `max_in_flight`, `max_latency`,
 //! `each`, `budget` and `backoff`; `after` takes `"p95"` and `max_in_flight` takes `"auto"` as
 //! the attribute does (`auto_min`, `auto_max` and `auto_initial` apply to a site whose
 //! `max_in_flight` is `"auto"`, and are inert on the others). Setting one of
 //! two settings that exclude each other (`capacity` and `error_timeout`, `failure_rate` and
-//! `error_threshold`) replaces the attribute's other one.
+//! `error_threshold`) replaces the attribute's other one; [`effective`] then reports the
+//! `error_timeout` that `capacity` gives ([`Source::Derived`]). [`InForce`] reads a value back
+//! typed (`duration`, `number`, `count`), the same whether the attribute or an override gives it.
 //!
 //! # Guarantees
 //!
 //! * Nothing here is on a call's path: changes and the first call of a site take a lock; calls
 //!   read their settings from atomics (a breaker's rule from a pointer swapped whole).
+//! * Events are logged once the lock is released: a subscriber may call guarded functions.
+//! * A change reaches only the live sites whose settings it changes: its work does not grow
+//!   with the other sites, nor with the keys of keyed families it leaves alone.
 //! * A refused change changes nothing; a site never runs with settings that break a rule.
 //! * Nothing is dropped silently: an override for a site that does not exist (yet) is kept for
 //!   when it does, and [`unmatched`] lists the ones no live site has taken, such as a misspelt
@@ -240,6 +254,29 @@ pub enum Source {
     },
     /// [`set`], from code.
     Code,
+    /// Derived from another setting in force, such as a breaker's `error_timeout` from its
+    /// `capacity` and `timeout`.
+    Derived {
+        /// The setting it is derived from.
+        from: &'static str,
+        /// That setting's value, as messages write it.
+        value: String,
+        /// Where that setting's value comes from.
+        source: Box<Source>,
+    },
+}
+
+impl Source {
+    /// How a message says where a value comes from, after the value: "from the attribute",
+    /// "from resilient.toml:3", "set at run time".
+    pub(crate) fn origin(&self) -> String {
+        match self {
+            Source::Default => "the default".to_owned(),
+            Source::Code => "set at run time".to_owned(),
+            Source::Derived { .. } => self.to_string(),
+            other => format!("from {other}"),
+        }
+    }
 }
 
 impl fmt::Display for Source {
@@ -254,6 +291,11 @@ impl fmt::Display for Source {
             } => write!(f, "{path}:{line}"),
             Source::Environment { variable } => write!(f, "environment variable {variable}"),
             Source::Code => f.write_str("code"),
+            Source::Derived {
+                from,
+                value,
+                source,
+            } => write!(f, "derived from {from} ({value}, {})", source.origin()),
         }
     }
 }
@@ -264,20 +306,118 @@ impl fmt::Display for Source {
 pub struct Effective {
     /// The setting's name.
     pub setting: &'static str,
-    /// The value given, or `None` where the built-in default applies.
+    /// The value in force: as given, or derived from another setting ([`Source::Derived`]);
+    /// `None` where the built-in default applies.
     pub value: Option<Value>,
     /// Where it comes from.
     pub source: Source,
+}
+
+impl Effective {
+    /// The value as a duration, the same whether the attribute gives it (a [`Duration`]) or an
+    /// override (a text such as `"2s"`); `None` for the built-in default, `"off"`, or a value
+    /// that is not a duration.
+    ///
+    /// [`Duration`]: std::time::Duration
+    pub fn duration(&self) -> Option<std::time::Duration> {
+        self.value.as_ref().and_then(Value::duration)
+    }
+
+    /// The value as a number (`capacity`, `failure_rate`, `budget`, ...), from a number or a
+    /// text that is one.
+    pub fn number(&self) -> Option<f64> {
+        self.value.as_ref().and_then(Value::number)
+    }
+
+    /// The value as a whole number (`error_threshold`, `retries`, ...), from a number or a
+    /// text that is one.
+    pub fn count(&self) -> Option<u64> {
+        self.value.as_ref().and_then(Value::count)
+    }
+
+    /// Whether the setting is switched off (`"off"`).
+    pub fn is_off(&self) -> bool {
+        self.value.as_ref().is_some_and(Value::is_off)
+    }
+}
+
+/// Every setting in force at a site ([`effective`]): a slice of [`Effective`], one per setting
+/// in [`Policy::settings`] order, with typed look-ups by name.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient_runtime::settings::{self, Policy, Source};
+/// use resilient_runtime::Breaker;
+///
+/// Breaker::builder("docs-in-force").timeout(Duration::from_secs(1)).register().unwrap();
+/// settings::set(Policy::Breaker, "docs-in-force", "capacity", "0.75").unwrap();
+/// let in_force = settings::effective(Policy::Breaker, "docs-in-force").unwrap();
+/// assert_eq!(in_force.duration("timeout"), Some(Duration::from_secs(1)));
+/// assert_eq!(in_force.number("capacity"), Some(0.75));
+/// // Derived from `capacity`: timeout * capacity / (1 - capacity).
+/// let open_for = in_force.get("error_timeout").unwrap();
+/// assert_eq!(open_for.duration(), Some(Duration::from_secs(3)));
+/// assert_eq!(open_for.source.to_string(), "derived from capacity (0.75, set at run time)");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InForce(Vec<Effective>);
+
+impl InForce {
+    /// The setting called `setting`.
+    pub fn get(&self, setting: &str) -> Option<&Effective> {
+        self.0.iter().find(|e| e.setting == setting)
+    }
+
+    /// [`Effective::duration`] of `setting`.
+    pub fn duration(&self, setting: &str) -> Option<std::time::Duration> {
+        self.get(setting).and_then(Effective::duration)
+    }
+
+    /// [`Effective::number`] of `setting`.
+    pub fn number(&self, setting: &str) -> Option<f64> {
+        self.get(setting).and_then(Effective::number)
+    }
+
+    /// [`Effective::count`] of `setting`.
+    pub fn count(&self, setting: &str) -> Option<u64> {
+        self.get(setting).and_then(Effective::count)
+    }
+}
+
+impl std::ops::Deref for InForce {
+    type Target = [Effective];
+
+    fn deref(&self) -> &[Effective] {
+        &self.0
+    }
+}
+
+impl IntoIterator for InForce {
+    type Item = Effective;
+    type IntoIter = std::vec::IntoIter<Effective>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a InForce {
+    type Item = &'a Effective;
+    type IntoIter = std::slice::Iter<'a, Effective>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
 }
 
 /// One value refused: the policy, the site, the setting, where the value came from and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SettingError {
     policy: Option<Policy>,
-    site: String,
-    setting: String,
+    site: Box<str>,
+    setting: Box<str>,
     source: Source,
-    message: String,
+    message: Box<str>,
 }
 
 impl SettingError {
@@ -290,10 +430,10 @@ impl SettingError {
     ) -> Self {
         SettingError {
             policy: Some(policy),
-            site: site.to_owned(),
-            setting: setting.to_owned(),
+            site: site.into(),
+            setting: setting.into(),
             source,
-            message: message.into(),
+            message: message.into().into(),
         }
     }
 
@@ -301,11 +441,17 @@ impl SettingError {
     pub(crate) fn unknown(source: Source, message: impl Into<String>) -> Self {
         SettingError {
             policy: None,
-            site: String::new(),
-            setting: String::new(),
+            site: "".into(),
+            setting: "".into(),
             source,
-            message: message.into(),
+            message: message.into().into(),
         }
+    }
+
+    /// The same error, the site named `site`.
+    pub(crate) fn at_site(mut self, site: &str) -> Self {
+        self.site = site.into();
+        self
     }
 
     /// The policy (`None` for a variable or entry that names none).
@@ -339,7 +485,7 @@ impl fmt::Display for SettingError {
         let Some(policy) = self.policy else {
             return write!(f, "{}: {}", self.source, self.message);
         };
-        let site = if self.site == ALL {
+        let site = if &*self.site == ALL {
             format!("every {policy}")
         } else {
             format!("{policy} `{}`", self.site)
@@ -405,9 +551,10 @@ pub struct Override {
 /// The overrides of a configuration file, for [`load`]: a table per policy, in it a table per
 /// site (`"*"` for every site), in it the settings.
 ///
-/// With the `serde` feature it deserializes from any format; this TOML, for example, with the
-/// `toml` crate (or [`Overrides::from_toml`], feature `toml`, which also keeps each value's line
-/// for the messages):
+/// With the `serde` feature it deserializes from any format, on its own or nested in a
+/// configuration of yours; serde gives a value no position, so these values have no line. This
+/// TOML, for example, with the `toml` crate (or [`Overrides::from_toml`], feature `toml`, which
+/// keeps each value's line for the messages):
 ///
 /// ```toml
 /// [breaker."my_app::db::query"]

@@ -30,8 +30,9 @@ impl Overrides {
     /// ```
     pub fn from_toml(path: &str, text: &str) -> Result<Overrides, SettingsError> {
         let path: Arc<str> = Arc::from(path);
-        let line_of =
-            |offset: usize| (text[..offset.min(text.len())].matches('\n').count() + 1) as u32;
+        // The offset of each line's end, found once: a value's line is a binary search away.
+        let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+        let line_of = |offset: usize| (ends.partition_point(|&end| end < offset) + 1) as u32;
         let tables: Tables<toml::Spanned<Value>> = toml::from_str(text).map_err(|error| {
             let source = Source::File {
                 path: path.clone(),

@@ -34,6 +34,45 @@ impl fmt::Display for Value {
     }
 }
 
+impl Value {
+    /// The value as a duration: a [`Duration`], or a text in the attribute's syntax (`"450ms"`).
+    /// `None` for `"off"` and for a value that is not a duration.
+    pub fn duration(&self) -> Option<Duration> {
+        duration("", self).ok()
+    }
+
+    /// The value as a finite number: a number, or a text that is one (`"0.75"`).
+    pub fn number(&self) -> Option<f64> {
+        number("", self).ok()
+    }
+
+    /// The value as a whole number from 0: a whole number, or a text that is one (`"5"`).
+    pub fn count(&self) -> Option<u64> {
+        whole("", self).ok()
+    }
+
+    /// Whether the value is `"off"` (any case): the setting is switched off.
+    pub fn is_off(&self) -> bool {
+        is_off(self)
+    }
+
+    /// The same value, floats compared by their bits (so that NaN is the same as itself).
+    pub(crate) fn same(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => self == other,
+        }
+    }
+
+    /// The value as messages write it inside a sentence: texts without quotes.
+    pub(crate) fn plain(&self) -> String {
+        match self {
+            Value::Text(text) => text.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
 macro_rules! from_int {
     ($($t:ty),*) => {$(
         impl From<$t> for Value {
@@ -102,15 +141,19 @@ pub(crate) fn whole(setting: &str, value: &Value) -> Result<u64, String> {
     }
 }
 
-/// A number such as `capacity`.
+/// A number such as `capacity`: finite (NaN and the infinities are refused).
 pub(crate) fn number(setting: &str, value: &Value) -> Result<f64, String> {
     let expected = || format!("`{setting}` must be a number, got {value}");
-    match value {
-        Value::Int(n) => Ok(*n as f64),
-        Value::Float(x) => Ok(*x),
-        Value::Text(text) => text.trim().parse::<f64>().map_err(|_| expected()),
-        Value::Duration(_) => Err(expected()),
+    let x = match value {
+        Value::Int(n) => *n as f64,
+        Value::Float(x) => *x,
+        Value::Text(text) => text.trim().parse::<f64>().map_err(|_| expected())?,
+        Value::Duration(_) => return Err(expected()),
+    };
+    if !x.is_finite() {
+        return Err(format!("`{setting}` must be a finite number, got {value}"));
     }
+    Ok(x)
 }
 
 /// A duration such as `timeout`: a [`Duration`], or a text in the attribute's syntax.
@@ -148,6 +191,12 @@ mod tests {
             .contains("whole number"));
         assert_eq!(number("x", &"0.75".into()), Ok(0.75));
         assert_eq!(number("x", &Value::Int(1)), Ok(1.0));
+        assert_eq!(
+            number("x", &"nan".into()).unwrap_err(),
+            "`x` must be a finite number, got \"nan\""
+        );
+        assert!(number("x", &Value::Float(f64::INFINITY)).is_err());
+        assert!(Value::Float(f64::NAN).same(&Value::Float(f64::NAN)));
         assert_eq!(
             duration("t", &"1.5s".into()),
             Ok(Duration::from_millis(1500))
