@@ -553,3 +553,29 @@ fn concurrent_inserts_never_exceed_max_keys() {
         drop(held);
     }
 }
+
+/// A full family that keeps taking new keys (each evicting old ones to make room) stays as fast
+/// as it started: 16 times its `max_keys` in new keys, each key's insert well under a millisecond
+/// on average. (Evicted keys leave tombstones in the map's table; without fresh copies of the
+/// table, inserts came to probe all of it and a churning family stopped.)
+#[test]
+fn a_full_family_taking_new_keys_for_ever_stays_fast() {
+    let family = resilient::Breaker::builder("keyed::churn")
+        .max_keys(4096)
+        .register_keyed()
+        .unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        for key in 0..16 * 4096 {
+            family.breaker(&format!("k{key}"));
+        }
+        assert_eq!(family.len(), 4096);
+        let _ = done.send(started.elapsed());
+    });
+    let took = finished
+        .recv_timeout(Duration::from_secs(30))
+        .expect("16 x 4096 new keys in a full family within 30 s");
+    let per_key = took / (16 * 4096);
+    assert!(per_key < Duration::from_millis(1), "{per_key:?} per key");
+}

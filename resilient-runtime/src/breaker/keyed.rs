@@ -59,12 +59,14 @@ struct Inner {
     family: Family,
     /// The options in force, which a new key's breaker starts with.
     config: ArcSwap<Config>,
-    /// The map, replaced by a smaller copy when eviction leaves it mostly empty.
+    /// The map, replaced by a fresh copy when eviction leaves it mostly empty or full of
+    /// tombstones ([`Inner::shrink`]).
     map: ArcSwap<Map>,
     /// Keys held, plus slots taken by inserts under way: never above `max_keys`.
     held: AtomicUsize,
-    /// The most keys the map held since it was made.
+    /// The most keys the map held since it was made, and the keys removed from it since.
     peak: AtomicUsize,
+    removed: AtomicUsize,
     /// Inserts hold it shared; replacing the map holds it exclusively, so that no insert lands
     /// in a map being replaced.
     inserting: RwLock<()>,
@@ -137,6 +139,7 @@ impl KeyedBreaker {
                 map: ArcSwap::from_pointee(new_map()),
                 held: AtomicUsize::new(0),
                 peak: AtomicUsize::new(0),
+                removed: AtomicUsize::new(0),
                 inserting: RwLock::new(()),
                 generation: AtomicU32::new(0),
                 clock: Mutex::new(Clock {
@@ -533,6 +536,7 @@ impl Inner {
             false
         });
         self.held.fetch_sub(evicted, Ordering::AcqRel);
+        self.removed.fetch_add(evicted, Ordering::Relaxed);
         if evicted > 0 {
             tracing::debug!(target: "resilient::breaker", breaker = &*self.name, evicted, "evicted idle keys");
             drop(map);
@@ -542,12 +546,17 @@ impl Inner {
     }
 
     /// Replaces the map by a copy sized for what it holds, when eviction left it holding at
-    /// most 1/`SHRINK_BELOW` of its peak: a map keeps the table of its peak otherwise. The
+    /// most 1/`SHRINK_BELOW` of its peak (a map keeps the table of its peak otherwise), or when
+    /// the keys removed since the last copy reach half its peak: a removed key leaves a
+    /// tombstone in papaya's table, and a family that keeps evicting to make room for new keys
+    /// would otherwise fill its table with them until every insert probes the whole table. The
     /// caller holds `sweeping`.
     fn shrink(&self) {
         let len = self.map.load().len();
         let peak = self.peak.load(Ordering::Relaxed);
-        if peak < SHRINK_FROM || len > peak / SHRINK_BELOW {
+        let small = peak >= SHRINK_FROM && len <= peak / SHRINK_BELOW;
+        let tombstones = self.removed.load(Ordering::Relaxed) >= peak.max(SHRINK_FROM) / 2;
+        if !small && !tombstones {
             return;
         }
         let _no_insert = self.inserting.write().unwrap_or_else(|e| e.into_inner());
@@ -562,6 +571,7 @@ impl Inner {
             }
         }
         self.peak.store(fresh.len(), Ordering::Relaxed);
+        self.removed.store(0, Ordering::Relaxed);
         self.map.store(Arc::new(fresh));
     }
 }
