@@ -190,8 +190,9 @@ async fn a_refusal_names_the_setting_changed_its_line_and_the_rule() {
 
 // 3. No silent mistakes.
 
-/// A misspelt site in an environment variable is warned about once, at the first set-up; a bad
-/// value in one names the site as the site is named.
+/// A site misspelt in an environment variable is warned about once, when the site it is near is
+/// set up, and a variable for a site not set up yet is not; a bad value in one names the site as
+/// the site is named.
 #[test]
 fn environment_mistakes_are_reported_at_the_first_set_up() {
     if !fresh_process(
@@ -199,6 +200,10 @@ fn environment_mistakes_are_reported_at_the_first_set_up() {
         &[
             ("RESILIENT_BREAKER__UPSTRAEM__TIMEOUT", "2s"),
             ("RESILIENT_BREAKER__UPSTREAM__ERROR_THRESHOLD", "many"),
+            // Misspelt, for a site set up after the environment was read.
+            ("RESILIENT_BREAKER__DOWNSTRAEM__TIMEOUT", "2s"),
+            // Right, for a site not set up yet: no warning.
+            ("RESILIENT_BREAKER__LATER__TIMEOUT", "2s"),
         ],
     ) {
         return;
@@ -231,6 +236,17 @@ fn environment_mistakes_are_reported_at_the_first_set_up() {
         "the site as it is named: {out}"
     );
     assert!(!out.contains("`UPSTREAM`"), "{out}");
+    let downstream: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("RESILIENT_BREAKER__DOWNSTRAEM__TIMEOUT"))
+        .collect();
+    assert_eq!(downstream.len(), 1, "{out}");
+    assert!(downstream[0].contains("downstream"), "{out}");
+    assert!(
+        !out.lines()
+            .any(|l| l.contains("WARN") && l.contains("RESILIENT_BREAKER__LATER__TIMEOUT")),
+        "a variable for a site not set up yet is no mistake: {out}"
+    );
     let refused = settings::load_env().unwrap_err();
     assert_eq!(refused.errors()[0].site(), "upstream", "{refused}");
 }

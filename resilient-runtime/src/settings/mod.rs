@@ -78,10 +78,11 @@
 //!
 //! A site's name is written with `::` as `__`, letters in capitals and every other character
 //! that is not a letter or digit as `_` (`payments-eu` as `PAYMENTS_EU`); messages about a live
-//! site name it as it is named. A variable for a named site that no live site takes when the
-//! environment is read (at the first set-up, and by [`load_env`]) is warned about once
-//! (`tracing`, level warn, target `resilient::settings`), with the live site it is near if one
-//! is: a misspelt name never applies. `RESILIENT_DISABLED` is
+//! site name it as it is named. A variable for a named site that no live site takes, but whose
+//! name is a letter or two off a live site's, is warned about once, when that site is set up or
+//! the environment read (`tracing`, level warn, target `resilient::settings`, with the name it is
+//! near): a misspelt name never applies. One that names no site set up so far (sites are set up
+//! by their first call) is noted at debug; [`unmatched`] lists every override no site has taken. `RESILIENT_DISABLED` is
 //! the kill switch (see [`breaker::disabled`](crate::breaker::disabled)), not a setting.
 //!
 //! # Settings

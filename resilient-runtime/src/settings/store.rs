@@ -234,8 +234,10 @@ struct Store {
     /// The live sites by policy and name, and by name as variables spell it: indexes in `sites`.
     by_name: BTreeMap<(Policy, String), Vec<usize>>,
     by_spelling: BTreeMap<(Policy, String), Vec<usize>>,
-    /// The variables already warned about as naming no live site.
+    /// The variables already warned about as a letter or two off a live site's name, and those
+    /// already noted (at debug) as naming no site set up so far.
     warned: BTreeSet<String>,
+    noted: BTreeSet<String>,
 }
 
 /// A live site, the overrides in force there, and the ones it was set up without because they
@@ -278,6 +280,7 @@ static STORE: Mutex<Store> = Mutex::new(Store {
     by_name: BTreeMap::new(),
     by_spelling: BTreeMap::new(),
     warned: BTreeSet::new(),
+    noted: BTreeSet::new(),
 });
 
 /// Events to emit once the store's lock is released: a subscriber may reach the store (a site's
@@ -570,7 +573,9 @@ fn read_env_once(store: &mut Store, attaching: Option<&dyn Site>, later: &mut La
 }
 
 /// Warns, once per variable, of the environment's overrides for a named site that no live site
-/// (nor `attaching`) takes: most likely a misspelt name.
+/// (nor `attaching`) takes, but whose name is one or two letters off a live site's: most likely
+/// a misspelt name. Others may name a site not set up yet (a site is set up by its first call):
+/// they are logged at debug, and [`unmatched`] lists them.
 fn warn_unmatched_env(store: &mut Store, attaching: Option<&dyn Site>, later: &mut Later) {
     let mut unmatched = Vec::new();
     for ((policy, site, _), (_, source)) in &store.layers[ENV].entries {
@@ -600,20 +605,27 @@ fn warn_unmatched_env(store: &mut Store, attaching: Option<&dyn Site>, later: &m
         unmatched.push((variable.clone(), near));
     }
     for (variable, near) in unmatched {
-        store.warned.insert(variable.clone());
-        later.push(move || match near {
-            Some(near) => tracing::warn!(
-                target: "resilient::settings",
-                %variable,
-                did_you_mean = %near,
-                "an environment variable names no site set up so far; a misspelt name never applies (`settings::unmatched` lists the overrides no site has taken)"
-            ),
-            None => tracing::warn!(
-                target: "resilient::settings",
-                %variable,
-                "an environment variable names no site set up so far (a site is set up by its first call); a misspelt name never applies (`settings::unmatched` lists the overrides no site has taken)"
-            ),
-        });
+        match near {
+            Some(near) => {
+                store.warned.insert(variable.clone());
+                later.push(move || {
+                    tracing::warn!(
+                        target: "resilient::settings",
+                        %variable,
+                        did_you_mean = %near,
+                        "an environment variable names no live site but one a letter or two off: a misspelt name never applies"
+                    )
+                });
+            }
+            None if store.noted.insert(variable.clone()) => later.push(move || {
+                tracing::debug!(
+                    target: "resilient::settings",
+                    %variable,
+                    "an environment variable names no site set up so far (a site is set up by its first call; `settings::unmatched` lists the overrides no site has taken)"
+                )
+            }),
+            None => {}
+        }
     }
 }
 
@@ -827,6 +839,8 @@ pub(crate) fn attach<O: Options, T: Target<O>>(attribute: O, target: T) {
     let site: Arc<dyn Site> = Arc::new(Live { attribute, target });
     locked(|store, later| {
         read_env_once(store, Some(&*site), later);
+        // A variable one or two letters off this site's name: most likely misspelt.
+        warn_unmatched_env(store, Some(&*site), later);
         let mut overrides = overrides_for(&store.layers, site.policy(), site.name());
         let mut left_out = Vec::new();
         let mut leave_out = |entry: Given, message: String, later: &mut Later| {
@@ -902,6 +916,7 @@ pub(crate) fn env_layer_for_tests(vars: Vec<(&str, &str)>) -> (Vec<Found>, Vec<S
         by_name: BTreeMap::new(),
         by_spelling: BTreeMap::new(),
         warned: BTreeSet::new(),
+        noted: BTreeSet::new(),
     };
     let (layer, errors) = env_layer(
         &store,
