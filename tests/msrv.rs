@@ -58,17 +58,13 @@ fn above(metadata: &Value, roots: &[String], msrv: (u64, u64, u64)) -> Vec<(Stri
             }
         }
         for dep in nodes[id]["deps"].as_array().into_iter().flatten() {
-            let built = dep["dep_kinds"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|k| {
-                    // The loom models' dependencies are ours alone (`--cfg resilient_loom`).
-                    let ours = k["target"]
-                        .as_str()
-                        .is_some_and(|t| t.contains("resilient_loom"));
-                    (k["kind"].is_null() || k["kind"] == "build") && !ours
-                });
+            let built = dep["dep_kinds"].as_array().into_iter().flatten().any(|k| {
+                // The loom models' dependencies are ours alone (`--cfg resilient_loom`).
+                let ours = k["target"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("resilient_loom"));
+                (k["kind"].is_null() || k["kind"] == "build") && !ours
+            });
             if built {
                 stack.push(dep["pkg"].as_str().expect("pkg"));
             }
@@ -81,7 +77,13 @@ fn above(metadata: &Value, roots: &[String], msrv: (u64, u64, u64)) -> Vec<(Stri
 #[test]
 fn no_locked_dependency_needs_a_newer_rust_than_ours() {
     let output = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--locked", "--all-features"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--locked",
+            "--all-features",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
@@ -108,7 +110,11 @@ fn no_locked_dependency_needs_a_newer_rust_than_ours() {
     assert!(published.len() >= 4, "the facade and its three crates");
     let declared: HashSet<&str> = published
         .iter()
-        .map(|p| p["rust_version"].as_str().expect("every package declares rust-version"))
+        .map(|p| {
+            p["rust_version"]
+                .as_str()
+                .expect("every package declares rust-version")
+        })
         .collect();
     assert_eq!(declared.len(), 1, "one MSRV, declared once: {declared:?}");
     let msrv = *declared.iter().next().unwrap();
