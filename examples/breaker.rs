@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[derive(Debug)]
 enum StockError {

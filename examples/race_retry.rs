@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use resilient::race;
-use resilient::race_retry;
+use resiliency::race;
+use resiliency::race_retry;
 
 struct Users {
     client: reqwest::Client,

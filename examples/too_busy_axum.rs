@@ -1,4 +1,4 @@
-//! `#[too_busy]` on axum handlers, refusals as HTTP responses (`resilient::http`).
+//! `#[too_busy]` on axum handlers, refusals as HTTP responses (`resiliency::http`).
 //!
 //! ```text
 //! cargo run --example too_busy_axum --features axum
@@ -14,11 +14,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 
 /// A slow report: at most two are rendered at once, a third concurrent request is refused at once.
 /// A handler returning `impl IntoResponse` (or `Response`) needs no error type: the refusal is the
-/// response `resilient::http` makes of it.
+/// response `resiliency::http` makes of it.
 #[too_busy(max_in_flight = 2)]
 async fn report() -> impl IntoResponse {
     tokio::time::sleep(Duration::from_millis(300)).await;

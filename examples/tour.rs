@@ -1,4 +1,4 @@
-//! A short tour of `resilient`: every policy at work, in a few seconds.
+//! A short tour of `resiliency`: every policy at work, in a few seconds.
 //!
 //! ```text
 //! cargo run --example tour
@@ -12,9 +12,9 @@
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use resilient::race;
-use resilient::settings::{self, Policy};
-use resilient::{breaker, race_retry, too_busy, Rejected};
+use resiliency::race;
+use resiliency::settings::{self, Policy};
+use resiliency::{breaker, race_retry, too_busy, Rejected};
 
 /// One error type for the whole program. Every attribute needs `E: From<Rejected>`: that is how a
 /// refused call becomes an `Err` of the function's own type.
@@ -194,10 +194,10 @@ async fn auto_limit_tour() {
         while Instant::now() < end {
             tokio::time::sleep(Duration::from_millis(250)).await;
             let (admitted, refused, waited) = std::mem::take(&mut *stats.lock().unwrap());
-            let limit = resilient::settings::sites()
+            let limit = resiliency::settings::sites()
                 .into_iter()
                 .find(|(_, name)| name.ends_with("::query_orders"))
-                .and_then(|(_, name)| resilient::busy::get(&name)?.in_flight_limit());
+                .and_then(|(_, name)| resiliency::busy::get(&name)?.in_flight_limit());
             println!(
                 "  limit {:>2}: {admitted:>3} admitted (mean {:>4.0?}), {refused:>3} refused",
                 limit.unwrap_or(0),
@@ -228,7 +228,7 @@ async fn too_busy_tour() {
         let _ = search().await; // the first call starts the lag monitor
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    println!("  idle: busy::lag() = {:.1?}", resilient::busy::lag());
+    println!("  idle: busy::lag() = {:.1?}", resiliency::busy::lag());
     let job = tokio::spawn(async {
         let started = Instant::now();
         while started.elapsed() < Duration::from_millis(1200) {
@@ -239,7 +239,7 @@ async fn too_busy_tour() {
     });
     let (mut ok, mut refused, mut peak) = (0, 0, Duration::ZERO);
     while !job.is_finished() {
-        peak = peak.max(resilient::busy::lag());
+        peak = peak.max(resiliency::busy::lag());
         match search().await {
             Ok(_) => ok += 1,
             Err(_) => refused += 1,
@@ -374,10 +374,10 @@ async fn stacking_tour() {
 }
 
 /// Every setting of an attribute is the default of a named site, overridden at run time from
-/// code (here), a configuration file or the environment (`RESILIENT_BREAKER__PROFILES__...`).
+/// code (here), a configuration file or the environment (`RESILIENCY_BREAKER__PROFILES__...`).
 async fn settings_tour() {
-    println!("\n5. Settings by name at run time (resilient::settings)");
-    let profiles = resilient::breaker::get("profiles").expect("called above");
+    println!("\n5. Settings by name at run time (resiliency::settings)");
+    let profiles = resiliency::breaker::get("profiles").expect("called above");
     println!(
         "  profiles is {}, for {:?} after its last error",
         profiles.state(),
@@ -402,7 +402,7 @@ async fn settings_tour() {
 // The lag section needs the runtime's only thread to be the one the job blocks.
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    println!("resilient tour (lines starting with >> are breaker state changes)");
+    println!("resiliency tour (lines starting with >> are breaker state changes)");
     breaker_tour().await;
     too_busy_tour().await;
     auto_limit_tour().await;

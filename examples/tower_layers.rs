@@ -1,4 +1,4 @@
-//! The tower layers (`resilient::tower`) on both sides of HTTP on 127.0.0.1.
+//! The tower layers (`resiliency::tower`) on both sides of HTTP on 127.0.0.1.
 //!
 //! ```text
 //! cargo run --example tower_layers --features tower,axum
@@ -21,12 +21,12 @@ use axum::Router;
 use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use resilient::busy::TooBusy;
-use resilient::race::{After, RaceRetry};
-use resilient::tower::{
+use resiliency::busy::TooBusy;
+use resiliency::race::{After, RaceRetry};
+use resiliency::tower::{
     authority_of, error_response, BoxError, BreakerLayer, RaceRetryLayer, TooBusyLayer,
 };
-use resilient::{Breaker, Rejected};
+use resiliency::{Breaker, Rejected};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 type Body = Empty<&'static [u8]>;

@@ -3,7 +3,7 @@
 /// A circuit breaker around an `async fn` or a blocking fn, with Semian's semantics.
 ///
 /// ```
-/// use resilient::{breaker, Rejected};
+/// use resiliency::{breaker, Rejected};
 ///
 /// type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///
@@ -45,7 +45,7 @@
 /// | `count_if = is_transient` | `fn(&E) -> bool`: only errors it accepts count | every error |
 /// | `idle_timeout = "10m"` | keyed: a key unused this long may be evicted if closed with no errors, or open past its open time | 10 min |
 /// | `max_keys = 100000` | keyed: the most keys held at once (about 0.3 to 2.5 KB each) | 16,384 |
-/// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
+/// | `crate = "::resiliency"` | the path to this crate, when re-exported | `::resiliency` |
 ///
 /// Durations, here and in the other attributes, are strings: a number and a unit (`ns`, `us` or
 /// `µs`, `ms`, `s`, `m`, `h`), such as `"450ms"`, `"1.5s"` or `"250us"`, or several such parts
@@ -59,7 +59,7 @@
 ///
 /// ```
 /// use std::time::Duration;
-/// use resilient::{breaker, Rejected};
+/// use resiliency::{breaker, Rejected};
 ///
 /// const THRESHOLD: u32 = 5;
 ///
@@ -85,14 +85,14 @@
 /// **Settings at run time.** The arguments are the defaults of the breaker's named site: the
 /// [`settings`](mod@crate::settings) module overrides each of them by the same name, for this
 /// breaker or for every one, from code, a configuration file or the environment
-/// (`RESILIENT_BREAKER__<NAME>__<SETTING>`), without a rebuild; a change reaches the live
+/// (`RESILIENCY_BREAKER__<NAME>__<SETTING>`), without a rebuild; a change reaches the live
 /// breaker and keeps its state.
 ///
 /// Stacked attributes of this crate apply top to bottom: the first written is the outermost, so
 /// `#[too_busy]` above `#[breaker]` sheds load before the breaker counts anything.
 ///
 /// The function is an `async fn` or a blocking fn (free or a method; generics, `&self` and
-/// `impl Trait` arguments are fine) returning `Result<T, E>` with `E: From<resilient::Rejected>`.
+/// `impl Trait` arguments are fine) returning `Result<T, E>` with `E: From<resiliency::Rejected>`.
 /// While the breaker is open the body does not run and the call returns `Err(E::from(Rejected))`.
 ///
 /// The expansion is short; `cargo expand` shows something like:
@@ -102,8 +102,8 @@
 ///     match (
 ///         {
 ///             fn breaker_site() {}
-///             static BREAKER: ::resilient::__private::BreakerSite = ::resilient::__private::BreakerSite::new(
-///                 || ::resilient::__private::name_of(breaker_site),
+///             static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
+///                 || ::resiliency::__private::name_of(breaker_site),
 ///                 |breaker| breaker.error_threshold(2).error_timeout(::core::time::Duration::from_secs(30)),
 ///             );
 ///             BREAKER.breaker()
@@ -133,7 +133,7 @@
 /// .. })`), so `return`, `?`, `&self` and borrowed arguments work as in the fn.
 ///
 /// ```
-/// use resilient::{breaker, Rejected};
+/// use resiliency::{breaker, Rejected};
 ///
 /// type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///
@@ -184,16 +184,16 @@
 /// * **Settings**: `error_threshold`, `success_threshold` and `half_open_calls` are at most 65535;
 ///   the count rule's ring of error times (8 bytes per unit of `error_threshold`) is allocated at a
 ///   breaker's first error.
-/// * **`RESILIENT_DISABLED`** accepts `1`, `true`, `yes`, `on` (any case); `0`, `false`, `no`,
+/// * **`RESILIENCY_DISABLED`** accepts `1`, `true`, `yes`, `on` (any case); `0`, `false`, `no`,
 ///   `off` or empty leave breakers on, and any other value is reported once as a warning.
-pub use resilient_macros::breaker;
+pub use resiliency_macros::breaker;
 
 /// Load shedding at an `async fn`'s entry when the runtime lags, as toobusy-js does for Node's
 /// event loop, with the signals its users asked for; at a blocking fn's entry, by calls in flight
 /// and latency.
 ///
 /// ```
-/// use resilient::{too_busy, Rejected};
+/// use resiliency::{too_busy, Rejected};
 ///
 /// #[too_busy]                                  // the runtime's lag, max_lag 70 ms
 /// async fn ping() -> Result<&'static str, Rejected> {
@@ -220,12 +220,12 @@ pub use resilient_macros::breaker;
 /// | argument | meaning | default |
 /// |---|---|---|
 /// | `name = "checkout"` | calls with one name share one guard (and its settings, metrics and `busy::get`) | the fn's path, e.g. `my_app::api::checkout` |
-/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only | `resilient::busy::max_lag()`, 70 ms, when no signal is named |
+/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only | `resiliency::busy::max_lag()`, 70 ms, when no signal is named |
 /// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | off |
 /// | `max_in_flight = "auto"` | as above, with a limit learned from the calls' latency and failures ([below](#max_in_flight--auto)) | off |
 /// | `auto_min = 4`, `auto_max = 1000`, `auto_initial = 20` | the bounds of the learned limit, and where it starts | 4, 1000, 20 |
 /// | `max_latency = "200ms"` | refuse while this fn's recent mean latency is above it | off |
-/// | `crate = "::resilient"` | the path to this crate, when re-exported | `::resilient` |
+/// | `crate = "::resiliency"` | the path to this crate, when re-exported | `::resiliency` |
 ///
 /// `max_in_flight` may also be a `u32` expression and the durations `Duration` expressions, such
 /// as a `const`, evaluated once, at the first call, and checked then by the rules the literals
@@ -233,13 +233,13 @@ pub use resilient_macros::breaker;
 /// code"): a value they refuse is an error-level `tracing` event, and that signal is left out
 /// (with none left, the guard checks the lag, as `#[too_busy]` does). Each setting can also be
 /// overridden by name at run time ([`settings`](mod@crate::settings),
-/// `RESILIENT_TOO_BUSY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
+/// `RESILIENCY_TOO_BUSY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
 /// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
 /// guard, the first called giving its options, as a guard registered from code by that name does.
 ///
 /// ```
 /// use std::time::Duration;
-/// use resilient::{too_busy, Rejected};
+/// use resiliency::{too_busy, Rejected};
 ///
 /// const LIMIT: u32 = 256;
 ///
@@ -267,12 +267,12 @@ pub use resilient_macros::breaker;
 /// Named signals combine: a call is refused when any of them says so, at once (no queueing),
 /// with a [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts
 /// by itself on the caller's tokio runtime (only for guards that check lag); configure it from
-/// code with `resilient::busy`.
+/// code with `resiliency::busy`.
 ///
 /// The fn returns `Result<T, E>` with `E: From<Rejected>`; with the `axum` feature it may also
 /// return `axum::response::Response` or `impl IntoResponse`, and a refusal is a
 /// `503 Service Unavailable` with a `Retry-After` header and a body that names nothing inside the
-/// service (the full message goes to `tracing`; see `resilient::http`, which also turns a
+/// service (the full message goes to `tracing`; see `resiliency::http`, which also turns a
 /// `Rejected` kept inside an `anyhow::Error` or any error's `source()` chain into that response).
 ///
 /// # `max_in_flight = "auto"`
@@ -314,14 +314,14 @@ pub use resilient_macros::breaker;
 /// service is never starved. The limit stays between `auto_min` and `auto_max`, and is read from
 /// code with
 /// [`busy::get`](crate::busy::get)`(name)?.`[`in_flight_limit()`](crate::busy::TooBusy::in_flight_limit),
-/// in `tracing` events (debug, target `resilient::too_busy`, at each change) and, with the
-/// `metrics` feature, as the gauge `resilient_too_busy_in_flight_limit`. Admission costs what a
+/// in `tracing` events (debug, target `resiliency::too_busy`, at each change) and, with the
+/// `metrics` feature, as the gauge `resiliency_too_busy_in_flight_limit`. Admission costs what a
 /// fixed limit costs; a completed call adds its latency to the window's counters (a clock read
 /// and a few atomic adds), and the call that ends a window computes the next limit.
 ///
 /// ```
 /// use std::time::Duration;
-/// use resilient::{too_busy, Rejected};
+/// use resiliency::{too_busy, Rejected};
 ///
 /// // A dependency with 4 slots: each call holds one for 20 ms.
 /// static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
@@ -348,11 +348,11 @@ pub use resilient_macros::breaker;
 ///     waited.split_off(waited.len() / 2) // the second half: once the limit was learned
 /// });
 /// let waited: Vec<Duration> = futures::future::join_all(callers).await.concat();
-/// let (_, name) = resilient::settings::sites()
+/// let (_, name) = resiliency::settings::sites()
 ///     .into_iter()
 ///     .find(|(_, name)| name.ends_with("::query"))
 ///     .unwrap();
-/// let limit = resilient::busy::get(&name).unwrap().in_flight_limit().unwrap();
+/// let limit = resiliency::busy::get(&name).unwrap().in_flight_limit().unwrap();
 /// assert!(limit < 20, "{limit}"); // down from where it started, toward the 4 slots
 /// // Unguarded, 40 callers on 4 slots would wait 10 holds (200 ms) a call; admitted ones wait
 /// // a few (a start far above capacity leaves a queue of a few holds: see above).
@@ -372,7 +372,7 @@ pub use resilient_macros::breaker;
 ///
 /// ```
 /// use std::sync::Barrier;
-/// use resilient::{too_busy, Rejected};
+/// use resiliency::{too_busy, Rejected};
 ///
 /// #[too_busy(max_in_flight = 1)]
 /// fn render(inside: &Barrier, done: &Barrier) -> Result<&'static str, Rejected> {
@@ -424,14 +424,14 @@ pub use resilient_macros::breaker;
 ///   `a_runtime_without_timers_learns_as_any`.
 /// * Durations too long for nanoseconds in a `u64` saturate instead of wrapping or panicking:
 ///   `settings_at_their_extremes_neither_panic_nor_wrap`.
-pub use resilient_macros::too_busy;
+pub use resiliency_macros::too_busy;
 
 /// Raced retries under one deadline (proposed for Zalando's perron client): a retry does not
 /// abort the attempt in flight but races it.
 ///
 /// ```
 /// use std::time::Duration;
-/// use resilient::{race_retry, Rejected};
+/// use resiliency::{race_retry, Rejected};
 ///
 /// struct Directory;
 ///
@@ -469,7 +469,7 @@ pub use resilient_macros::too_busy;
 /// | `backoff_factor = 2` | how much each wait's bound grows over the one before; at least 1 | `2` |
 /// | `backoff_max = "100ms"` | the most one wait may be | none (the next staggered start bounds it) |
 /// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
-/// | `crate = "..."` | the path of this crate, if renamed | `::resilient` |
+/// | `crate = "..."` | the path of this crate, if renamed | `::resiliency` |
 ///
 /// `retries` may also be a `u32` expression, `budget` and `backoff_factor` `f64` expressions, and
 /// `after`, `total`, `each`, `backoff` and `backoff_max` `Duration` expressions (an `after`
@@ -479,14 +479,14 @@ pub use resilient_macros::too_busy;
 /// refuse is an error-level `tracing` event and falls back to its default (`total` has none: with
 /// `total` refused, each call runs its body once, with no deadline). Each setting can also be
 /// overridden by name at run time ([`settings`](mod@crate::settings),
-/// `RESILIENT_RACE_RETRY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
+/// `RESILIENCY_RACE_RETRY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
 /// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
 /// policy, the first called giving its options, as a policy registered from code by that name
 /// does.
 ///
 /// ```
 /// use std::time::Duration;
-/// use resilient::{race_retry, Rejected};
+/// use resiliency::{race_retry, Rejected};
 ///
 /// const TOTAL: Duration = Duration::from_millis(450);
 ///
@@ -524,7 +524,7 @@ pub use resilient_macros::too_busy;
 /// `tokio::task::spawn_blocking` inside an `async fn`, or put `#[breaker]` alone on it).
 ///
 /// Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
-/// `resilient::race_retry`; durations in whole microseconds: `started_us`, `elapsed_us`), as is
+/// `resiliency::race_retry`; durations in whole microseconds: `started_us`, `elapsed_us`), as is
 /// each backoff (`backoff_us`), and what [`race::observe`](crate::race::observe) returns to the
 /// caller; [`race::stats`](crate::race::stats) counts extra attempts, wins by them, budget
 /// refusals and deadlines.
@@ -563,4 +563,4 @@ pub use resilient_macros::too_busy;
 ///   max up to `Duration::MAX` saturates (a wait past the deadline starts nothing) and a factor
 ///   that is NaN, infinite or below 1 (through `race::RaceRetry`) is clamped, and a call spawns no
 ///   task.
-pub use resilient_macros::race_retry;
+pub use resiliency_macros::race_retry;

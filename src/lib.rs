@@ -1,7 +1,7 @@
 //! Make an async function resilient with one attribute.
 //!
 //! ```
-//! use resilient::{breaker, Rejected};
+//! use resiliency::{breaker, Rejected};
 //!
 //! #[derive(Debug)]
 //! enum PayError {
@@ -53,17 +53,17 @@ mod attributes;
 
 pub use attributes::{breaker, race_retry, too_busy};
 #[cfg(feature = "axum")]
-pub use resilient_runtime::http;
+pub use resiliency_runtime::http;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-pub use resilient_runtime::metrics;
+pub use resiliency_runtime::metrics;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub use resilient_runtime::tower;
-pub use resilient_runtime::{breaker, busy, race, settings};
-pub use resilient_runtime::{
+pub use resiliency_runtime::tower;
+pub use resiliency_runtime::{breaker, busy, race, settings};
+pub use resiliency_runtime::{
     Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind,
 };
 
 #[doc(hidden)]
-pub use resilient_runtime::__private;
+pub use resiliency_runtime::__private;

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
-use resilient::{breaker, race_retry, too_busy, Rejected};
+use resiliency::{breaker, race_retry, too_busy, Rejected};
 use tokio::time::{sleep, Instant};
 
 mod support;

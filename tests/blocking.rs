@@ -8,8 +8,8 @@ mod support;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use resilient::breaker::State;
-use resilient::{breaker, too_busy, Rejected};
+use resiliency::breaker::State;
+use resiliency::{breaker, too_busy, Rejected};
 use support::{ms, rejected, BoxError};
 
 #[breaker(name = "blocking::opens", error_threshold = 3, error_timeout = "50ms")]
@@ -27,7 +27,7 @@ fn a_blocking_breaker_opens_refuses_and_half_opens_without_a_runtime() {
     for _ in 0..3 {
         assert_eq!(query(false).unwrap_err().to_string(), "db down");
     }
-    let b = resilient::breaker::get("blocking::opens").unwrap();
+    let b = resiliency::breaker::get("blocking::opens").unwrap();
     assert_eq!(b.state(), State::Open);
     // Refused while open, from any thread, without running the body.
     let refused = thread::spawn(|| query(true)).join().unwrap().unwrap_err();
@@ -50,7 +50,7 @@ fn paused(ok: bool) -> Result<u32, BoxError> {
 #[tokio::test(start_paused = true)]
 async fn blocking_calls_read_a_paused_clock_on_the_runtime_and_in_spawn_blocking() {
     paused(false).unwrap_err();
-    let b = resilient::breaker::get("blocking::paused").unwrap();
+    let b = resiliency::breaker::get("blocking::paused").unwrap();
     assert_eq!(b.state(), State::Open);
     tokio::time::advance(support::secs(29)).await;
     let refused = tokio::task::spawn_blocking(|| paused(true))
@@ -80,7 +80,7 @@ fn panics(panic: bool) -> Result<u32, BoxError> {
 #[test]
 fn a_panicking_body_counts_as_an_error_and_a_panicking_probe_reopens() {
     assert_eq!(panics(false).unwrap(), 3);
-    let b = resilient::breaker::get("blocking::panics").unwrap();
+    let b = resiliency::breaker::get("blocking::panics").unwrap();
     assert!(thread::spawn(|| panics(true)).join().is_err());
     assert_eq!(b.state(), State::Open);
     thread::sleep(ms(60));
@@ -145,7 +145,7 @@ fn generics_and_the_question_mark() {
     assert_eq!(parse_all::<u8>(&["1", "2"]).unwrap(), vec![1, 2]);
     assert!(parse_all::<u8>(&["1", "x"]).is_err());
     assert_eq!(
-        resilient::breaker::get("blocking::generic")
+        resiliency::breaker::get("blocking::generic")
             .unwrap()
             .snapshot()
             .recent_errors,
@@ -208,7 +208,7 @@ async fn a_blocking_fn_and_an_async_fn_share_one_breaker_by_name() {
     let refused = shared_async().await.unwrap_err();
     assert!(rejected(&refused).is_circuit_open());
     assert_eq!(
-        resilient::breaker::get("blocking::shared").unwrap().state(),
+        resiliency::breaker::get("blocking::shared").unwrap().state(),
         State::Open
     );
 }
@@ -224,8 +224,8 @@ fn configured() -> Result<(), BoxError> {
 
 #[test]
 fn run_time_settings_reach_a_blocking_site() {
-    resilient::settings::set(
-        resilient::settings::Policy::Breaker,
+    resiliency::settings::set(
+        resiliency::settings::Policy::Breaker,
         "blocking::settings",
         "error_threshold",
         1,
@@ -233,7 +233,7 @@ fn run_time_settings_reach_a_blocking_site() {
     .unwrap();
     configured().unwrap_err();
     assert_eq!(
-        resilient::breaker::get("blocking::settings")
+        resiliency::breaker::get("blocking::settings")
             .unwrap()
             .state(),
         State::Open
@@ -314,15 +314,15 @@ fn unbounded() -> Result<u32, BoxError> {
 
 #[test]
 fn a_timeout_from_the_settings_does_not_bound_a_blocking_call() {
-    resilient::settings::set(
-        resilient::settings::Policy::Breaker,
+    resiliency::settings::set(
+        resiliency::settings::Policy::Breaker,
         "blocking::timeout_setting",
         "timeout",
         "1ms",
     )
     .unwrap();
     assert_eq!(unbounded().unwrap(), 7);
-    let b = resilient::breaker::get("blocking::timeout_setting").unwrap();
+    let b = resiliency::breaker::get("blocking::timeout_setting").unwrap();
     assert_eq!(b.timeout(), Some(ms(1)));
     assert_eq!(b.state(), State::Closed);
 }
@@ -364,11 +364,11 @@ fn a_blocking_fn_with_a_learned_limit_refuses_beyond_it_and_gets_slots_back() {
     });
     let one = Barrier::new(1);
     assert_eq!(render_auto(&one, &one, false).unwrap(), 1);
-    let (_, name) = resilient::settings::sites()
+    let (_, name) = resiliency::settings::sites()
         .into_iter()
         .find(|(_, name)| name.ends_with("::render_auto"))
         .unwrap();
-    let guard = resilient::busy::get(&name).unwrap();
+    let guard = resiliency::busy::get(&name).unwrap();
     assert!(guard.learns_in_flight_limit());
     assert_eq!(guard.in_flight(), 0);
 }

@@ -13,8 +13,8 @@ use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use resilient::breaker::State;
-use resilient::{Breaker, Rejected};
+use resiliency::breaker::State;
+use resiliency::{Breaker, Rejected};
 
 mod support;
 

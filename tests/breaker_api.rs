@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resilient::breaker::{self, ConfigError, State, StateChange};
-use resilient::{Breaker, BreakerBuilder, Rejected, RejectedKind};
+use resiliency::breaker::{self, ConfigError, State, StateChange};
+use resiliency::{Breaker, BreakerBuilder, Rejected, RejectedKind};
 use tokio::time::sleep;
 
 mod support;
@@ -272,7 +272,7 @@ fn register_twice_with_the_same_name_returns_the_same_breaker() {
     assert!(breaker::get_keyed("api.register_twice").is_none());
 }
 
-#[resilient::breaker(name = "api.shared", error_threshold = 5, error_timeout = "1m")]
+#[resiliency::breaker(name = "api.shared", error_threshold = 5, error_timeout = "1m")]
 async fn shared(ok: bool) -> Result<(), BoxError> {
     if ok {
         Ok(())
@@ -305,12 +305,12 @@ async fn a_breaker_registered_from_code_is_the_one_an_attribute_with_its_name_us
     ));
 }
 
-#[resilient::breaker(name = "api.names.site")]
+#[resiliency::breaker(name = "api.names.site")]
 async fn named_site() -> Result<(), BoxError> {
     Ok(())
 }
 
-#[resilient::breaker]
+#[resiliency::breaker]
 async fn default_name() -> Result<(), BoxError> {
     Ok(())
 }
@@ -356,7 +356,7 @@ fn log_changes_of(name: &'static str) -> (breaker::SubscriptionId, Log) {
     (id, log)
 }
 
-#[resilient::breaker(name = "api.subscribe", error_threshold = 2, error_timeout = "10s")]
+#[resiliency::breaker(name = "api.subscribe", error_threshold = 2, error_timeout = "10s")]
 async fn watched(ok: bool) -> Result<(), BoxError> {
     if ok {
         Ok(())
@@ -406,7 +406,7 @@ async fn subscribe_sees_a_full_cycle_and_unsubscribe_stops_it() {
     );
 }
 
-#[resilient::breaker(name = "api.subscribe_keyed", key = host, error_threshold = 1, error_timeout = "1s")]
+#[resiliency::breaker(name = "api.subscribe_keyed", key = host, error_threshold = 1, error_timeout = "1s")]
 async fn watched_host(host: &str) -> Result<(), BoxError> {
     Err(format!("{host} is down").into())
 }

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resilient::breaker::{self, capacity_error_timeout, State};
-use resilient::{Rejected, RejectedKind};
+use resiliency::breaker::{self, capacity_error_timeout, State};
+use resiliency::{Rejected, RejectedKind};
 use tokio::time::{sleep, Instant};
 
 mod support;
@@ -27,22 +27,22 @@ async fn dead(ran: Arc<AtomicBool>) -> Result<(), BoxError> {
     std::future::pending().await
 }
 
-#[resilient::breaker(name = "capacity.0.25", capacity = 0.25, timeout = "1s")]
+#[resiliency::breaker(name = "capacity.0.25", capacity = 0.25, timeout = "1s")]
 async fn dead_25(ran: Arc<AtomicBool>) -> Result<(), BoxError> {
     dead(ran).await
 }
 
-#[resilient::breaker(name = "capacity.0.5", capacity = 0.5, timeout = "1s")]
+#[resiliency::breaker(name = "capacity.0.5", capacity = 0.5, timeout = "1s")]
 async fn dead_50(ran: Arc<AtomicBool>) -> Result<(), BoxError> {
     dead(ran).await
 }
 
-#[resilient::breaker(name = "capacity.0.75", capacity = 0.75, timeout = "1s")]
+#[resiliency::breaker(name = "capacity.0.75", capacity = 0.75, timeout = "1s")]
 async fn dead_75(ran: Arc<AtomicBool>) -> Result<(), BoxError> {
     dead(ran).await
 }
 
-#[resilient::breaker(name = "capacity.0.9", capacity = 0.9, timeout = "1s")]
+#[resiliency::breaker(name = "capacity.0.9", capacity = 0.9, timeout = "1s")]
 async fn dead_90(ran: Arc<AtomicBool>) -> Result<(), BoxError> {
     dead(ran).await
 }
@@ -50,7 +50,7 @@ async fn dead_90(ran: Arc<AtomicBool>) -> Result<(), BoxError> {
 // The same, with an explicit `error_window` long enough for three timeouts in a row to fall within
 // it, so that the breaker opens whatever `c` is.
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "capacity.window.0.25",
     capacity = 0.25,
     timeout = "1s",
@@ -60,7 +60,7 @@ async fn dead_window_25(ran: Arc<AtomicBool>) -> Result<(), BoxError> {
     dead(ran).await
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "capacity.window.0.5",
     capacity = 0.5,
     timeout = "1s",
@@ -70,7 +70,7 @@ async fn dead_window_50(ran: Arc<AtomicBool>) -> Result<(), BoxError> {
     dead(ran).await
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "capacity.window.0.75",
     capacity = 0.75,
     timeout = "1s",
@@ -80,7 +80,7 @@ async fn dead_window_75(ran: Arc<AtomicBool>) -> Result<(), BoxError> {
     dead(ran).await
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "capacity.window.0.9",
     capacity = 0.9,
     timeout = "1s",
@@ -242,12 +242,12 @@ async fn with_a_long_error_window_the_busy_share_is_one_minus_capacity() {
     print_and_check("capacity + timeout + error_window = 1m", &rows);
 }
 
-#[resilient::breaker(name = "capacity.0.75_60s", capacity = 0.75, timeout = "60s")]
+#[resiliency::breaker(name = "capacity.0.75_60s", capacity = 0.75, timeout = "60s")]
 async fn sixty_seconds() -> Result<(), BoxError> {
     Ok(())
 }
 
-#[resilient::breaker(name = "capacity.0.5_250ms", capacity = 0.5, timeout = "250ms")]
+#[resiliency::breaker(name = "capacity.0.5_250ms", capacity = 0.5, timeout = "250ms")]
 async fn quarter_second() -> Result<(), BoxError> {
     Ok(())
 }

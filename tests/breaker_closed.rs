@@ -9,10 +9,10 @@
 use std::pin::pin;
 use std::time::Duration;
 
-use resilient::breaker::get as breaker_named;
-use resilient::breaker::State;
-use resilient::settings::{self, Policy};
-use resilient::{breaker, RejectedKind};
+use resiliency::breaker::get as breaker_named;
+use resiliency::breaker::State;
+use resiliency::settings::{self, Policy};
+use resiliency::{breaker, RejectedKind};
 use tokio::time::sleep;
 
 mod support;
@@ -116,7 +116,7 @@ async fn rate_site(fail: bool) -> Result<u32, BoxError> {
 
 /// Makes 100 successful calls of `call`, more than a batch of them, and checks that the breaker
 /// `name` counted them all.
-async fn hundred_successes<F, Fut>(name: &str, call: F) -> std::sync::Arc<resilient::Breaker>
+async fn hundred_successes<F, Fut>(name: &str, call: F) -> std::sync::Arc<resiliency::Breaker>
 where
     F: Fn(bool) -> Fut,
     Fut: std::future::Future<Output = Result<u32, BoxError>>,

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resilient::breaker::{self, State};
-use resilient::{Breaker, Rejected};
+use resiliency::breaker::{self, State};
+use resiliency::{Breaker, Rejected};
 use tokio::time::sleep;
 
 use support::{ms, BoxError};

@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use resilient::breaker::State;
-use resilient::Breaker;
+use resiliency::breaker::State;
+use resiliency::Breaker;
 
 use support::BoxError;
 

@@ -4,18 +4,18 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use resilient::breaker::{self, State};
-use resilient::RejectedKind;
+use resiliency::breaker::{self, State};
+use resiliency::RejectedKind;
 use tokio::time::{sleep, Instant};
 
 mod support;
 use support::{ms, rejected, secs, BoxError};
 
-fn family(name: &str) -> std::sync::Arc<resilient::KeyedBreaker> {
+fn family(name: &str) -> std::sync::Arc<resiliency::KeyedBreaker> {
     breaker::get_keyed(name).unwrap_or_else(|| panic!("keyed family `{name}` is not registered"))
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "keyed.hosts",
     key = host,
     error_threshold = 2,
@@ -85,7 +85,7 @@ async fn one_breaker_per_key() {
     assert_eq!(a.state(), State::Closed);
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "keyed.shards",
     key = shard,
     error_threshold = 1,
@@ -131,7 +131,7 @@ async fn a_u64_key() {
     );
 }
 
-#[resilient::breaker(name = "keyed.owned", key = host, error_threshold = 1, error_timeout = "10s")]
+#[resiliency::breaker(name = "keyed.owned", key = host, error_threshold = 1, error_timeout = "10s")]
 async fn owned(host: String, ok: bool) -> Result<String, BoxError> {
     if ok {
         Ok(format!("hello {host}"))
@@ -167,7 +167,7 @@ struct Request {
 }
 
 impl Client {
-    #[resilient::breaker(
+    #[resiliency::breaker(
         name = "keyed.expr",
         key = format_args!("{}:{}", req.host, req.port),
         error_threshold = 1,
@@ -202,7 +202,7 @@ async fn a_key_computed_from_the_arguments_on_a_method() {
     assert_eq!(family.get("a:443").unwrap().state(), State::Closed);
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "keyed.idle",
     key = host,
     error_threshold = 2,
@@ -271,7 +271,7 @@ async fn idle_closed_keys_are_evicted_but_never_open_or_erroring_ones() {
     assert_eq!(rejected(&refused).key(), Some("c"), "c kept its state");
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "keyed.max",
     key = host,
     error_threshold = 1,
@@ -318,7 +318,7 @@ async fn max_keys_a_new_key_works_with_a_fresh_unremembered_breaker_when_full() 
     assert_eq!(ran.load(Ordering::SeqCst), 6);
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "keyed.max_idle",
     key = host,
     error_threshold = 1,
@@ -347,14 +347,14 @@ async fn max_keys_when_full_keys_idle_for_long_make_room_for_a_new_key() {
 
 type BoxResult = Result<(), BoxError>;
 
-async fn fail(family: &resilient::KeyedBreaker, key: &str) -> BoxResult {
+async fn fail(family: &resiliency::KeyedBreaker, key: &str) -> BoxResult {
     family
         .breaker(key)
         .call(async { Err::<(), BoxError>("down".into()) })
         .await
 }
 
-async fn succeed(family: &resilient::KeyedBreaker, key: &str) -> BoxResult {
+async fn succeed(family: &resiliency::KeyedBreaker, key: &str) -> BoxResult {
     family
         .breaker(key)
         .call(async { Ok::<(), BoxError>(()) })
@@ -365,7 +365,7 @@ async fn succeed(family: &resilient::KeyedBreaker, key: &str) -> BoxResult {
 /// passed: it makes room for a new key, whose breaker is kept (its errors count, it opens).
 #[tokio::test(start_paused = true)]
 async fn dead_open_keys_make_room_for_new_keys_once_their_open_time_has_passed() {
-    let hosts = resilient::Breaker::builder("keyed.dead_hosts")
+    let hosts = resiliency::Breaker::builder("keyed.dead_hosts")
         .error_threshold(1)
         .error_timeout(secs(10))
         .max_keys(4)
@@ -394,7 +394,7 @@ async fn dead_open_keys_make_room_for_new_keys_once_their_open_time_has_passed()
 /// but never before.
 #[tokio::test(start_paused = true)]
 async fn an_open_key_unused_past_its_open_time_is_evicted_like_an_idle_one() {
-    let hosts = resilient::Breaker::builder("keyed.dead_idle")
+    let hosts = resiliency::Breaker::builder("keyed.dead_idle")
         .error_threshold(1)
         .error_timeout(secs(60))
         .idle_timeout(secs(1))
@@ -417,7 +417,7 @@ async fn an_open_key_unused_past_its_open_time_is_evicted_like_an_idle_one() {
 /// When the family is full, the longest-unused keys go first, not every idle one.
 #[tokio::test(start_paused = true)]
 async fn a_full_family_evicts_its_longest_unused_keys_first() {
-    let hosts = resilient::Breaker::builder("keyed.lru")
+    let hosts = resiliency::Breaker::builder("keyed.lru")
         .idle_timeout(secs(8))
         .max_keys(4)
         .build_keyed()
@@ -444,7 +444,7 @@ async fn a_full_family_evicts_its_longest_unused_keys_first() {
 /// (with nothing to evict) at most once in a while, not on every call.
 #[tokio::test(start_paused = true)]
 async fn a_full_family_of_idle_keys_makes_room_for_every_new_key() {
-    let hosts = resilient::Breaker::builder("keyed.full_idle")
+    let hosts = resiliency::Breaker::builder("keyed.full_idle")
         .error_threshold(2)
         .max_keys(2)
         .build_keyed()
@@ -469,7 +469,7 @@ async fn a_full_family_with_nothing_to_evict_warns_once_in_a_while() {
         .with_writer(move || writer.clone())
         .finish();
     let _default = tracing::subscriber::set_default(subscriber);
-    let hosts = resilient::Breaker::builder("keyed.full_warn")
+    let hosts = resiliency::Breaker::builder("keyed.full_warn")
         .max_keys(2)
         .build_keyed()
         .unwrap();
@@ -487,7 +487,7 @@ async fn a_full_family_with_nothing_to_evict_warns_once_in_a_while() {
 #[test]
 fn a_lookup_racing_eviction_gets_the_breaker_the_family_holds() {
     let hosts = std::sync::Arc::new(
-        resilient::Breaker::builder("keyed.race_evict")
+        resiliency::Breaker::builder("keyed.race_evict")
             .build_keyed()
             .unwrap(),
     );
@@ -526,7 +526,7 @@ fn concurrent_inserts_never_exceed_max_keys() {
     while start.elapsed() < Duration::from_millis(1500) {
         rounds += 1;
         let hosts = std::sync::Arc::new(
-            resilient::Breaker::builder("keyed.race_insert")
+            resiliency::Breaker::builder("keyed.race_insert")
                 .max_keys(16)
                 .build_keyed()
                 .unwrap(),
@@ -560,7 +560,7 @@ fn concurrent_inserts_never_exceed_max_keys() {
 /// table, inserts came to probe all of it and a churning family stopped.)
 #[test]
 fn a_full_family_taking_new_keys_for_ever_stays_fast() {
-    let family = resilient::Breaker::builder("keyed::churn")
+    let family = resiliency::Breaker::builder("keyed::churn")
         .max_keys(4096)
         .register_keyed()
         .unwrap();

@@ -1,16 +1,16 @@
-//! `RESILIENT_DISABLED` (here ` On`: any case, spaces ignored): every breaker passes calls through. Its own test binary, with a single
+//! `RESILIENCY_DISABLED` (here ` On`: any case, spaces ignored): every breaker passes calls through. Its own test binary, with a single
 //! test, so that setting the variable affects nothing else.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use resilient::breaker::{self, State};
-use resilient::Breaker;
+use resiliency::breaker::{self, State};
+use resiliency::Breaker;
 
 mod support;
 use support::BoxError;
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "kill_switch.threshold_1",
     error_threshold = 1,
     error_timeout = "1h"
@@ -24,13 +24,13 @@ async fn fragile(ok: bool, ran: &AtomicUsize) -> Result<u32, BoxError> {
     }
 }
 
-#[resilient::breaker(name = "kill_switch.forced", error_timeout = "1h")]
+#[resiliency::breaker(name = "kill_switch.forced", error_timeout = "1h")]
 async fn forced(ran: &AtomicUsize) -> Result<u32, BoxError> {
     ran.fetch_add(1, Ordering::SeqCst);
     Ok(2)
 }
 
-#[resilient::breaker(name = "kill_switch.keyed", key = host, error_threshold = 1, error_timeout = "1h")]
+#[resiliency::breaker(name = "kill_switch.keyed", key = host, error_threshold = 1, error_timeout = "1h")]
 async fn keyed(host: &str, ok: bool) -> Result<u32, BoxError> {
     let _ = host;
     if ok {
@@ -41,10 +41,10 @@ async fn keyed(host: &str, ok: bool) -> Result<u32, BoxError> {
 }
 
 #[tokio::test(start_paused = true)]
-async fn resilient_disabled_makes_every_breaker_pass_calls_through() {
+async fn resiliency_disabled_makes_every_breaker_pass_calls_through() {
     // Before any breaker is used: the variable is read once, on first use. (Edition 2021:
     // `set_var` is a safe fn here.)
-    std::env::set_var("RESILIENT_DISABLED", " On");
+    std::env::set_var("RESILIENCY_DISABLED", " On");
     assert!(breaker::disabled());
 
     let ran = AtomicUsize::new(0);

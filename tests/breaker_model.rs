@@ -3,7 +3,7 @@
 //! and resets. After every step the two must agree on admission (and the refusal's kind and
 //! `retry_after`), the state, the snapshot and the state changes reported to subscribers.
 //!
-//! The model is written from the rules in `resilient_runtime::breaker`'s docs, not from the engine:
+//! The model is written from the rules in `resiliency_runtime::breaker`'s docs, not from the engine:
 //!
 //! * Closed, count rule: an error opens the breaker when `error_threshold` errors counted since the
 //!   breaker last closed (or was reset), this one included, lie within `error_window`
@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
-use resilient::breaker::{self, State};
-use resilient::{Breaker, Rejected, RejectedKind};
+use resiliency::breaker::{self, State};
+use resiliency::{Breaker, Rejected, RejectedKind};
 
 mod support;
 
@@ -55,7 +55,7 @@ struct Options {
 }
 
 impl Options {
-    fn builder(&self, name: &str) -> resilient::BreakerBuilder {
+    fn builder(&self, name: &str) -> resiliency::BreakerBuilder {
         let mut b = Breaker::builder(name)
             .error_timeout(self.error_timeout)
             .success_threshold(self.success_threshold)

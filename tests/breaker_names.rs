@@ -1,7 +1,7 @@
 //! Default breaker names: the annotated fn's path, so that methods of different types (and trait
 //! impls) get breakers of their own.
 
-use resilient::breaker::{self, State};
+use resiliency::breaker::{self, State};
 
 mod support;
 use support::BoxError;
@@ -18,14 +18,14 @@ struct Alpha;
 struct Beta;
 
 impl Alpha {
-    #[resilient::breaker(error_threshold = 1)]
+    #[resiliency::breaker(error_threshold = 1)]
     async fn get(&self, fail: bool) -> Result<(), BoxError> {
         outcome(fail)
     }
 }
 
 impl Beta {
-    #[resilient::breaker(error_threshold = 1)]
+    #[resiliency::breaker(error_threshold = 1)]
     async fn get(&self, fail: bool) -> Result<(), BoxError> {
         outcome(fail)
     }
@@ -36,18 +36,18 @@ trait Store {
 }
 
 impl Store for Alpha {
-    #[resilient::breaker(error_threshold = 1)]
+    #[resiliency::breaker(error_threshold = 1)]
     async fn load(&self, fail: bool) -> Result<(), BoxError> {
         outcome(fail)
     }
 }
 
-#[resilient::breaker(error_threshold = 1)]
+#[resiliency::breaker(error_threshold = 1)]
 async fn free(fail: bool) -> Result<(), BoxError> {
     outcome(fail)
 }
 
-#[resilient::breaker(error_threshold = 1)]
+#[resiliency::breaker(error_threshold = 1)]
 #[tracing::instrument]
 async fn instrumented(fail: bool) -> Result<(), BoxError> {
     outcome(fail)

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resilient::breaker::{self, State};
-use resilient::{Rejected, RejectedKind};
+use resiliency::breaker::{self, State};
+use resiliency::{Rejected, RejectedKind};
 use tokio::time::{sleep, Instant};
 
 mod support;
@@ -52,7 +52,7 @@ async fn half_opens_after(name: &str, after: Duration) {
 // ---------------------------------------------------------------------------------------------
 // Count rule
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.count_opens",
     error_threshold = 3,
     error_window = "10s",
@@ -101,7 +101,7 @@ async fn count_rule_opens_on_the_nth_error_within_the_window() {
     );
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.count_spread",
     error_threshold = 3,
     error_window = "10s",
@@ -134,7 +134,7 @@ async fn count_rule_does_not_open_when_errors_are_spread_wider_than_the_window()
     assert_eq!(state(NAME), State::Open);
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.successes",
     error_threshold = 3,
     error_window = "1m",
@@ -166,7 +166,7 @@ async fn successes_between_errors_do_not_reset_the_count() {
 // ---------------------------------------------------------------------------------------------
 // Open time
 
-#[resilient::breaker(name = "rules.last_error", error_threshold = 2, error_timeout = "10s")]
+#[resiliency::breaker(name = "rules.last_error", error_threshold = 2, error_timeout = "10s")]
 async fn last_error(delay: Duration, ok: bool) -> Result<u32, BoxError> {
     answer(delay, ok).await
 }
@@ -208,7 +208,7 @@ async fn open_time_counts_from_the_last_error_even_of_a_call_in_flight() {
     assert_eq!(state(NAME), State::Closed);
 }
 
-#[resilient::breaker(name = "rules.exact", error_threshold = 1, error_timeout = "30s")]
+#[resiliency::breaker(name = "rules.exact", error_threshold = 1, error_timeout = "30s")]
 async fn exact(ok: bool, ran: &AtomicUsize) -> Result<u32, BoxError> {
     ran.fetch_add(1, Ordering::SeqCst);
     answer(Duration::ZERO, ok).await
@@ -244,7 +244,7 @@ async fn half_opens_after_error_timeout_exactly() {
 // ---------------------------------------------------------------------------------------------
 // Half-open
 
-#[resilient::breaker(name = "rules.probe_error", error_threshold = 1, error_timeout = "5s")]
+#[resiliency::breaker(name = "rules.probe_error", error_threshold = 1, error_timeout = "5s")]
 async fn probe_error(ok: bool) -> Result<u32, BoxError> {
     answer(Duration::ZERO, ok).await
 }
@@ -267,7 +267,7 @@ async fn a_probe_error_reopens() {
     assert_eq!(state(NAME), State::Closed);
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.success_threshold",
     error_threshold = 1,
     error_timeout = "5s",
@@ -304,7 +304,7 @@ async fn success_threshold_two_needs_two_successful_probes() {
     assert_eq!(state(NAME), State::Closed);
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.half_open_calls",
     error_threshold = 1,
     error_timeout = "5s",
@@ -344,7 +344,7 @@ async fn half_open_calls_one_refuses_a_second_concurrent_probe() {
     assert_eq!(state(NAME), State::Closed);
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.half_open_calls_2",
     error_threshold = 1,
     error_timeout = "5s",
@@ -389,7 +389,7 @@ impl Drop for DropFlag {
     }
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.timeout",
     error_threshold = 2,
     error_timeout = "10s",
@@ -444,7 +444,7 @@ async fn timeout_abandons_a_slow_call_and_counts_it_as_an_error() {
     );
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.half_open_timeout",
     error_threshold = 1,
     error_timeout = "5s",
@@ -501,7 +501,7 @@ async fn half_open_timeout_bounds_probes_with_the_shorter_time() {
 // ---------------------------------------------------------------------------------------------
 // Rate rule
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.rate_min_calls",
     failure_rate = 0.5,
     min_calls = 4,
@@ -541,7 +541,7 @@ async fn rate_rule_does_not_open_below_min_calls() {
     );
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.rate_reached",
     failure_rate = 0.5,
     min_calls = 4,
@@ -568,7 +568,7 @@ async fn rate_rule_opens_when_the_rate_is_reached() {
     assert!(rejected(&rate_reached(true).await.unwrap_err()).is_circuit_open());
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.rate_success",
     failure_rate = 0.5,
     min_calls = 4,
@@ -599,7 +599,7 @@ async fn rate_rule_a_success_never_opens_it() {
 // ---------------------------------------------------------------------------------------------
 // Backoff
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.backoff",
     error_threshold = 1,
     error_timeout = "1s",
@@ -682,7 +682,7 @@ async fn db(outcome: Outcome, delay: Duration) -> Result<u32, DbError> {
     }
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.count_if",
     error_threshold = 2,
     error_timeout = "5s",
@@ -745,7 +745,7 @@ async fn count_if_uncounted_errors_neither_open_nor_close_and_free_the_probe() {
     assert_eq!(state(NAME), State::Closed);
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.count_if_closure",
     error_threshold = 1,
     error_timeout = "5s",
@@ -773,7 +773,7 @@ async fn count_if_takes_a_closure() {
 // ---------------------------------------------------------------------------------------------
 // Forcing from code
 
-#[resilient::breaker(name = "rules.forced", error_threshold = 1, error_timeout = "60s")]
+#[resiliency::breaker(name = "rules.forced", error_threshold = 1, error_timeout = "60s")]
 async fn forced(ok: bool, ran: &AtomicUsize) -> Result<u32, BoxError> {
     ran.fetch_add(1, Ordering::SeqCst);
     answer(Duration::ZERO, ok).await
@@ -840,7 +840,7 @@ async fn force_open_force_closed_and_reset_through_get() {
     assert_eq!(ran.load(Ordering::SeqCst), 9);
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.reset_same_instant",
     error_threshold = 2,
     error_timeout = "60s"
@@ -870,7 +870,7 @@ async fn reset_forgets_an_error_counted_at_the_same_instant() {
 // ---------------------------------------------------------------------------------------------
 // Error types
 
-#[resilient::breaker(name = "rules.box_error", error_threshold = 1, error_timeout = "1s")]
+#[resiliency::breaker(name = "rules.box_error", error_threshold = 1, error_timeout = "1s")]
 async fn box_error(ok: bool) -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
     if ok {
         Ok(1)
@@ -882,13 +882,13 @@ async fn box_error(ok: bool) -> Result<u32, Box<dyn std::error::Error + Send + S
     }
 }
 
-#[resilient::breaker(name = "rules.anyhow_error", error_threshold = 1, error_timeout = "1s")]
+#[resiliency::breaker(name = "rules.anyhow_error", error_threshold = 1, error_timeout = "1s")]
 async fn anyhow_error(ok: bool) -> anyhow::Result<u32> {
     anyhow::ensure!(ok, "upstream failed");
     Ok(1)
 }
 
-#[resilient::breaker(name = "rules.enum_error", error_threshold = 1, error_timeout = "1s")]
+#[resiliency::breaker(name = "rules.enum_error", error_threshold = 1, error_timeout = "1s")]
 async fn enum_error(ok: bool) -> Result<u32, DbError> {
     if ok {
         Ok(1)
@@ -935,7 +935,7 @@ async fn error_types_box_dyn_error_anyhow_and_a_custom_enum() {
 // ---------------------------------------------------------------------------------------------
 // Cancellation
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "rules.cancelled_probe",
     error_threshold = 1,
     error_timeout = "5s",

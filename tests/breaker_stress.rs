@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant as StdInstant};
 
-use resilient::breaker::{self, State, SubscriptionId};
-use resilient::{Breaker, Rejected, RejectedKind};
+use resiliency::breaker::{self, State, SubscriptionId};
+use resiliency::{Breaker, Rejected, RejectedKind};
 
 mod support;
 
@@ -382,7 +382,7 @@ fn hammer_through_transitions<C, Fut>(
     assert_eq!(breaker.state(), State::Closed);
 }
 
-fn transitions_builder(name: &str) -> resilient::BreakerBuilder {
+fn transitions_builder(name: &str) -> resiliency::BreakerBuilder {
     Breaker::builder(name)
         .error_threshold(3)
         .error_window(Duration::from_millis(20))
@@ -408,7 +408,7 @@ fn shared_breaker_moves_through_every_state_legally() {
     );
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "stress-macro",
     error_threshold = 3,
     error_window = "20ms",
@@ -849,7 +849,7 @@ fn striped_counters_lose_no_calls() {
     assert!(changes.get().is_empty());
 }
 
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "stress-counters-macro",
     failure_rate = 0.01,
     min_calls = 1000000000,
@@ -876,7 +876,7 @@ fn breaker_fn_counters_lose_no_calls() {
 
 /// The rate rule's closed path (`#[breaker]` without `count_if`: admitted as the call is made, its
 /// success recorded inline): every error counts, and every call lands in the window.
-#[resilient::breaker(
+#[resiliency::breaker(
     name = "stress-closed-macro",
     failure_rate = 0.01,
     min_calls = 1000000000,

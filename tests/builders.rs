@@ -5,9 +5,9 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use resilient::busy::TooBusy;
-use resilient::race::{After, RaceRetry, RaceRetryBuilder, MAX_RETRIES};
-use resilient::{ConfigError, Rejected};
+use resiliency::busy::TooBusy;
+use resiliency::race::{After, RaceRetry, RaceRetryBuilder, MAX_RETRIES};
+use resiliency::{ConfigError, Rejected};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

@@ -17,7 +17,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use resilient::{breaker, race_retry, too_busy};
+use resiliency::{breaker, race_retry, too_busy};
 use tokio::sync::Semaphore;
 
 /// The usual axum application error, as the README's recipe writes it.
@@ -31,7 +31,7 @@ impl<E: Into<anyhow::Error>> From<E> for AppError {
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        resilient::http::response_for(&*self.0).unwrap_or_else(|| {
+        resiliency::http::response_for(&*self.0).unwrap_or_else(|| {
             (StatusCode::INTERNAL_SERVER_ERROR, "something went wrong").into_response()
         })
     }
@@ -182,15 +182,15 @@ async fn refusals_through_an_anyhow_app_error_are_503_and_504_and_name_nothing()
     ] {
         assert!(
             log.lines()
-                .any(|line| line.contains("resilient::http") && line.contains(needle)),
-            "no `resilient::http` event with {needle:?} in:\n{log}"
+                .any(|line| line.contains("resiliency::http") && line.contains(needle)),
+            "no `resiliency::http` event with {needle:?} in:\n{log}"
         );
     }
 
     // Detailed bodies, for internal services: the message follows the status line's text.
-    resilient::http::set_detailed_bodies(true);
+    resiliency::http::set_detailed_bodies(true);
     let detailed = get("/open").await.unwrap().text().await.unwrap();
-    resilient::http::set_detailed_bodies(false);
+    resiliency::http::set_detailed_bodies(false);
     let mut lines = detailed.lines();
     assert!(lines
         .next()

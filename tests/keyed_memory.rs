@@ -8,9 +8,9 @@ mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 
-use resilient::breaker::DEFAULT_MAX_KEYS;
-use resilient::tower::BreakerLayer;
-use resilient::Breaker;
+use resiliency::breaker::DEFAULT_MAX_KEYS;
+use resiliency::tower::BreakerLayer;
+use resiliency::Breaker;
 use tower::Layer;
 
 /// The system allocator, counting the bytes live.
@@ -42,7 +42,7 @@ fn live() -> isize {
 
 /// Bytes per key of a family built from `options`, each key's breaker having seen an error (so
 /// that its window is allocated).
-fn bytes_per_key(options: resilient::BreakerBuilder) -> usize {
+fn bytes_per_key(options: resiliency::BreakerBuilder) -> usize {
     const KEYS: usize = 4096;
     let runtime = support::paused_runtime();
     let family = options.max_keys(KEYS).build_keyed().unwrap();

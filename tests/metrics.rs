@@ -1,5 +1,5 @@
 #![cfg(feature = "metrics")]
-//! The `metrics` feature end to end: every series the `resilient::metrics` docs list, read from
+//! The `metrics` feature end to end: every series the `resiliency::metrics` docs list, read from
 //! `metrics-util`'s `DebuggingRecorder` installed as the global recorder, moving as documented.
 //!
 //! The recorder is installed by [`install`], which every test calls before it creates a site
@@ -21,10 +21,10 @@ use metrics::{
     SharedString, Unit,
 };
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
-use resilient::breaker::State;
-use resilient::busy::TooBusy;
-use resilient::metrics as series;
-use resilient::{breaker, race, race_retry, too_busy, Breaker, Rejected};
+use resiliency::breaker::State;
+use resiliency::busy::TooBusy;
+use resiliency::metrics as series;
+use resiliency::{breaker, race, race_retry, too_busy, Breaker, Rejected};
 use tokio::sync::oneshot;
 use tokio::time::sleep;
 
@@ -624,7 +624,7 @@ fn has_series(seen: &Seen, series: &str, site: &str) -> bool {
     seen.series_of(site).iter().any(|(name, _)| name == series)
 }
 
-/// `resilient_too_busy_in_flight_limit` is the limit of guards that have one: a guard with no
+/// `resiliency_too_busy_in_flight_limit` is the limit of guards that have one: a guard with no
 /// `max_in_flight` exports no such series (not a limit of 0), and one whose limit is switched
 /// off at run time reads NaN, no value.
 #[tokio::test(start_paused = true)]
@@ -649,16 +649,16 @@ async fn the_in_flight_limit_gauge_is_only_for_guards_with_a_limit() {
     guard.call(async { Ok::<_, Rejected>(()) }).await.unwrap();
     let limit = |seen: &Seen| seen.last_set(series::TOO_BUSY_IN_FLIGHT_LIMIT, &[("name", name)]);
     assert_eq!(limit(&Seen::now()), 4.0);
-    resilient::settings::set(
-        resilient::settings::Policy::TooBusy,
+    resiliency::settings::set(
+        resiliency::settings::Policy::TooBusy,
         name,
         "max_in_flight",
         "off",
     )
     .unwrap();
     assert!(limit(&Seen::now()).is_nan(), "no limit, no value");
-    resilient::settings::set(
-        resilient::settings::Policy::TooBusy,
+    resiliency::settings::set(
+        resiliency::settings::Policy::TooBusy,
         name,
         "max_in_flight",
         6,
@@ -701,8 +701,8 @@ async fn the_in_flight_limit_gauge_follows_a_switch_from_auto_to_a_fixed_limit()
     sleep(ms(1_500)).await;
     assert_eq!(limit(&Seen::now()), 10.0);
 
-    resilient::settings::set(
-        resilient::settings::Policy::TooBusy,
+    resiliency::settings::set(
+        resiliency::settings::Policy::TooBusy,
         name,
         "max_in_flight",
         50,
@@ -1103,7 +1103,7 @@ async fn a_tower_breaker_layer_reports_under_its_name() {
     install();
     let name = "metrics.tower.breaker";
     let layer =
-        resilient::tower::BreakerLayer::from_builder(Breaker::builder(name).error_threshold(1))
+        resiliency::tower::BreakerLayer::from_builder(Breaker::builder(name).error_threshold(1))
             .unwrap()
             .http_server_errors();
     let mut svc = layer.layer(tower::service_fn(|status: u16| async move {

@@ -6,7 +6,7 @@
 
 use axum::routing::get;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use resilient::breaker;
+use resiliency::breaker;
 
 mod support;
 use support::{ms, parse_scrape, sample, BoxError, Scrape};
@@ -51,14 +51,14 @@ async fn a_scrape_shows_the_breaker_fail_open_and_recover() {
     let calls = |s: &Scrape, outcome: &str| {
         sample(
             s,
-            "resilient_breaker_calls_total",
+            "resiliency_breaker_calls_total",
             &[("name", &name), ("outcome", outcome)],
         )
     };
     let state = |s: &Scrape, state: &str| {
         sample(
             s,
-            "resilient_breaker_state",
+            "resiliency_breaker_state",
             &[("name", &name), ("state", state)],
         )
     };
@@ -82,7 +82,7 @@ async fn a_scrape_shows_the_breaker_fail_open_and_recover() {
     assert!(flaky(true).await.is_err());
     let refused = flaky(false).await.unwrap_err();
     assert!(refused
-        .downcast_ref::<resilient::Rejected>()
+        .downcast_ref::<resiliency::Rejected>()
         .unwrap()
         .is_circuit_open());
     let open = scrape(&url).await;
@@ -93,7 +93,7 @@ async fn a_scrape_shows_the_breaker_fail_open_and_recover() {
     let transition = |s: &Scrape, from: &str, to: &str| {
         sample(
             s,
-            "resilient_breaker_transitions_total",
+            "resiliency_breaker_transitions_total",
             &[("name", &name), ("from", from), ("to", to)],
         )
     };

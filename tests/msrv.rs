@@ -2,7 +2,7 @@
 //! builds (any feature on, dev-dependencies apart) declares a newer one in `Cargo.lock`.
 //!
 //! `cargo metadata --locked` reads the lock; this walks the dependency graph from every
-//! published workspace package over normal and build edges (the loom models' `cfg(resilient_loom)` dependencies
+//! published workspace package over normal and build edges (the loom models' `cfg(resiliency_loom)` dependencies
 //! apart) and compares each package's
 //! `rust-version` with the workspace's. (Std APIs newer than the MSRV in our own code are
 //! caught by clippy's `incompatible_msrv` lint, on by default, under `-D warnings` in CI.)
@@ -59,10 +59,10 @@ fn above(metadata: &Value, roots: &[String], msrv: (u64, u64, u64)) -> Vec<(Stri
         }
         for dep in nodes[id]["deps"].as_array().into_iter().flatten() {
             let built = dep["dep_kinds"].as_array().into_iter().flatten().any(|k| {
-                // The loom models' dependencies are ours alone (`--cfg resilient_loom`).
+                // The loom models' dependencies are ours alone (`--cfg resiliency_loom`).
                 let ours = k["target"]
                     .as_str()
-                    .is_some_and(|t| t.contains("resilient_loom"));
+                    .is_some_and(|t| t.contains("resiliency_loom"));
                 (k["kind"].is_null() || k["kind"] == "build") && !ours
             });
             if built {

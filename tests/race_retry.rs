@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use resilient::breaker::{self, State};
-use resilient::race::{self, observe, Attempt, Outcome, RaceStats};
-use resilient::{race_retry, Rejected};
+use resiliency::breaker::{self, State};
+use resiliency::race::{self, observe, Attempt, Outcome, RaceStats};
+use resiliency::{race_retry, Rejected};
 use tokio::time::{sleep, Instant};
 
 mod support;
@@ -527,7 +527,7 @@ static DEFAULT_BACKOFF: LazyLock<race::RaceRetry> = LazyLock::new(|| {
 });
 // `after` at or above `total` is past the builder's rules; the attribute's `const` constructors
 // (through `__private`) build it, as a learned `after` can reach `total`.
-static SEQUENTIAL: race::RaceRetry = resilient::__private::RaceRetry::new(
+static SEQUENTIAL: race::RaceRetry = resiliency::__private::RaceRetry::new(
     "race_retry::sequential",
     2,
     race::After::Fixed(Duration::MAX),
@@ -614,7 +614,7 @@ async fn a_backoff_never_waits_past_the_next_staggered_start() {
     );
 }
 
-static NEVER_BEFORE_THE_DEADLINE: race::RaceRetry = resilient::__private::RaceRetry::new(
+static NEVER_BEFORE_THE_DEADLINE: race::RaceRetry = resiliency::__private::RaceRetry::new(
     "race_retry::never_before_the_deadline",
     2,
     race::After::Fixed(Duration::MAX),
@@ -690,7 +690,7 @@ async fn losers_are_cancelled_when_the_call_returns() {
     // abandoned.
     let probe = Probe::new(&[Hang, Hang, Hang]);
     let (timed_out, attempts) =
-        resilient::race::observe(tokio::time::timeout(ms(200), losers(&probe))).await;
+        resiliency::race::observe(tokio::time::timeout(ms(200), losers(&probe))).await;
     assert!(timed_out.is_err());
     assert_eq!(probe.live(), 0);
     assert_eq!(probe.cancelled(), [(1, ms(200)), (2, ms(200))]);
@@ -701,8 +701,8 @@ async fn losers_are_cancelled_when_the_call_returns() {
     assert_eq!(
         reported,
         [
-            (1, ms(0), ms(200), resilient::race::Outcome::Abandoned),
-            (2, ms(150), ms(50), resilient::race::Outcome::Abandoned)
+            (1, ms(0), ms(200), resiliency::race::Outcome::Abandoned),
+            (2, ms(150), ms(50), resiliency::race::Outcome::Abandoned)
         ]
     );
 }
@@ -1296,12 +1296,12 @@ async fn futures_are_send_when_the_body_is() {
 // Stacking with #[breaker]
 
 #[race_retry(retries = 2, after = "150ms", total = "450ms", backoff = "off")]
-#[resilient::breaker(error_threshold = 2, error_timeout = "30s")]
+#[resiliency::breaker(error_threshold = 2, error_timeout = "30s")]
 async fn per_attempt(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
-#[resilient::breaker(error_threshold = 2, error_timeout = "30s")]
+#[resiliency::breaker(error_threshold = 2, error_timeout = "30s")]
 #[race_retry(retries = 2, after = "150ms", total = "450ms", backoff = "off")]
 async fn around_race(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await

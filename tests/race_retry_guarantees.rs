@@ -1,4 +1,4 @@
-//! The "Guarantees" of `#[race_retry]` and `resilient::race`, through the facade: what holds when
+//! The "Guarantees" of `#[race_retry]` and `resiliency::race`, through the facade: what holds when
 //! an attempt's body, its destructor or `retry_if` panics, when a call is dropped at any point,
 //! when the runtime has no time driver, when an observed future panics, and with extreme settings
 //! (durations up to `Duration::MAX`, out-of-range shares and quantiles). On tokio's paused clock.
@@ -19,17 +19,17 @@ use std::sync::LazyLock;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use resilient::race::{
+use resiliency::race::{
     self, observe, After, Attempt, RaceRetry, RaceRetryBuilder, RaceStats, MAX_RETRIES,
 };
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 use tokio::time::{sleep, timeout, Instant};
 
 /// Settings past the rules that `RaceRetry::builder` (and the attribute) enforce: an `after` or
 /// `each` at or above `total`, zero durations, quantiles and budget shares out of range. Only the
 /// `const` constructors behind the attribute's expansion build them (they clamp instead of
 /// refusing); the policy must stand them all the same.
-use resilient::__private::RaceRetry as Unchecked;
+use resiliency::__private::RaceRetry as Unchecked;
 
 /// What attempt k of a call does. A wait of 0 ms means at once, without awaiting.
 #[derive(Copy, Clone, Debug)]

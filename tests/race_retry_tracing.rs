@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;
 
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 use tokio::time::sleep;
 
 mod support;
@@ -48,7 +48,7 @@ async fn traced_backoff() -> Result<u32, Error> {
     }
 }
 
-/// Every attempt's end is a DEBUG event with target `resilient::race_retry` and message
+/// Every attempt's end is a DEBUG event with target `resiliency::race_retry` and message
 /// "attempt ended", with the fn's name, the attempt's number, its start and duration in whole
 /// microseconds, and its outcome: the winner (attempt 2: 150 ms, 20 ms) and the loser (attempt 1:
 /// 0 ms, 170 ms). A failure's backoff is one too ("backing off after a failure"), with the wait
@@ -75,7 +75,7 @@ async fn attempts_are_tracing_events() {
     for line in &ended {
         assert!(
             line.contains("DEBUG")
-                && line.contains("resilient::race_retry")
+                && line.contains("resiliency::race_retry")
                 && line.contains("name=\"race_retry_tracing::traced\""),
             "{line}"
         );

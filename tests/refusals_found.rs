@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use resilient::{Breaker, Rejected};
+use resiliency::{Breaker, Rejected};
 use support::BoxError;
 
 fn refused() -> Rejected {
@@ -75,7 +75,7 @@ fn a_source_chain_that_loops_ends_the_search() {
 #[test]
 fn response_for_a_source_chain_that_loops_is_none() {
     assert!(returns(|| assert!(
-        resilient::http::response_for(&Looping).is_none()
+        resiliency::http::response_for(&Looping).is_none()
     )));
 }
 
@@ -84,7 +84,7 @@ fn response_for_a_source_chain_that_loops_is_none() {
 fn error_response_for_a_source_chain_that_loops_is_a_500() {
     assert!(returns(|| {
         let response =
-            support::current_thread().block_on(resilient::tower::error_response(Box::new(Looping)));
+            support::current_thread().block_on(resiliency::tower::error_response(Box::new(Looping)));
         assert_eq!(response.status(), 500);
     }));
 }
@@ -145,16 +145,16 @@ fn found_through_anyhow_made_from_a_box() {
 fn a_tower_refusal_made_into_anyhow_is_a_503() {
     let boxed: BoxError = Box::new(refused());
     let error = anyhow::Error::from_boxed(boxed).context("calling the inventory");
-    let response = resilient::http::response_for_anyhow(&error).unwrap();
+    let response = resiliency::http::response_for_anyhow(&error).unwrap();
     assert_eq!(response.status(), 503);
-    assert!(resilient::http::response_for_anyhow(&anyhow::anyhow!("plain")).is_none());
+    assert!(resiliency::http::response_for_anyhow(&anyhow::anyhow!("plain")).is_none());
 }
 
 mod busy_signals {
     use std::sync::LazyLock;
 
-    use resilient::busy::{Signal, TooBusy};
-    use resilient::Rejected;
+    use resiliency::busy::{Signal, TooBusy};
+    use resiliency::Rejected;
 
     static IN_FLIGHT: LazyLock<TooBusy> = LazyLock::new(|| {
         TooBusy::builder("signals.in_flight")

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use resilient::{breaker, too_busy, Breaker, Rejected};
+use resiliency::{breaker, too_busy, Breaker, Rejected};
 use support::BoxError;
 use tokio::runtime::{Builder, Runtime};
 
@@ -131,13 +131,15 @@ fn busy_loop<Fut>(rt: Runtime, busy: fn(bool) -> Fut)
 where
     Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
 {
-    let held = rt.spawn(busy(true));
-    rt.block_on(async {
-        while !is_refused(&busy(false).await) {
-            // Not yet held: let the holding task run.
-            tokio::task::yield_now().await;
-        }
+    // Admitted here, then kept by a task (a holding call spawned first could find the slot
+    // taken by a call of this thread, and be refused).
+    let holding = rt.block_on(async {
+        let mut holding = Box::pin(busy(true));
+        assert!(support::poll_once(holding.as_mut()).await.is_pending());
+        holding
     });
+    let held = rt.spawn(holding);
+    assert!(is_refused(&rt.block_on(busy(false))));
     // The holding call stays in flight: it is never dropped while the loop runs.
     a_timer_fires_beside(rt, move || busy(false), is_refused);
     drop(held);
@@ -202,8 +204,8 @@ fn a_probe_admitted_while_a_loop_hammers_the_breaker_completes() {
 #[cfg(feature = "tower")]
 mod layers {
     use super::*;
-    use resilient::busy::TooBusy;
-    use resilient::tower::{BreakerLayer, TooBusyLayer};
+    use resiliency::busy::TooBusy;
+    use resiliency::tower::{BreakerLayer, TooBusyLayer};
     use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 
     type Svc = tower::util::BoxCloneSyncService<u32, u32, BoxError>;
@@ -212,7 +214,7 @@ mod layers {
         let svc = ServiceBuilder::new()
             .layer(BreakerLayer::from_builder(Breaker::builder(name)).unwrap())
             .service(service_fn(|n: u32| async move { Ok::<_, BoxError>(n) }));
-        resilient::breaker::get(name).unwrap().force_open();
+        resiliency::breaker::get(name).unwrap().force_open();
         tower::util::BoxCloneSyncService::new(svc)
     }
 
@@ -226,16 +228,17 @@ mod layers {
                 Ok::<_, BoxError>(n)
             }));
         let svc = tower::util::BoxCloneSyncService::new(svc);
-        // One request held in flight for good: every other is refused.
-        let held = svc.clone().oneshot(0);
+        // One request held in flight for good (admitted here, then kept by a task): every other
+        // is refused.
+        let held = rt.block_on(async {
+            let mut held = Box::pin(svc.clone().oneshot(0));
+            assert!(support::poll_once(held.as_mut()).await.is_pending());
+            held
+        });
         rt.spawn(async move {
             let _ = held.await;
         });
-        rt.block_on(async {
-            while !is_refused(&svc.clone().oneshot(1).await) {
-                tokio::task::yield_now().await;
-            }
-        });
+        assert!(is_refused(&rt.block_on(svc.clone().oneshot(1))));
         svc
     }
 

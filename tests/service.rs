@@ -24,13 +24,13 @@ fn sample(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_opens_and_recovers() {
     // The environment overrides the file: `race_retry."*".budget` is 0.2 in the file.
-    std::env::set_var("RESILIENT_RACE_RETRY__BUDGET", "0.3");
+    std::env::set_var("RESILIENCY_RACE_RETRY__BUDGET", "0.3");
     let prometheus = PrometheusBuilder::new().install_recorder().unwrap();
     app::load_settings(
-        "examples/service/resilient.toml",
+        "examples/service/resiliency.toml",
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/examples/service/resilient.toml"
+            "/examples/service/resiliency.toml"
         ),
     )
     .unwrap();
@@ -57,14 +57,14 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
     let calls = |s: &Scrape, outcome: &str| {
         sample(
             s,
-            "resilient_breaker_calls_total",
+            "resiliency_breaker_calls_total",
             &[("name", "inventory"), ("outcome", outcome)],
         )
     };
     let state_is = |s: &Scrape, state: &str| {
         sample(
             s,
-            "resilient_breaker_state",
+            "resiliency_breaker_state",
             &[("name", "inventory"), ("state", state)],
         )
     };
@@ -79,12 +79,12 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
         "{settings}"
     );
     assert!(
-        settings.contains("resilient.toml:8)"),
+        settings.contains("resiliency.toml:8)"),
         "the file's line: {settings}"
     );
     assert!(
         settings.contains(
-            "race_retry service::app::price budget = \"0.3\" (environment variable RESILIENT_RACE_RETRY__BUDGET)"
+            "race_retry service::app::price budget = \"0.3\" (environment variable RESILIENCY_RACE_RETRY__BUDGET)"
         ),
         "the environment over the file: {settings}"
     );
@@ -105,7 +105,7 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
     assert_eq!(
         sample(
             &s,
-            "resilient_breaker_transitions_total",
+            "resiliency_breaker_transitions_total",
             &[("name", "inventory"), ("from", "closed"), ("to", "open")]
         ),
         1.0
@@ -142,7 +142,7 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
     assert_eq!(
         sample(
             &s,
-            "resilient_breaker_transitions_total",
+            "resiliency_breaker_transitions_total",
             &[
                 ("name", "inventory"),
                 ("from", "half_open"),

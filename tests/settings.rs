@@ -10,9 +10,9 @@
 use std::pin::pin;
 use std::time::Duration;
 
-use resilient::breaker::State;
-use resilient::settings::{self, Effective, Overrides, Policy, Source, Value, ALL};
-use resilient::{breaker, race_retry, too_busy, Rejected};
+use resiliency::breaker::State;
+use resiliency::settings::{self, Effective, Overrides, Policy, Source, Value, ALL};
+use resiliency::{breaker, race_retry, too_busy, Rejected};
 use tokio::sync::oneshot;
 use tokio::time::sleep;
 
@@ -31,7 +31,7 @@ fn setting(site: &str, policy: Policy, name: &str) -> Effective {
 fn clean() {
     settings::load("none", &Overrides::new()).unwrap();
     for (key, _) in std::env::vars() {
-        if key.starts_with("RESILIENT_") && key != "RESILIENT_DISABLED" {
+        if key.starts_with("RESILIENCY_") && key != "RESILIENCY_DISABLED" {
             std::env::remove_var(key);
         }
     }
@@ -70,7 +70,7 @@ async fn code_overrides_a_site_and_effective_says_where_each_value_comes_from() 
         (Some(Value::Int(1)), Source::Code)
     );
     assert!(by_code(true).await.is_err());
-    let b = resilient::breaker::get("settings::code").unwrap();
+    let b = resiliency::breaker::get("settings::code").unwrap();
     assert_eq!(b.state(), State::Open, "one error opens it now");
 
     settings::unset(Policy::Breaker, "settings::code", "error_threshold").unwrap();
@@ -99,17 +99,17 @@ error_timeout = "20s"
 [breaker."settings::file"]
 error_threshold = 7
 "#;
-    let overrides = Overrides::from_toml("resilient.toml", text).unwrap();
-    settings::load("resilient.toml", &overrides).unwrap();
+    let overrides = Overrides::from_toml("resiliency.toml", text).unwrap();
+    settings::load("resiliency.toml", &overrides).unwrap();
     let threshold = setting("settings::file", Policy::Breaker, "error_threshold");
     assert_eq!(threshold.value, Some(Value::Int(7)));
     assert_eq!(
         threshold.source.to_string(),
-        "resilient.toml:6",
+        "resiliency.toml:6",
         "{threshold:?}"
     );
     assert_eq!(
-        resilient::breaker::get("settings::file")
+        resiliency::breaker::get("settings::file")
             .unwrap()
             .error_timeout(),
         secs(20)
@@ -118,14 +118,14 @@ error_threshold = 7
         setting("settings::file", Policy::Breaker, "error_timeout")
             .source
             .to_string(),
-        "resilient.toml:3"
+        "resiliency.toml:3"
     );
     clean();
     assert_eq!(
-        resilient::breaker::get("settings::file")
+        resiliency::breaker::get("settings::file")
             .unwrap()
             .error_timeout(),
-        resilient::breaker::DEFAULT_ERROR_TIMEOUT,
+        resiliency::breaker::DEFAULT_ERROR_TIMEOUT,
         "loading another file takes the previous file's values away"
     );
 }
@@ -138,8 +138,8 @@ async fn guarded(hold: Option<oneshot::Receiver<()>>) -> Result<(), Rejected> {
     Ok(())
 }
 
-/// `RESILIENT_<POLICY>__<SITE>__<SETTING>`, the site's path written with `__`; and
-/// `RESILIENT_<POLICY>__<SETTING>` for every site.
+/// `RESILIENCY_<POLICY>__<SITE>__<SETTING>`, the site's path written with `__`; and
+/// `RESILIENCY_<POLICY>__<SETTING>` for every site.
 #[tokio::test(start_paused = true)]
 async fn environment_variables_follow_the_naming_scheme() {
     let _serial = serial();
@@ -151,15 +151,15 @@ async fn environment_variables_follow_the_naming_scheme() {
         settings::sites()
     );
 
-    std::env::set_var("RESILIENT_TOO_BUSY__SETTINGS__GUARDED__MAX_IN_FLIGHT", "2");
-    std::env::set_var("RESILIENT_BREAKER__ERROR_TIMEOUT", "3s");
+    std::env::set_var("RESILIENCY_TOO_BUSY__SETTINGS__GUARDED__MAX_IN_FLIGHT", "2");
+    std::env::set_var("RESILIENCY_BREAKER__ERROR_TIMEOUT", "3s");
     settings::load_env().unwrap();
     let limit = setting(site, Policy::TooBusy, "max_in_flight");
     assert_eq!(limit.value, Some(Value::Text("2".into())));
     assert_eq!(
         limit.source,
         Source::Environment {
-            variable: "RESILIENT_TOO_BUSY__SETTINGS__GUARDED__MAX_IN_FLIGHT".into()
+            variable: "RESILIENCY_TOO_BUSY__SETTINGS__GUARDED__MAX_IN_FLIGHT".into()
         }
     );
     // Two calls run at once now; the third is refused.
@@ -177,7 +177,7 @@ async fn environment_variables_follow_the_naming_scheme() {
 
     by_code(false).await.unwrap();
     assert_eq!(
-        resilient::breaker::get("settings::code")
+        resiliency::breaker::get("settings::code")
             .unwrap()
             .error_timeout(),
         secs(3),
@@ -185,7 +185,7 @@ async fn environment_variables_follow_the_naming_scheme() {
     );
     clean();
     assert_eq!(
-        resilient::breaker::get("settings::code")
+        resiliency::breaker::get("settings::code")
             .unwrap()
             .error_timeout(),
         secs(10)
@@ -217,7 +217,7 @@ async fn code_wins_over_the_environment_which_wins_over_the_file() {
     );
     assert_eq!(threshold().source.to_string(), "app.json");
 
-    std::env::set_var("RESILIENT_BREAKER__ERROR_THRESHOLD", "5");
+    std::env::set_var("RESILIENCY_BREAKER__ERROR_THRESHOLD", "5");
     settings::load_env().unwrap();
     assert_eq!(
         threshold().value,
@@ -254,7 +254,7 @@ async fn a_live_breaker_keeps_its_state_through_a_change() {
     let site = "settings::live";
     let _ = live(true).await;
     let _ = live(true).await;
-    let b = resilient::breaker::get(site).unwrap();
+    let b = resiliency::breaker::get(site).unwrap();
     settings::set(Policy::Breaker, site, "error_timeout", "4s").unwrap();
     assert_eq!(b.snapshot().recent_errors, 2, "the count is kept");
     let _ = live(true).await;
@@ -291,7 +291,7 @@ async fn a_bad_value_is_refused_with_its_source_and_the_old_value_stays() {
     let _serial = serial();
     let site = "settings::live";
     live(false).await.unwrap();
-    let b = resilient::breaker::get(site).unwrap();
+    let b = resiliency::breaker::get(site).unwrap();
     settings::set(Policy::Breaker, site, "error_timeout", "5s").unwrap();
 
     let from_code = settings::set(Policy::Breaker, site, "capacity", 1.5).unwrap_err();
@@ -309,16 +309,16 @@ async fn a_bad_value_is_refused_with_its_source_and_the_old_value_stays() {
     let file = Overrides::new()
         .with(Policy::Breaker, site, "error_timeout", "1s")
         .with(Policy::Breaker, site, "half_open_calls", 0);
-    let from_file = settings::load("resilient.json", &file).unwrap_err();
+    let from_file = settings::load("resiliency.json", &file).unwrap_err();
     assert_eq!(
         from_file.to_string(),
-        "resilient.json: breaker `settings::live`, `half_open_calls`: `half_open_calls` must be \
+        "resiliency.json: breaker `settings::live`, `half_open_calls`: `half_open_calls` must be \
          at least 1, e.g. `half_open_calls = 3`"
     );
     assert_eq!(b.error_timeout(), secs(5), "nothing of the file applied");
 
     std::env::set_var(
-        "RESILIENT_BREAKER__SETTINGS__LIVE__SUCCESS_THRESHOLD",
+        "RESILIENCY_BREAKER__SETTINGS__LIVE__SUCCESS_THRESHOLD",
         "70000",
     );
     let from_env = settings::load_env().unwrap_err();
@@ -326,14 +326,14 @@ async fn a_bad_value_is_refused_with_its_source_and_the_old_value_stays() {
     assert_eq!(
         error.source(),
         &Source::Environment {
-            variable: "RESILIENT_BREAKER__SETTINGS__LIVE__SUCCESS_THRESHOLD".into()
+            variable: "RESILIENCY_BREAKER__SETTINGS__LIVE__SUCCESS_THRESHOLD".into()
         }
     );
     assert_eq!(
         (error.site(), error.setting()),
         ("settings::live", "success_threshold")
     );
-    std::env::remove_var("RESILIENT_BREAKER__SETTINGS__LIVE__SUCCESS_THRESHOLD");
+    std::env::remove_var("RESILIENCY_BREAKER__SETTINGS__LIVE__SUCCESS_THRESHOLD");
 
     // A value for every site is checked at every live site it reaches.
     let every = settings::set(Policy::Breaker, ALL, "max_error_timeout", "1m").unwrap_err();
@@ -393,7 +393,7 @@ async fn a_live_race_takes_its_new_settings_on_the_next_call() {
     assert!(raced(&attempts).await.unwrap_err().is_deadline());
     assert_eq!(start.elapsed(), ms(300));
     assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
-    let stats = resilient::race::stats(site).unwrap();
+    let stats = resiliency::race::stats(site).unwrap();
     assert_eq!(stats.deadlines, 2, "the counters are kept");
 
     let refused = settings::set(Policy::RaceRetry, site, "after", "2s").unwrap_err();
@@ -463,7 +463,7 @@ async fn a_site_set_up_later_takes_its_overrides_and_leaves_out_a_bad_one() {
         let _default = tracing::subscriber::set_default(subscriber);
         late().await.unwrap();
     }
-    let b = resilient::breaker::get(site).unwrap();
+    let b = resiliency::breaker::get(site).unwrap();
     assert_eq!(b.error_timeout(), secs(42));
     let effective = setting(site, Policy::Breaker, "min_calls");
     assert_eq!(effective.source, Source::Default, "{effective:?}");
@@ -486,7 +486,7 @@ async fn a_keyed_family_takes_a_change_on_every_key() {
         Err(format!("{host} is down").into())
     }
     let _ = per_host("a").await;
-    let family = resilient::breaker::get_keyed("settings::keyed").unwrap();
+    let family = resiliency::breaker::get_keyed("settings::keyed").unwrap();
     assert_eq!(family.breaker("a").state(), State::Open);
     settings::set(Policy::Breaker, "settings::keyed", "error_timeout", "1s").unwrap();
     assert_eq!(family.breaker("a").error_timeout(), secs(1));

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use resilient::settings::{self, Effective, Overrides, Policy, Source, Value};
-use resilient::{breaker, race_retry, Breaker, Rejected};
+use resiliency::settings::{self, Effective, Overrides, Policy, Source, Value};
+use resiliency::{breaker, race_retry, Breaker, Rejected};
 
 mod support;
 use support::{ms, secs, serial, BoxError, Captured};
@@ -41,7 +41,7 @@ fn fresh_process(test: &str, env: &[(&str, &str)]) -> bool {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     for (key, _) in std::env::vars() {
-        if key.starts_with("RESILIENT_") {
+        if key.starts_with("RESILIENCY_") {
             command.env_remove(key);
         }
     }
@@ -107,7 +107,7 @@ async fn effective_reports_a_value_derived_from_another_setting() {
     let site = "promises::derived";
     derived().await.unwrap();
     settings::set(Policy::Breaker, site, "capacity", 0.75).unwrap();
-    let breaker = resilient::breaker::get(site).unwrap();
+    let breaker = resiliency::breaker::get(site).unwrap();
     assert_eq!(breaker.error_timeout(), secs(3), "1s * 0.75 / 0.25");
     let open_for = setting(Policy::Breaker, site, "error_timeout");
     assert_eq!(
@@ -149,8 +149,8 @@ async fn a_refusal_names_the_setting_changed_its_line_and_the_rule() {
     crossed().await.unwrap();
     let _serial = serial();
     let text = format!("[race_retry.\"{site}\"]\ntotal = \"50ms\"\n");
-    let overrides = Overrides::from_toml("resilient.toml", &text).unwrap();
-    let refused = settings::load("resilient.toml", &overrides).unwrap_err();
+    let overrides = Overrides::from_toml("resiliency.toml", &text).unwrap();
+    let refused = settings::load("resiliency.toml", &overrides).unwrap_err();
     assert_eq!(refused.errors().len(), 1, "{refused}");
     let error = &refused.errors()[0];
     assert_eq!(
@@ -158,10 +158,10 @@ async fn a_refusal_names_the_setting_changed_its_line_and_the_rule() {
         (site, "total"),
         "{refused}"
     );
-    assert_eq!(error.source().to_string(), "resilient.toml:2");
+    assert_eq!(error.source().to_string(), "resiliency.toml:2");
     assert!(
         error.message().starts_with(
-            "`total` = 50ms from resilient.toml:2 must stay above `after` (100ms, from the attribute)"
+            "`total` = 50ms from resiliency.toml:2 must stay above `after` (100ms, from the attribute)"
         ),
         "{refused}"
     );
@@ -198,12 +198,12 @@ fn environment_mistakes_are_reported_at_the_first_set_up() {
     if !fresh_process(
         "environment_mistakes_are_reported_at_the_first_set_up",
         &[
-            ("RESILIENT_BREAKER__UPSTRAEM__TIMEOUT", "2s"),
-            ("RESILIENT_BREAKER__UPSTREAM__ERROR_THRESHOLD", "many"),
+            ("RESILIENCY_BREAKER__UPSTRAEM__TIMEOUT", "2s"),
+            ("RESILIENCY_BREAKER__UPSTREAM__ERROR_THRESHOLD", "many"),
             // Misspelt, for a site set up after the environment was read.
-            ("RESILIENT_BREAKER__DOWNSTRAEM__TIMEOUT", "2s"),
+            ("RESILIENCY_BREAKER__DOWNSTRAEM__TIMEOUT", "2s"),
             // Right, for a site not set up yet: no warning.
-            ("RESILIENT_BREAKER__LATER__TIMEOUT", "2s"),
+            ("RESILIENCY_BREAKER__LATER__TIMEOUT", "2s"),
         ],
     ) {
         return;
@@ -223,10 +223,10 @@ fn environment_mistakes_are_reported_at_the_first_set_up() {
     let out = text(&captured);
     let warnings: Vec<&str> = out
         .lines()
-        .filter(|l| l.contains("WARN") && l.contains("RESILIENT_BREAKER__UPSTRAEM__TIMEOUT"))
+        .filter(|l| l.contains("WARN") && l.contains("RESILIENCY_BREAKER__UPSTRAEM__TIMEOUT"))
         .collect();
     assert_eq!(warnings.len(), 1, "{out}");
-    assert!(warnings[0].contains("resilient::settings"), "{out}");
+    assert!(warnings[0].contains("resiliency::settings"), "{out}");
     assert!(
         warnings[0].contains("upstream"),
         "a hint at the near name: {out}"
@@ -238,13 +238,13 @@ fn environment_mistakes_are_reported_at_the_first_set_up() {
     assert!(!out.contains("`UPSTREAM`"), "{out}");
     let downstream: Vec<&str> = out
         .lines()
-        .filter(|l| l.contains("WARN") && l.contains("RESILIENT_BREAKER__DOWNSTRAEM__TIMEOUT"))
+        .filter(|l| l.contains("WARN") && l.contains("RESILIENCY_BREAKER__DOWNSTRAEM__TIMEOUT"))
         .collect();
     assert_eq!(downstream.len(), 1, "{out}");
     assert!(downstream[0].contains("downstream"), "{out}");
     assert!(
         !out.lines()
-            .any(|l| l.contains("WARN") && l.contains("RESILIENT_BREAKER__LATER__TIMEOUT")),
+            .any(|l| l.contains("WARN") && l.contains("RESILIENCY_BREAKER__LATER__TIMEOUT")),
         "a variable for a site not set up yet is no mistake: {out}"
     );
     let refused = settings::load_env().unwrap_err();
@@ -354,7 +354,7 @@ fn a_subscriber_that_sets_up_a_site_does_not_deadlock_a_change() {
         fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
         fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
         fn event(&self, event: &tracing::Event<'_>) {
-            if event.metadata().target().starts_with("resilient::settings")
+            if event.metadata().target().starts_with("resiliency::settings")
                 && !self.0.swap(true, Ordering::SeqCst)
             {
                 in_subscriber().unwrap();
@@ -373,13 +373,13 @@ fn a_subscriber_that_sets_up_a_site_does_not_deadlock_a_change() {
         "error_threshold",
         9,
     );
-    settings::load("resilient.toml", &file).unwrap();
+    settings::load("resiliency.toml", &file).unwrap();
     assert!(subscriber.0.load(Ordering::SeqCst), "an event was emitted");
     assert!(settings::effective(Policy::Breaker, "promises::in_subscriber").is_some());
 
     // An override left out at a set-up is logged too, with the lock released.
     let file = file.with(Policy::Breaker, "promises::late", "min_calls", 5);
-    settings::load("resilient.toml", &file).unwrap();
+    settings::load("resiliency.toml", &file).unwrap();
     subscriber.0.store(false, Ordering::SeqCst);
     #[breaker(name = "promises::late")]
     fn late() -> Result<(), BoxError> {
@@ -506,8 +506,8 @@ fn a_refused_environment_is_read_again() {
     if !fresh_process(
         "a_refused_environment_is_read_again",
         &[
-            ("RESILIENT_BREAKER__PROMISES__GOOD__ERROR_THRESHOLD", "1"),
-            ("RESILIENT_BREAKER__PROMISES__BAD__TIMEOUT", "2 parsecs"),
+            ("RESILIENCY_BREAKER__PROMISES__GOOD__ERROR_THRESHOLD", "1"),
+            ("RESILIENCY_BREAKER__PROMISES__BAD__TIMEOUT", "2 parsecs"),
         ],
     ) {
         return;
@@ -526,14 +526,14 @@ fn a_refused_environment_is_read_again() {
         "{threshold:?}"
     );
 
-    std::env::set_var("RESILIENT_BREAKER__PROMISES__GOOD__ERROR_THRESHOLD", "2");
+    std::env::set_var("RESILIENCY_BREAKER__PROMISES__GOOD__ERROR_THRESHOLD", "2");
     settings::load_env().unwrap_err();
     assert_eq!(
         setting(Policy::Breaker, "promises::good", "error_threshold").value,
         Some(Value::Text("1".into())),
         "refused, the values in force stay"
     );
-    std::env::set_var("RESILIENT_BREAKER__PROMISES__BAD__TIMEOUT", "2s");
+    std::env::set_var("RESILIENCY_BREAKER__PROMISES__BAD__TIMEOUT", "2s");
     settings::load_env().unwrap();
     assert_eq!(
         setting(Policy::Breaker, "promises::good", "error_threshold").value,

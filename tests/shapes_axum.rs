@@ -6,7 +6,7 @@
 mod impl_into_response {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
-    use resilient::too_busy;
+    use resiliency::too_busy;
 
     #[too_busy(max_in_flight = 1)]
     async fn hello(name: String) -> impl IntoResponse {
@@ -33,7 +33,7 @@ mod impl_into_response {
 mod response {
     use axum::http::StatusCode;
     use axum::response::{IntoResponse, Response};
-    use resilient::too_busy;
+    use resiliency::too_busy;
 
     #[too_busy(max_in_flight = 1)]
     async fn status() -> Response {
@@ -58,7 +58,7 @@ mod response {
 mod result {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
-    use resilient::too_busy;
+    use resiliency::too_busy;
 
     // `axum::response::Result<T>` is `Result<T, ErrorResponse>`, and `ErrorResponse` is
     // `From<Rejected>` through `Rejected: IntoResponse` (the `axum` feature).
@@ -90,7 +90,7 @@ mod result {
 mod question_mark_return {
     use axum::http::StatusCode;
     use axum::response::{IntoResponse, Response};
-    use resilient::{too_busy, Rejected};
+    use resiliency::{too_busy, Rejected};
 
     #[derive(Debug)]
     enum AppError {

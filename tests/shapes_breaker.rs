@@ -4,7 +4,7 @@
 //! futures, kept docs and visibility. Errors are in `tests/ui/breaker/fail`.
 
 mod anyhow_result {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     #[breaker(error_threshold = 1, error_timeout = "30s")]
     async fn fetch(ok: bool) -> anyhow::Result<u32> {
@@ -31,7 +31,7 @@ mod anyhow_result {
 }
 
 mod boxed_error {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -57,7 +57,7 @@ mod boxed_error {
 }
 
 mod count_if {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     #[derive(Debug)]
     enum FetchError {
@@ -113,9 +113,9 @@ mod count_if {
 }
 
 mod crate_path {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
-    #[breaker(crate = "::resilient", error_threshold = 2)]
+    #[breaker(crate = "::resiliency", error_threshold = 2)]
     async fn charge(cents: u64) -> Result<u64, Rejected> {
         Ok(cents)
     }
@@ -133,7 +133,7 @@ mod crate_path {
 mod generic_where {
     use std::fmt::Display;
 
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     #[breaker(error_threshold = 2)]
     async fn describe<T, U>(label: T, items: Vec<U>) -> Result<String, Rejected>
@@ -153,7 +153,7 @@ mod generic_where {
 }
 
 mod impl_trait_args {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     #[breaker(error_threshold = 2)]
     async fn total(
@@ -175,7 +175,7 @@ mod impl_trait_args {
 }
 
 mod instrument_above {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     #[tracing::instrument(skip(secret))]
     #[breaker(error_threshold = 2)]
@@ -191,7 +191,7 @@ mod instrument_above {
 }
 
 mod instrument_below {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     #[breaker(error_threshold = 2)]
     #[tracing::instrument(skip(secret))]
@@ -208,7 +208,7 @@ mod instrument_below {
 
 // An `Option` cannot key a breaker; with a key for `None`, it can.
 mod keyed_option {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -242,7 +242,7 @@ mod keyed_option {
 }
 
 mod keyed_owned_string {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -271,7 +271,7 @@ mod keyed_owned_string {
 }
 
 mod keyed_str {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -297,7 +297,7 @@ mod keyed_str {
 }
 
 mod method_self {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     struct Client {
         base: String,
@@ -320,7 +320,7 @@ mod method_self {
 }
 
 mod question_mark_return {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     #[derive(Debug, PartialEq)]
     enum ParseError {
@@ -365,7 +365,7 @@ mod question_mark_return {
 mod send_future {
     use std::sync::Arc;
 
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     fn assert_send<T: Send>(_: &T) {}
 
@@ -401,7 +401,7 @@ mod send_future {
 }
 
 mod trait_impl_method {
-    use resilient::{breaker, Rejected};
+    use resiliency::{breaker, Rejected};
 
     trait Store {
         async fn load(&self, id: u64) -> Result<String, Rejected>;
@@ -432,7 +432,7 @@ mod trait_impl_method {
 
 mod visibility_docs_must_use {
     mod billing {
-        use resilient::{breaker, Rejected};
+        use resiliency::{breaker, Rejected};
 
         /// Charges `cents`.
         ///
@@ -447,6 +447,6 @@ mod visibility_docs_must_use {
     #[tokio::test]
     async fn runs() {
         assert_eq!(billing::charge(250).await.unwrap(), 250);
-        assert!(resilient::breaker::get("billing").is_some());
+        assert!(resiliency::breaker::get("billing").is_some());
     }
 }

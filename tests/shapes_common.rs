@@ -7,7 +7,7 @@
 mod compound_durations {
     use std::time::Duration;
 
-    use resilient::{breaker, race_retry, too_busy, Rejected};
+    use resiliency::{breaker, race_retry, too_busy, Rejected};
 
     #[breaker(name = "compound", error_timeout = "1m30s", timeout = "2m 30s")]
     async fn charge() -> Result<u32, Rejected> {
@@ -27,7 +27,7 @@ mod compound_durations {
     #[tokio::test(start_paused = true)]
     async fn runs() {
         assert_eq!(charge().await.unwrap(), 1);
-        let breaker = resilient::breaker::get("compound").unwrap();
+        let breaker = resiliency::breaker::get("compound").unwrap();
         assert_eq!(breaker.error_timeout(), Duration::from_secs(90));
 
         let start = tokio::time::Instant::now();
@@ -45,7 +45,7 @@ mod generic_impl_methods {
 
     use std::marker::PhantomData;
 
-    use resilient::{breaker, race_retry, too_busy, Rejected};
+    use resiliency::{breaker, race_retry, too_busy, Rejected};
 
     struct Client<T> {
         base: String,
@@ -98,7 +98,7 @@ mod generic_impl_methods {
         assert_eq!(a.raced(3u64).await.unwrap(), "a30");
         assert_eq!(b.load("k").await.unwrap(), 2);
         // The crate's name is this test's, then this module's path; after it, the methods'.
-        let names = resilient::breaker::names();
+        let names = resiliency::breaker::names();
         assert!(
             names.iter().any(|n| n.ends_with("::Client<_>::get")),
             "{names:?}"
@@ -116,7 +116,7 @@ mod generic_impl_methods {
 // attribute: `&String` coerces to `&str`, `Box<Concrete>` to `Box<dyn Trait>`, in the tail
 // expression and in an early `return`.
 mod return_coercion {
-    use resilient::{breaker, race_retry, too_busy, Rejected};
+    use resiliency::{breaker, race_retry, too_busy, Rejected};
 
     struct Names(String);
 
@@ -165,7 +165,7 @@ mod return_coercion {
 mod single_expression_bodies {
     #![deny(warnings)]
 
-    use resilient::{breaker, race_retry, too_busy, Rejected};
+    use resiliency::{breaker, race_retry, too_busy, Rejected};
 
     #[breaker]
     async fn guarded(x: u32) -> Result<u32, Rejected> { Ok(x) }
@@ -195,9 +195,9 @@ mod single_expression_bodies {
 }
 
 // An error type the user does not own (`std::io::Error`, `String`) cannot be given
-// `From<resilient::Rejected>`; wrapped in one of their own, it can, under every attribute.
+// `From<resiliency::Rejected>`; wrapped in one of their own, it can, under every attribute.
 mod wrapped_foreign_error {
-    use resilient::{breaker, race_retry, too_busy, Rejected};
+    use resiliency::{breaker, race_retry, too_busy, Rejected};
 
     #[derive(Debug)]
     enum ReadError {

@@ -7,7 +7,7 @@ mod after_percentile {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Duration;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
 
@@ -32,7 +32,7 @@ mod all_arguments {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Duration;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     #[derive(Debug)]
     enum FetchError {
@@ -62,7 +62,7 @@ mod all_arguments {
         backoff_factor = 3,
         backoff_max = "100ms",
         retry_if = is_transient,
-        crate = "::resilient",
+        crate = "::resiliency",
     )]
     async fn fetch(id: u64, hang: bool) -> Result<u64, FetchError> {
         // The very first attempt hangs (or every one, with `hang`); the others answer in 20 ms.
@@ -104,7 +104,7 @@ mod all_arguments {
 mod anyhow_result {
     use std::time::Duration;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     #[race_retry(retries = 2, after = "100ms", total = "450ms")]
     async fn fetch(wait_ms: u64) -> anyhow::Result<u64> {
@@ -134,7 +134,7 @@ mod arc_argument {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     // Not `Clone`: shared with every attempt through the `Arc`.
     struct Pool {
@@ -164,7 +164,7 @@ mod boxed_error {
     use std::error::Error;
     use std::time::Duration;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     #[race_retry(retries = 2, after = "100ms", total = "450ms")]
     async fn fetch(wait_ms: u64) -> Result<u64, Box<dyn Error + Send + Sync>> {
@@ -190,7 +190,7 @@ mod boxed_error {
 mod breaker_above {
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    use resilient::{breaker, race_retry, Rejected};
+    use resiliency::{breaker, race_retry, Rejected};
 
     #[derive(Debug)]
     enum FetchError {
@@ -239,7 +239,7 @@ mod breaker_above {
 mod breaker_below {
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    use resilient::{breaker, race_retry, Rejected};
+    use resiliency::{breaker, race_retry, Rejected};
 
     #[derive(Debug)]
     enum FetchError {
@@ -288,7 +288,7 @@ mod budget_and_backoff_off {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Duration;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     #[derive(Debug)]
     enum FetchError {
@@ -333,7 +333,7 @@ mod budget_and_backoff_off {
 mod generic_where {
     use std::fmt::Display;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     #[race_retry(retries = 1, after = "100ms", total = "1s")]
     async fn describe<T, U>(label: T, items: Vec<U>) -> Result<String, Rejected>
@@ -353,7 +353,7 @@ mod generic_where {
 }
 
 mod impl_trait_args {
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     // An `impl Trait` argument is cloned for each attempt like any owned one.
     #[race_retry(retries = 1, after = "100ms", total = "1s")]
@@ -375,7 +375,7 @@ mod method_self {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Duration;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     struct Directory {
         region: String,
@@ -410,7 +410,7 @@ mod mut_binding {
     use std::error::Error;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    use resilient::race_retry;
+    use resiliency::race_retry;
 
     static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
 
@@ -446,7 +446,7 @@ mod owned_self {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     #[derive(Clone, Debug)]
     struct Client {
@@ -523,7 +523,7 @@ mod owned_self {
 mod retry_if {
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     #[derive(Debug)]
     enum FetchError {
@@ -615,7 +615,7 @@ mod send_future {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     fn send<T: Send>(_: T) {}
 
@@ -656,7 +656,7 @@ mod send_future {
 mod trait_impl_method {
     use std::future::Future;
 
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     trait Store {
         async fn load(&self, id: u64) -> Result<String, Rejected>;
@@ -699,7 +699,7 @@ mod trait_impl_method {
 }
 
 mod tuple_pattern {
-    use resilient::{race_retry, Rejected};
+    use resiliency::{race_retry, Rejected};
 
     struct Point {
         x: i64,

@@ -3,7 +3,7 @@
 //! are in `tests/ui/too_busy/fail`; axum handlers in `shapes_axum.rs`.
 
 mod anyhow_result {
-    use resilient::{too_busy, Rejected};
+    use resiliency::{too_busy, Rejected};
 
     #[too_busy]
     async fn parse(text: &str) -> anyhow::Result<u32> {
@@ -34,7 +34,7 @@ mod anyhow_result {
 mod boxed_error {
     use std::error::Error;
 
-    use resilient::{too_busy, Rejected};
+    use resiliency::{too_busy, Rejected};
 
     #[too_busy]
     async fn fetch(ok: bool) -> Result<&'static str, Box<dyn Error + Send + Sync>> {
@@ -66,11 +66,11 @@ mod boxed_error {
 }
 
 mod breaker_above {
-    use resilient::{too_busy, Rejected};
+    use resiliency::{too_busy, Rejected};
 
     // Written `#[breaker]` first, so the breaker is the outer layer: it sees what the guard returns,
     // and a refusal by the guard is an error like any other (here it opens the breaker).
-    #[resilient::breaker(error_threshold = 1, error_timeout = "30s")]
+    #[resiliency::breaker(error_threshold = 1, error_timeout = "30s")]
     #[too_busy(max_in_flight = 1)]
     async fn fetch(n: u32) -> Result<u32, Rejected> {
         tokio::task::yield_now().await;
@@ -90,12 +90,12 @@ mod breaker_above {
 }
 
 mod breaker_below {
-    use resilient::{too_busy, Rejected};
+    use resiliency::{too_busy, Rejected};
 
     // Written `#[too_busy]` first, so the guard is the outer layer: a call it refuses never reaches
     // the breaker, so load shedding cannot open the circuit.
     #[too_busy(max_in_flight = 1)]
-    #[resilient::breaker(error_threshold = 1, error_timeout = "30s")]
+    #[resiliency::breaker(error_threshold = 1, error_timeout = "30s")]
     async fn fetch(n: u32) -> Result<u32, Rejected> {
         tokio::task::yield_now().await;
         Ok(n * 2)
@@ -116,7 +116,7 @@ mod breaker_below {
 mod generic_where {
     use std::fmt::Display;
 
-    use resilient::{too_busy, Rejected};
+    use resiliency::{too_busy, Rejected};
 
     #[too_busy(max_lag = "70ms", max_latency = "1s")]
     async fn describe<T, U>(label: T, items: Vec<U>) -> Result<String, Rejected>
@@ -138,7 +138,7 @@ mod generic_where {
 mod max_in_flight {
     use std::time::Duration;
 
-    use resilient::{too_busy, Rejected, RejectedKind};
+    use resiliency::{too_busy, Rejected, RejectedKind};
 
     #[too_busy(max_in_flight = 1)]
     async fn slow(ms: u64) -> Result<u64, Rejected> {
@@ -161,7 +161,7 @@ mod max_in_flight {
 }
 
 mod method_self {
-    use resilient::{too_busy, Rejected};
+    use resiliency::{too_busy, Rejected};
 
     struct Client {
         base: String,
@@ -188,7 +188,7 @@ mod method_self {
 }
 
 mod rejected {
-    use resilient::{too_busy, Rejected};
+    use resiliency::{too_busy, Rejected};
 
     #[too_busy]
     async fn ping(n: u32) -> Result<u32, Rejected> {

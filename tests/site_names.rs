@@ -10,8 +10,8 @@
 use std::pin::pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use resilient::settings::{self, Overrides, Policy, Source, Value};
-use resilient::{busy, race, race_retry, too_busy, Rejected};
+use resiliency::settings::{self, Overrides, Policy, Source, Value};
+use resiliency::{busy, race, race_retry, too_busy, Rejected};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
@@ -22,7 +22,7 @@ use support::{ms, poll_once, secs, serial};
 fn clean() {
     settings::load("none", &Overrides::new()).unwrap();
     for (key, _) in std::env::vars() {
-        if key.starts_with("RESILIENT_") && key != "RESILIENT_DISABLED" {
+        if key.starts_with("RESILIENCY_") && key != "RESILIENCY_DISABLED" {
             std::env::remove_var(key);
         }
     }
@@ -113,12 +113,12 @@ async fn a_named_too_busy_site_is_set_by_its_name() {
     assert_eq!(refused_of_checkouts(3).await, 2);
 }
 
-/// `RESILIENT_TOO_BUSY__<NAME>__<SETTING>`, the name spelt as the settings docs say.
+/// `RESILIENCY_TOO_BUSY__<NAME>__<SETTING>`, the name spelt as the settings docs say.
 #[tokio::test(start_paused = true)]
 async fn a_named_too_busy_site_takes_its_environment_variable() {
     let _serial = serial();
     checkout(None).await.unwrap();
-    let variable = "RESILIENT_TOO_BUSY__NAMES_CHECKOUT__MAX_IN_FLIGHT";
+    let variable = "RESILIENCY_TOO_BUSY__NAMES_CHECKOUT__MAX_IN_FLIGHT";
     std::env::set_var(variable, "3");
     settings::load_env().unwrap();
     assert_eq!(
@@ -220,12 +220,12 @@ async fn a_named_race_retry_site_is_set_by_its_name() {
     }
 }
 
-/// `RESILIENT_RACE_RETRY__<NAME>__<SETTING>`.
+/// `RESILIENCY_RACE_RETRY__<NAME>__<SETTING>`.
 #[tokio::test(start_paused = true)]
 async fn a_named_race_retry_site_takes_its_environment_variable() {
     let _serial = serial();
     search_to_deadline().await;
-    let variable = "RESILIENT_RACE_RETRY__NAMES_SEARCH__TOTAL";
+    let variable = "RESILIENCY_RACE_RETRY__NAMES_SEARCH__TOTAL";
     std::env::set_var(variable, "250ms");
     settings::load_env().unwrap();
     assert_eq!(

@@ -23,7 +23,7 @@ use std::task::{Context, Poll};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
-use resilient::{busy, too_busy, Rejected, RejectedKind};
+use resiliency::{busy, too_busy, Rejected, RejectedKind};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
 
@@ -728,7 +728,7 @@ async fn traced(release: Option<oneshot::Receiver<()>>) -> Result<(), Rejected> 
 }
 
 /// A refusal is a `debug` event, the lag passing the default max_lag a `warn`, and falling back
-/// an `info`, all with target `resilient::too_busy`.
+/// an `info`, all with target `resiliency::too_busy`.
 #[test]
 fn refusals_and_lag_crossings_are_tracing_events() {
     let captured = Captured::default();
@@ -765,13 +765,13 @@ fn refusals_and_lag_crossings_are_tracing_events() {
     };
     let refused = line("call refused");
     assert!(
-        refused.contains("DEBUG") && refused.contains("resilient::too_busy"),
+        refused.contains("DEBUG") && refused.contains("resiliency::too_busy"),
         "{refused}"
     );
     assert!(refused.contains(&name("traced")), "{refused}");
     let above = line("runtime lag above max_lag");
     assert!(
-        above.contains("WARN") && above.contains("resilient::too_busy"),
+        above.contains("WARN") && above.contains("resiliency::too_busy"),
         "{above}"
     );
     let below = line("runtime lag back below max_lag");

@@ -12,7 +12,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 use tokio::sync::{mpsc, watch};
 
 /// Lets the test see that a handler is running, and hold it there until the gate opens.
@@ -276,11 +276,11 @@ async fn auto_learns_the_limit_of_a_dependency_over_http() -> anyhow::Result<()>
         refused += r;
     }
     server.abort();
-    let (_, site) = resilient::settings::sites()
+    let (_, site) = resiliency::settings::sites()
         .into_iter()
         .find(|(_, name)| name.ends_with("::auto_handler"))
         .context("the handler's site")?;
-    let limit = resilient::busy::get(&site)
+    let limit = resiliency::busy::get(&site)
         .and_then(|guard| guard.in_flight_limit())
         .context("the handler's limit")?;
     accepted.sort();
@@ -343,11 +343,11 @@ async fn auto_refuses_next_to_nothing_where_latency_is_uneven_but_nothing_queues
         }
     }
     server.abort();
-    let (_, site) = resilient::settings::sites()
+    let (_, site) = resiliency::settings::sites()
         .into_iter()
         .find(|(_, name)| name.ends_with("::uneven_handler"))
         .context("the handler's site")?;
-    let limit = resilient::busy::get(&site)
+    let limit = resiliency::busy::get(&site)
         .and_then(|guard| guard.in_flight_limit())
         .context("the handler's limit")?;
     // About 20 calls in flight on average (300/s x 70 ms), more in bursts.

@@ -7,8 +7,8 @@
 
 use std::pin::pin;
 
-use resilient::settings::{self, Policy};
-use resilient::{too_busy, Rejected, RejectedKind};
+use resiliency::settings::{self, Policy};
+use resiliency::{too_busy, Rejected, RejectedKind};
 use tokio::sync::oneshot;
 
 mod support;

@@ -1,8 +1,8 @@
-//! What `#[too_busy]` (and `resilient::busy::TooBusy`) guarantee whatever user code does: a body
+//! What `#[too_busy]` (and `resiliency::busy::TooBusy`) guarantee whatever user code does: a body
 //! that panics or is dropped mid-flight, a body whose destructor takes its time, an `on_lag`
 //! callback that panics, a runtime without a time driver, a paused clock that is advanced, threads
 //! that come and go, settings at their extremes. Each test proves one line of the `# Guarantees`
-//! sections of `#[too_busy]` and of `resilient::busy`.
+//! sections of `#[too_busy]` and of `resiliency::busy`.
 //!
 //! The tests share process-wide state (`busy::on_lag` callbacks, `busy::set_interval`, a panic
 //! hook that counts tokio's "timers are disabled" panics), so they run one at a time ([`serial`]),
@@ -16,8 +16,8 @@ use std::task::Poll;
 use std::thread;
 use std::time::Duration;
 
-use resilient::busy::{self, TooBusy};
-use resilient::{too_busy, Rejected};
+use resiliency::busy::{self, TooBusy};
+use resiliency::{too_busy, Rejected};
 use tokio::sync::oneshot;
 use tokio::time::sleep;
 
@@ -330,7 +330,7 @@ fn a_runtime_without_timers_stands_the_lag_signal_down_once_and_keeps_the_others
     let warnings = lines_with(&output, "no time driver");
     assert_eq!(warnings.len(), 1, "{output}");
     assert!(
-        warnings[0].contains("WARN") && warnings[0].contains("resilient::too_busy"),
+        warnings[0].contains("WARN") && warnings[0].contains("resiliency::too_busy"),
         "{}",
         warnings[0]
     );
@@ -387,7 +387,7 @@ fn a_panicking_on_lag_callback_leaves_shedding_on() {
     );
     let reports = lines_with(&output, "on_lag callback panicked");
     assert_eq!(reports.len(), 1, "{output}");
-    assert!(reports[0].contains("resilient::too_busy"), "{}", reports[0]);
+    assert!(reports[0].contains("resiliency::too_busy"), "{}", reports[0]);
 }
 
 static CAPPED: LazyLock<TooBusy> =
@@ -402,9 +402,9 @@ fn a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot() {
     let _restore = DefaultInterval;
     timer_panics(); // keeps the expected panics off stderr
     busy::set_interval(ms(100));
-    // A subscriber that panics on every event of `resilient::too_busy`.
+    // A subscriber that panics on every event of `resiliency::too_busy`.
     let panics = support::PanickingSubscriber::new(|event, _| {
-        event.metadata().target() == "resilient::too_busy"
+        event.metadata().target() == "resiliency::too_busy"
     });
     tracing::subscriber::with_default(panics, || {
         current_thread().block_on(async {

@@ -1,4 +1,4 @@
-//! `resilient::tower::BreakerLayer` over `tower::service_fn`, under a paused clock.
+//! `resiliency::tower::BreakerLayer` over `tower::service_fn`, under a paused clock.
 #![cfg(feature = "tower")]
 
 mod support;
@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resilient::breaker::{self, State};
-use resilient::settings::{self, Policy};
-use resilient::tower::{authority_of, BreakerLayer};
-use resilient::{Breaker, Rejected};
+use resiliency::breaker::{self, State};
+use resiliency::settings::{self, Policy};
+use resiliency::tower::{authority_of, BreakerLayer};
+use resiliency::{Breaker, Rejected};
 use support::ms;
 use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 
@@ -243,7 +243,7 @@ async fn a_dropped_response_future_gives_the_probe_slot_back_without_counting() 
     let other = svc.ready().await.unwrap().call(true).await.unwrap_err();
     assert_eq!(
         support::rejected(&other).kind(),
-        resilient::RejectedKind::CircuitHalfOpen
+        resiliency::RejectedKind::CircuitHalfOpen
     );
     drop(probe);
     // Polled, then dropped while it runs.

@@ -16,11 +16,11 @@ use http_body_util::Empty;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use resilient::breaker::{self, State};
-use resilient::busy::TooBusy;
-use resilient::race::{After, RaceRetry};
-use resilient::tower::{authority_of, error_response, BreakerLayer, RaceRetryLayer, TooBusyLayer};
-use resilient::{Breaker, Rejected};
+use resiliency::breaker::{self, State};
+use resiliency::busy::TooBusy;
+use resiliency::race::{After, RaceRetry};
+use resiliency::tower::{authority_of, error_response, BreakerLayer, RaceRetryLayer, TooBusyLayer};
+use resiliency::{Breaker, Rejected};
 use tokio::sync::Notify;
 use tower::{Service, ServiceBuilder, ServiceExt};
 

@@ -1,4 +1,4 @@
-//! `resilient::tower::RaceRetryLayer` over `tower::service_fn`, under a paused clock.
+//! `resiliency::tower::RaceRetryLayer` over `tower::service_fn`, under a paused clock.
 #![cfg(feature = "tower")]
 
 mod support;
@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resilient::race::{self, After, RaceRetry};
-use resilient::settings::{self, Policy};
-use resilient::tower::RaceRetryLayer;
+use resiliency::race::{self, After, RaceRetry};
+use resiliency::settings::{self, Policy};
+use resiliency::tower::RaceRetryLayer;
 use support::ms;
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -185,8 +185,8 @@ fn invalid_options_are_a_config_error() {
 
 #[tokio::test(start_paused = true)]
 async fn over_a_breaker_a_refusal_is_an_answer_when_retry_if_says_so() {
-    use resilient::tower::{BoxError, BreakerLayer};
-    use resilient::{Breaker, Rejected};
+    use resiliency::tower::{BoxError, BreakerLayer};
+    use resiliency::{Breaker, Rejected};
 
     let mut svc = tower::ServiceBuilder::new()
         .layer(

@@ -1,4 +1,4 @@
-//! `resilient::tower::TooBusyLayer` over `tower::service_fn`, under a paused clock.
+//! `resiliency::tower::TooBusyLayer` over `tower::service_fn`, under a paused clock.
 #![cfg(feature = "tower")]
 
 mod support;
@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resilient::busy::{self, TooBusy};
-use resilient::settings::{self, Policy};
-use resilient::tower::TooBusyLayer;
+use resiliency::busy::{self, TooBusy};
+use resiliency::settings::{self, Policy};
+use resiliency::tower::TooBusyLayer;
 use tower::{service_fn, Layer, Service, ServiceExt};
 
 /// A service that answers after `ms`, counting the requests it is called with.

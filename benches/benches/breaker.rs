@@ -1,4 +1,4 @@
-//! The breaker benchmark: `cargo bench -p resilient-benches --bench breaker`.
+//! The breaker benchmark: `cargo bench -p resiliency-benches --bench breaker`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
 //! written to this benchmark's section of `benches/README.md` (`common::publish`):
@@ -93,7 +93,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use resilient::breaker;
+use resiliency::breaker;
 
 mod common;
 use common::cost::{
@@ -515,7 +515,7 @@ fn keyed_registry() {
     let live_before = LIVE_BYTES.load(Relaxed);
     COUNTING.store(true, Relaxed);
     let start = Instant::now();
-    let keyed = resilient::Breaker::builder("bench.hosts")
+    let keyed = resiliency::Breaker::builder("bench.hosts")
         .build_keyed()
         .expect("default keyed options are valid");
     for key in &keys {
@@ -639,7 +639,7 @@ fn profile(lock: &str, which: &str) {
             .and_then(|n| n.parse().ok())
             .unwrap_or(1_000_000u64);
         let keys: Vec<String> = (0..KEYS).map(|i| format!("host-{i:06}.example")).collect();
-        let keyed = resilient::Breaker::builder("bench.hosts")
+        let keyed = resiliency::Breaker::builder("bench.hosts")
             .build_keyed()
             .unwrap();
         for key in &keys {
@@ -672,10 +672,10 @@ fn main() {
     }
     let plan = Plan::from_env(SAMPLES, SAMPLE, CALLGRIND_CALLS);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    outln!("# resilient breaker benchmark\n");
+    outln!("# resiliency breaker benchmark\n");
     outln!(
-        "{cores} cores available, `RESILIENT_DISABLED` {}.\n",
-        if resilient::breaker::disabled() {
+        "{cores} cores available, `RESILIENCY_DISABLED` {}.\n",
+        if resiliency::breaker::disabled() {
             "is set: breakers pass calls through"
         } else {
             "unset"

@@ -1,5 +1,5 @@
 //! The cost of the `metrics` feature per call:
-//! `cargo bench -p resilient-benches --features metrics --bench metrics_cost`.
+//! `cargo bench -p resiliency-benches --features metrics --bench metrics_cost`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
 //! written to this benchmark's section of `benches/README.md` (`common::publish`): the ns per
@@ -42,7 +42,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use resilient::{breaker, race_retry, too_busy};
+use resiliency::{breaker, race_retry, too_busy};
 
 mod common;
 use common::outln;
@@ -217,7 +217,7 @@ fn measure() {
     let counted = [
         scraped(
             &rendered,
-            resilient::metrics::BREAKER_CALLS,
+            resiliency::metrics::BREAKER_CALLS,
             &[
                 ("name", &path("breaker_prometheus")),
                 ("outcome", "success"),
@@ -225,7 +225,7 @@ fn measure() {
         ),
         scraped(
             &rendered,
-            resilient::metrics::TOO_BUSY_CALLS,
+            resiliency::metrics::TOO_BUSY_CALLS,
             &[
                 ("name", &path("too_busy_prometheus")),
                 ("outcome", "admitted"),
@@ -233,7 +233,7 @@ fn measure() {
         ),
         scraped(
             &rendered,
-            resilient::metrics::RACE_CALLS,
+            resiliency::metrics::RACE_CALLS,
             &[("name", &path("race_prometheus")), ("outcome", "success")],
         ),
     ];
@@ -292,7 +292,7 @@ fn main() {
         return profile(&which);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    outln!("# resilient `metrics` feature cost benchmark\n");
+    outln!("# resiliency `metrics` feature cost benchmark\n");
     outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
@@ -306,6 +306,6 @@ fn main() {
     );
     common::publish_run(
         "metrics_cost",
-        "cargo bench -p resilient-benches --features metrics --bench metrics_cost",
+        "cargo bench -p resiliency-benches --features metrics --bench metrics_cost",
     );
 }

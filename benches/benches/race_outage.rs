@@ -1,4 +1,4 @@
-//! The retry budget and the backoff in an outage: `cargo bench -p resilient-benches --bench
+//! The retry budget and the backoff in an outage: `cargo bench -p resiliency-benches --bench
 //! race_outage`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
@@ -37,8 +37,8 @@
 //! # What is counted, and how
 //!
 //! Attempts are counted twice: at the service (a counter per contender, bumped when an attempt
-//! starts) and by `resilient::race::observe` around each call (every attempt, with when it
-//! started), which also gives the per-window timeline; `resilient::race::stats` gives the budget's
+//! starts) and by `resiliency::race::observe` around each call (every attempt, with when it
+//! started), which also gives the per-window timeline; `resiliency::race::stats` gives the budget's
 //! refusals. The **extra load** is extra attempts / calls. The goal: with the defaults, the extra
 //! attempts of the outage stay within what the default budget allows: `0.1 x calls` (the share),
 //! plus a full bank (100), plus the floor. The floor (`budget.rs`) grants 10 a second only while the
@@ -55,8 +55,8 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use resilient::race::{observe, Attempt, RaceStats};
-use resilient::race_retry;
+use resiliency::race::{observe, Attempt, RaceStats};
+use resiliency::race_retry;
 use tokio::time::Instant;
 
 mod common;
@@ -131,10 +131,10 @@ const SHORT: [&str; CONTENDERS] = ["the defaults", "budget off", "budget and bac
 const SUFFIXES: [&str; CONTENDERS] = ["::defaults", "::budget_off", "::both_off"];
 
 fn stats(contender: usize) -> RaceStats {
-    resilient::race::names()
+    resiliency::race::names()
         .into_iter()
         .find(|name| name.ends_with(SUFFIXES[contender]))
-        .and_then(resilient::race::stats)
+        .and_then(resiliency::race::stats)
         .unwrap_or_default()
 }
 
@@ -221,7 +221,7 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
     let started = std::time::Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    outln!("# resilient `#[race_retry]`: the retry budget and the backoff in an outage\n");
+    outln!("# resiliency `#[race_retry]`: the retry budget and the backoff in an outage\n");
     outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
@@ -291,7 +291,7 @@ fn main() {
         );
     }
     outln!(
-        "\n`resilient::race::stats` over the outage, extra attempts: {}; as counted at the \
+        "\n`resiliency::race::stats` over the outage, extra attempts: {}; as counted at the \
          service. The generator started calls at most {} late.",
         (0..CONTENDERS)
             .map(|c| format!(
@@ -311,7 +311,7 @@ fn main() {
     outln!(
         "\n### When the extra attempts started\n\nFrom the end of the attempt before (its failure) \
          to the start of the next, over the outage's calls (attempts observed by \
-         `resilient::race::observe`):\n"
+         `resiliency::race::observe`):\n"
     );
     outln!("| contender | waits | 2nd attempt: median / max | 3rd attempt: median / max |");
     outln!("|---|---:|---:|---:|");

@@ -1,5 +1,5 @@
 //! The cost of `#[race_retry]` when the first attempt answers at once:
-//! `cargo bench -p resilient-benches --bench race_overhead`.
+//! `cargo bench -p resiliency-benches --bench race_overhead`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
 //! written to this benchmark's section of `benches/README.md` (`common::publish`): the ns per
@@ -48,7 +48,7 @@
 //! calls inside that runtime's `block_on`, so the calls run in a runtime's context as in a server
 //! (tokio's clock and timers are usable; a race whose first attempt answers at once never makes
 //! a timer, tower's hedge makes one per call and drops it unpolled). Every contender runs in
-//! exactly the same setting. After the measurements, `resilient::race::stats` is read to check
+//! exactly the same setting. After the measurements, `resiliency::race::stats` is read to check
 //! that no call made an extra attempt (every first attempt won at once).
 //!
 //! # How time is measured
@@ -84,7 +84,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use resilient::race_retry;
+use resiliency::race_retry;
 use tower::Service;
 
 mod common;
@@ -337,11 +337,11 @@ fn hedged_attempts(calls: u64) -> u64 {
 }
 
 /// The stats of the raced fn whose name ends with `suffix`.
-fn stats_of(suffix: &str) -> Option<resilient::race::RaceStats> {
-    let name = resilient::race::names()
+fn stats_of(suffix: &str) -> Option<resiliency::race::RaceStats> {
+    let name = resiliency::race::names()
         .into_iter()
         .find(|name| name.ends_with(suffix))?;
-    resilient::race::stats(name)
+    resiliency::race::stats(name)
 }
 
 fn measure_all(lock: &str, plan: &Plan) {
@@ -432,7 +432,7 @@ fn measure_all(lock: &str, plan: &Plan) {
     );
 
     outln!(
-        "\nCheck, from `resilient::race::stats` after every call above (warm-ups, samples, \
+        "\nCheck, from `resiliency::race::stats` after every call above (warm-ups, samples, \
          allocation counts):\n"
     );
     outln!("| raced fn | extra attempts | won by extra | deadlines | `after` now | latency samples recorded |");
@@ -513,7 +513,7 @@ fn main() {
     }
     let plan = Plan::from_env(SAMPLES, SAMPLE, CALLGRIND_CALLS);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    outln!("# resilient `#[race_retry]` overhead benchmark\n");
+    outln!("# resiliency `#[race_retry]` overhead benchmark\n");
     outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()

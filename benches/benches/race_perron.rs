@@ -1,4 +1,4 @@
-//! Perron's case, over real HTTP: `cargo bench -p resilient-benches --bench race_perron`.
+//! Perron's case, over real HTTP: `cargo bench -p resiliency-benches --bench race_perron`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
 //! written to this benchmark's section of `benches/README.md` (`common::publish`).
@@ -49,7 +49,7 @@ use std::time::Duration;
 use axum::extract::Path;
 use axum::routing::get;
 use axum::Router;
-use resilient::Rejected;
+use resiliency::Rejected;
 use tokio::time::Instant;
 
 mod common;
@@ -153,7 +153,7 @@ async fn sequential(client: &reqwest::Client, url: &str) -> Result<String, Fetch
     Err(last)
 }
 
-#[resilient::race_retry(retries = 2, after = "450ms", total = "1350ms")]
+#[resiliency::race_retry(retries = 2, after = "450ms", total = "1350ms")]
 async fn raced(client: &reqwest::Client, url: &str) -> Result<String, FetchError> {
     fetch(client, url).await
 }
@@ -274,7 +274,7 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
     let started = std::time::Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    outln!("# resilient `#[race_retry]`: perron's case over HTTP\n");
+    outln!("# resiliency `#[race_retry]`: perron's case over HTTP\n");
     outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
@@ -329,13 +329,13 @@ fn main() {
         );
         summaries.push((*contender, s));
     }
-    if let Some(s) = resilient::race::names()
+    if let Some(s) = resiliency::race::names()
         .into_iter()
         .find(|name| name.ends_with("::raced"))
-        .and_then(resilient::race::stats)
+        .and_then(resiliency::race::stats)
     {
         outln!(
-            "\n`resilient::race::stats` of the raced fn: {} extra attempts, {} calls won by an \
+            "\n`resiliency::race::stats` of the raced fn: {} extra attempts, {} calls won by an \
              extra attempt, {} refused by the budget, {} deadlines.",
             s.extra_attempts,
             s.won_by_extra,

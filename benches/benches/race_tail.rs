@@ -1,4 +1,4 @@
-//! Tail latency with hedged attempts: `cargo bench -p resilient-benches --bench race_tail`.
+//! Tail latency with hedged attempts: `cargo bench -p resiliency-benches --bench race_tail`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
 //! written to this benchmark's section of `benches/README.md` (`common::publish`).
@@ -78,7 +78,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use resilient::race_retry;
+use resiliency::race_retry;
 use tokio::time::Instant;
 use tower::Service;
 
@@ -304,7 +304,7 @@ where
 async fn probe(t0: Instant) -> (Vec<Duration>, Vec<Duration>) {
     let (from, end) = (t0 + WARMUP, t0 + WARMUP + MEASURE);
     tokio::time::sleep_until(from).await;
-    let ours = resilient::race::names()
+    let ours = resiliency::race::names()
         .into_iter()
         .find(|name| name.ends_with("::ours_p95"));
     let (mut late, mut after) = (Vec::new(), Vec::new());
@@ -312,7 +312,7 @@ async fn probe(t0: Instant) -> (Vec<Duration>, Vec<Duration>) {
         let due = Instant::now() + Duration::from_millis(1);
         tokio::time::sleep_until(due).await;
         late.push(Instant::now().saturating_duration_since(due));
-        if let Some(stats) = ours.and_then(resilient::race::stats) {
+        if let Some(stats) = ours.and_then(resiliency::race::stats) {
             after.push(stats.after);
         }
     }
@@ -441,7 +441,7 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
     let started = std::time::Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    outln!("# resilient `#[race_retry]`: tail latency against hedging\n");
+    outln!("# resiliency `#[race_retry]`: tail latency against hedging\n");
     outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
@@ -522,13 +522,13 @@ fn main() {
         (Contender::OursP95, "::ours_p95"),
         (Contender::OursFixed, "::ours_fixed"),
     ] {
-        let stats = resilient::race::names()
+        let stats = resiliency::race::names()
             .into_iter()
             .find(|name| name.ends_with(suffix))
-            .and_then(resilient::race::stats);
+            .and_then(resiliency::race::stats);
         if let Some(s) = stats {
             outln!(
-                "\n{} (warm-up included): `resilient::race::stats` counts {} extra attempts, {} \
+                "\n{} (warm-up included): `resiliency::race::stats` counts {} extra attempts, {} \
                  won by them, {} refused by the budget, {} deadlines.",
                 contender.name(),
                 s.extra_attempts,

@@ -1,4 +1,4 @@
-//! False alarms of lag-based load shedding: `cargo bench -p resilient-benches --bench too_busy_false_alarms`.
+//! False alarms of lag-based load shedding: `cargo bench -p resiliency-benches --bench too_busy_false_alarms`.
 //!
 //! The same lag traces are fed to toobusy-js's rule as released ([`Smoothing::toobusy()`], its
 //! default 500 ms interval) and to ours ([`Smoothing::default()`]: toobusy-js PR #17's samples
@@ -73,7 +73,7 @@ use std::time::Duration;
 mod common;
 use common::{out, outln};
 
-use resilient_runtime::busy::{shed_probability, Smoothing};
+use resiliency_runtime::busy::{shed_probability, Smoothing};
 
 /// One millisecond, in the model's microseconds.
 const MS: u64 = 1_000;

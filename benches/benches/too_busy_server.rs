@@ -1,5 +1,5 @@
 //! A real server melting, with and without `#[too_busy]`:
-//! `cargo bench -p resilient-benches --bench too_busy_server`.
+//! `cargo bench -p resiliency-benches --bench too_busy_server`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
 //! written to this benchmark's section of `benches/README.md` (`common::publish`) and
@@ -9,7 +9,7 @@
 //!
 //! An axum server on 127.0.0.1 whose one handler burns `WORK` (5 ms) of CPU in a busy loop that
 //! checks the clock (no sleep, no yield: the worker is blocked as by real work). Two variants of
-//! the same handler, both returning `impl IntoResponse`: plain, and under `#[resilient::too_busy]`
+//! the same handler, both returning `impl IntoResponse`: plain, and under `#[resiliency::too_busy]`
 //! with its defaults (the runtime's lag, `max_lag` 70 ms); a refusal is a `503` with
 //! `Retry-After`. Each run gets a fresh server.
 //!
@@ -56,7 +56,7 @@
 //! interval, 10 ms, when the runtime keeps up). Then the goal at 5x (guarded
 //! accepted p99 under 250 ms and goodput at least 80% of capacity, with the unguarded p99 at
 //! least 10 times the guarded), and a timeline of the 5x runs per 500 ms window (by scheduled
-//! send time) with the monitor's lag (`resilient::busy::lag()`, read every 100 ms by a sampler
+//! send time) with the monitor's lag (`resiliency::busy::lag()`, read every 100 ms by a sampler
 //! thread; the last reading in the window), the refusal rate and the accepted p99: the same data
 //! as the plot.
 
@@ -69,7 +69,7 @@ use std::time::{Duration, Instant};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use resilient::Rejected;
+use resiliency::Rejected;
 
 mod common;
 use common::open_loop::{self, request, Kind, Outcome};
@@ -88,7 +88,7 @@ const CAPACITY_CLIENTS: usize = 4;
 const CAPACITY_RUN: Duration = Duration::from_secs(2);
 /// Offered loads, as multiples of the measured capacity.
 const LOADS: [f64; 3] = [1.0, 2.0, 5.0];
-/// How often the sampler reads `resilient::busy::lag()`, and the plot's window for rates and p99.
+/// How often the sampler reads `resiliency::busy::lag()`, and the plot's window for rates and p99.
 const LAG_EVERY: Duration = Duration::from_millis(100);
 const WINDOW: Duration = Duration::from_millis(500);
 /// The goal at 5x.
@@ -114,7 +114,7 @@ async fn plain() -> impl IntoResponse {
     "done"
 }
 
-#[resilient::too_busy]
+#[resiliency::too_busy]
 async fn guarded() -> impl IntoResponse {
     burn();
     "done"
@@ -125,7 +125,7 @@ static MONITOR_SAMPLES: AtomicU64 = AtomicU64::new(0);
 
 /// Called once when a server starts, so that its runtime has a lag monitor to plot even when the
 /// handler is unguarded.
-#[resilient::too_busy]
+#[resiliency::too_busy]
 async fn start_monitor() -> Result<(), Rejected> {
     Ok(())
 }
@@ -164,7 +164,7 @@ fn start_server(variant: Variant) -> Server {
 struct Run {
     rate: f64,
     outcomes: Vec<Outcome>,
-    /// `(time from the run's start, resilient::busy::lag())`, every `LAG_EVERY`.
+    /// `(time from the run's start, resiliency::busy::lag())`, every `LAG_EVERY`.
     lag: Vec<(Duration, Duration)>,
     /// How late the generator started requests, p99 and max.
     send_late_p99: Duration,
@@ -238,7 +238,7 @@ fn run(variant: Variant, rate: f64) -> Run {
                     let mut lag = Vec::new();
                     let mut next = t0;
                     while sampling.load(Relaxed) {
-                        lag.push((next - t0, resilient::busy::lag()));
+                        lag.push((next - t0, resiliency::busy::lag()));
                         next += LAG_EVERY;
                         std::thread::sleep(next.saturating_duration_since(Instant::now()));
                     }
@@ -387,7 +387,7 @@ fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
         legend_x += 220.0;
     }
 
-    let max_lag_ms = resilient::busy::max_lag().as_secs_f64() * 1e3;
+    let max_lag_ms = resiliency::busy::max_lag().as_secs_f64() * 1e3;
     let lag_top = (2.0 * max_lag_ms * 1.25).max(
         runs.iter()
             .flat_map(|(_, r)| r.lag.iter().map(|l| l.1.as_secs_f64() * 1e3))
@@ -406,7 +406,7 @@ fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
         width: PLOT_W,
         height: PANEL_H,
         seconds: RUN.as_secs_f64(),
-        title: "Monitor's smoothed lag, resilient::busy::lag(), read every 100 ms",
+        title: "Monitor's smoothed lag, resiliency::busy::lag(), read every 100 ms",
         scale: &lag_scale,
         ticks: &lag_ticks,
     };
@@ -492,11 +492,11 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
     let started = Instant::now();
     let open_files = raise_open_files();
-    resilient::busy::on_lag(Duration::ZERO, |_| {
+    resiliency::busy::on_lag(Duration::ZERO, |_| {
         MONITOR_SAMPLES.fetch_add(1, Relaxed);
     });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    outln!("# resilient `#[too_busy]`: a real server melting\n");
+    outln!("# resiliency `#[too_busy]`: a real server melting\n");
     outln!(
         "{cores} cores available; open-files limit {open_files}; load average at start: {}.\n",
         load_average()
@@ -556,7 +556,7 @@ fn main() {
         "\n\"monitor samples\": lag samples the server's lag monitor took during the {} s of load \
          ({} if its timer ran on time).",
         RUN.as_secs(),
-        RUN.as_millis() / resilient::busy::interval().as_millis().max(1)
+        RUN.as_millis() / resiliency::busy::interval().as_millis().max(1)
     );
     outln!(
         "\"generator late\": how long after its scheduled time the generator started a request \

@@ -1,5 +1,5 @@
-//! The cost of `resilient`'s tower layers per request, against their tower peers:
-//! `cargo bench -p resilient-benches --features tower --bench tower_layers`.
+//! The cost of `resiliency`'s tower layers per request, against their tower peers:
+//! `cargo bench -p resiliency-benches --features tower --bench tower_layers`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
 //! written to this benchmark's section of `benches/README.md` (`common::publish_run`): the ns per
@@ -7,14 +7,14 @@
 //! wrapped in one layer, on 1 thread and on 2 OS threads calling clones of one shared layered
 //! service (so that a shared breaker, guard, semaphore or latency record is contended):
 //!
-//! * **Breaker**: ours (`resilient::tower::BreakerLayer`, count rule, closed) against
+//! * **Breaker**: ours (`resiliency::tower::BreakerLayer`, count rule, closed) against
 //!   `tower-resilience-circuitbreaker` (`CircuitBreakerLayer::builder().build()`, its defaults:
 //!   a count-based window of 100 calls, closed).
-//! * **Load shedding**: ours (`resilient::tower::TooBusyLayer`, once with
+//! * **Load shedding**: ours (`resiliency::tower::TooBusyLayer`, once with
 //!   `max_in_flight = 1_000_000` so that it never refuses, once with the default lag signal)
 //!   against tower's usual shedding stack, `ServiceBuilder::new().load_shed().concurrency_limit(N)`
 //!   with the same `N = 1_000_000` (never full, so never shedding).
-//! * **Raced retries**: ours (`resilient::tower::RaceRetryLayer`, `retries = 1`, `after` the p95
+//! * **Raced retries**: ours (`resiliency::tower::RaceRetryLayer`, `retries = 1`, `after` the p95
 //!   of recent latencies, `total = 450 ms`; the first attempt answers at once) against tower's
 //!   `Hedge` set alike (one hedge at most, after the p95 of the last full period of 1 s, at least
 //!   32 data points, every request cloned). `Hedge` is not `Clone`, so its threads share one
@@ -329,11 +329,11 @@ impl<S: Service<R>, R> Service<R> for Locked<S> {
     }
 }
 
-/// Ours: `resilient::tower::RaceRetryLayer` (the first attempt answers at once), set as tower's
+/// Ours: `resiliency::tower::RaceRetryLayer` (the first attempt answers at once), set as tower's
 /// hedge is: one extra attempt at most, after the p95 of recent latencies.
 fn ours_race() -> Vec<Contender> {
-    use resilient::race::{After, RaceRetry};
-    let layer = resilient::tower::RaceRetryLayer::new(
+    use resiliency::race::{After, RaceRetry};
+    let layer = resiliency::tower::RaceRetryLayer::new(
         RaceRetry::builder("tower_layers.race")
             .retries(1)
             .after(After::Percentile(0.95))
@@ -350,9 +350,9 @@ fn ours_race() -> Vec<Contender> {
     )]
 }
 
-/// Ours: `resilient::tower::BreakerLayer` (count rule, closed).
+/// Ours: `resiliency::tower::BreakerLayer` (count rule, closed).
 fn ours_breaker() -> Vec<Contender> {
-    let layer = resilient::tower::BreakerLayer::new("tower_layers.breaker");
+    let layer = resiliency::tower::BreakerLayer::new("tower_layers.breaker");
     vec![contender(
         "`BreakerLayer` (count rule, defaults)".into(),
         Role::Ours(BREAKER),
@@ -360,15 +360,15 @@ fn ours_breaker() -> Vec<Contender> {
     )]
 }
 
-/// Ours: `resilient::tower::TooBusyLayer`, never refusing (`max_in_flight`), and on its default
+/// Ours: `resiliency::tower::TooBusyLayer`, never refusing (`max_in_flight`), and on its default
 /// lag signal.
 fn ours_shedding() -> Vec<Contender> {
-    use resilient::busy::TooBusy;
-    let in_flight = resilient::tower::TooBusyLayer::new(
+    use resiliency::busy::TooBusy;
+    let in_flight = resiliency::tower::TooBusyLayer::new(
         TooBusy::builder("tower_layers.in_flight").max_in_flight(MAX_IN_FLIGHT as u32),
     )
     .expect("a valid max_in_flight");
-    let lag = resilient::tower::TooBusyLayer::new(TooBusy::builder("tower_layers.lag"))
+    let lag = resiliency::tower::TooBusyLayer::new(TooBusy::builder("tower_layers.lag"))
         .expect("the defaults are valid");
     vec![
         contender(
@@ -384,7 +384,7 @@ fn ours_shedding() -> Vec<Contender> {
                 "`TooBusyLayer` (defaults: lag, max_lag {} ms)",
                 lag.guard()
                     .lag_limit()
-                    .unwrap_or_else(resilient::busy::max_lag)
+                    .unwrap_or_else(resiliency::busy::max_lag)
                     .as_millis()
             ),
             Role::Ours(SHEDDING),
@@ -450,7 +450,7 @@ fn measure(lock: &str) {
         "Lag monitors took {} samples while contenders were measured (a monitor samples every {} \
          ms on each runtime that a lag-guarded request started it on){}.\n",
         group(lag_samples),
-        resilient::busy::interval().as_millis(),
+        resiliency::busy::interval().as_millis(),
         if lag_samples > 0 {
             ", so the lag signal was live"
         } else {
@@ -544,11 +544,11 @@ fn main() {
     if let Ok(which) = std::env::var("BENCH_PROFILE") {
         return profile(&lock, &which);
     }
-    resilient::busy::on_lag(Duration::ZERO, |_| {
+    resiliency::busy::on_lag(Duration::ZERO, |_| {
         LAG_SAMPLES.fetch_add(1, Relaxed);
     });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    outln!("# resilient tower layers cost benchmark\n");
+    outln!("# resiliency tower layers cost benchmark\n");
     outln!(
         "{cores} cores available; load average at start: {}.\n",
         load_average()
@@ -562,6 +562,6 @@ fn main() {
     );
     common::publish_run(
         "tower_layers",
-        "cargo bench -p resilient-benches --features tower --bench tower_layers",
+        "cargo bench -p resiliency-benches --features tower --bench tower_layers",
     );
 }

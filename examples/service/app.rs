@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
-use resilient::settings::{self, Policy};
-use resilient::{breaker, race_retry, too_busy, Rejected};
+use resiliency::settings::{self, Policy};
+use resiliency::{breaker, race_retry, too_busy, Rejected};
 
 /// A dependency of the service, in process: it answers after a short wait, or fails once told to.
 #[derive(Default)]
@@ -35,7 +35,7 @@ impl Upstream {
 }
 
 /// The service's error: an upstream failure (502), or a refusal by a policy, which answers as
-/// `resilient::http` makes it (503 with `Retry-After`, or 504), naming nothing inside the service.
+/// `resiliency::http` makes it (503 with `Retry-After`, or 504), naming nothing inside the service.
 #[derive(Debug)]
 pub enum AppError {
     Upstream,
@@ -58,7 +58,7 @@ impl IntoResponse for AppError {
 }
 
 /// The stock of `item`, behind a breaker named `inventory` (its settings come from
-/// `resilient.toml`).
+/// `resiliency.toml`).
 #[breaker(name = "inventory", error_threshold = 5, error_timeout = "10s")]
 async fn inventory(upstream: &Upstream, item: u64) -> Result<u64, AppError> {
     upstream.stock(item).await
@@ -147,7 +147,7 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 /// Loads the settings file (TOML) at `path`, called `name` in messages: the file layer of
-/// `resilient::settings`. The environment's `RESILIENT_...` variables are read when the first
+/// `resiliency::settings`. The environment's `RESILIENCY_...` variables are read when the first
 /// site is set up.
 pub fn load_settings(name: &str, path: &str) -> Result<(), Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(path)?;

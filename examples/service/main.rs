@@ -2,7 +2,7 @@
 //! metrics for Prometheus at `/metrics`.
 //!
 //! ```text
-//! RESILIENT_TOO_BUSY__MAX_LAG=50ms cargo run --example service --features axum,metrics,toml -- --demo
+//! RESILIENCY_TOO_BUSY__MAX_LAG=50ms cargo run --example service --features axum,metrics,toml -- --demo
 //! ```
 //!
 //! With `--demo` it serves on a free port of 127.0.0.1, drives itself for a moment and exits: a
@@ -15,7 +15,7 @@
 //! curl -X POST 127.0.0.1:3000/upstream/fail     # then GET /items/7 a few times: 502, then 503
 //! curl 127.0.0.1:3000/settings                   # every setting in force and its source
 //! curl -X PUT 127.0.0.1:3000/settings/breaker/inventory/error_timeout -d 1s
-//! curl 127.0.0.1:3000/metrics | grep resilient_
+//! curl 127.0.0.1:3000/metrics | grep resiliency_
 //! ```
 
 mod app;
@@ -31,10 +31,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The recorder goes in first: each site registers its series when it is set up.
     let prometheus = PrometheusBuilder::new().install_recorder()?;
     app::load_settings(
-        "examples/service/resilient.toml",
+        "examples/service/resiliency.toml",
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/examples/service/resilient.toml"
+            "/examples/service/resiliency.toml"
         ),
     )?;
 
@@ -106,7 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     for line in metrics
         .lines()
-        .filter(|l| l.starts_with("resilient_breaker") && l.contains("inventory"))
+        .filter(|l| l.starts_with("resiliency_breaker") && l.contains("inventory"))
     {
         println!("{line}");
     }

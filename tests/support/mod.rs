@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use resilient::Rejected;
+use resiliency::Rejected;
 
 /// The error type of most test fns: anything, boxed.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -59,7 +59,7 @@ impl Callgrind {
     /// The instructions executed by a whole profile run of `calls` calls.
     fn total(&self, which: usize, driver: Driver, calls: u64) -> Result<u64, String> {
         let out = std::env::temp_dir().join(format!(
-            "resilient-bench-{}-{which}-{}-{calls}.callgrind",
+            "resiliency-bench-{}-{which}-{}-{calls}.callgrind",
             std::process::id(),
             driver.name()
         ));

@@ -19,7 +19,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use resilient::Rejected;
+use resiliency::Rejected;
 
 pub mod callgrind;
 pub mod cost;
@@ -491,7 +491,7 @@ pub(crate) use {out, outln};
 pub fn publish(name: &str) {
     publish_run(
         name,
-        &format!("cargo bench -p resilient-benches --bench {name}"),
+        &format!("cargo bench -p resiliency-benches --bench {name}"),
     );
 }
 

@@ -1,5 +1,5 @@
 //! Adaptive concurrency limits side by side over a matrix of dependencies, over real HTTP:
-//! `cargo bench -p resilient-benches --bench too_busy_auto`.
+//! `cargo bench -p resiliency-benches --bench too_busy_auto`.
 //!
 //! Prints markdown tables of figures measured during the run (nothing here is hard-coded), also
 //! written to this benchmark's section of `benches/README.md` (`common::publish`), and writes a
@@ -69,12 +69,12 @@
 //! each limit; every refusal is a `503`:
 //!
 //! * `none`: no limit.
-//! * `fixed`: `#[resilient::too_busy(max_in_flight = fixed_limit())]`, a limit tuned for the first
+//! * `fixed`: `#[resiliency::too_busy(max_in_flight = fixed_limit())]`, a limit tuned for the first
 //!   phase, set before each run: a pool's slots; without a capacity limit, 1.5x the highest
 //!   in-flight count sampled in the unguarded run at the same load (`none` runs first), rounded up:
 //!   what a user sizing a limit from what they saw would pick. (1.5x the *mean* would be crossed
 //!   by Poisson noise alone a few percent of the time at the smaller loads.)
-//! * `lag only`: `#[resilient::too_busy]` with its defaults (the runtime's lag; `max_lag` 70 ms).
+//! * `lag only`: `#[resiliency::too_busy]` with its defaults (the runtime's lag; `max_lag` 70 ms).
 //!   An I/O-bound server does not lag, so this one is expected to admit everything.
 //! * `tower-acc Vegas`, `tower-acc Gradient2`, `tower-acc AIMD`: tower-acc 0.1.1's
 //!   `ConcurrencyLimitLayer` with `Vegas::default()`, `Gradient2::default()`, `Aimd::default()`
@@ -90,9 +90,9 @@
 //!   each update, the algorithm's limit (`max_concurrency()`) and its address; "one limiter" in
 //!   the checks table says whether every update of a run reached the same one. tower-acc has no
 //!   other way to read the limit, so this wrapper is how its limit is plotted.
-//! * `ours auto`: `#[resilient::too_busy(max_in_flight = "auto")]`, the in-flight limit learned
+//! * `ours auto`: `#[resiliency::too_busy(max_in_flight = "auto")]`, the in-flight limit learned
 //!   from the guard's own calls; its limit is read with
-//!   `resilient::busy::get(site).in_flight_limit()`. `ours auto` and `fixed` are declared once per
+//!   `resiliency::busy::get(site).in_flight_limit()`. `ours auto` and `fixed` are declared once per
 //!   run slot (a scenario and load: `server::s01::ours_auto`, ...), so that each run starts from a
 //!   fresh guard, as each run starts from a fresh tower-acc limiter; `lag only` learns nothing
 //!   (the lag monitor belongs to the server's runtime, which each run makes afresh).

@@ -59,7 +59,7 @@ fn label(run: &Run) -> String {
 pub(crate) fn intro(plan: &Plan, open_files: u64) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     outln!(
-        "# resilient `#[too_busy]`: adaptive concurrency limits over a matrix of dependencies\n"
+        "# resiliency `#[too_busy]`: adaptive concurrency limits over a matrix of dependencies\n"
     );
     if plan.quick {
         outln!("**`AUTO_BENCH_QUICK`: every time halved, fewer loads; not published.**\n");
@@ -458,7 +458,7 @@ pub(crate) fn checks(results: &[ScenarioRuns<'_>]) {
          finished or timed out. \"in flight\": the handlers admitted and not yet finished \
          (waiting for or holding a slot), sampled every {} ms over each phase's measured window. \
          \"one limiter\": every update of tower-acc's algorithm in the run reached the same \
-         limiter. `ours auto`'s limit {} through `resilient::busy::get`.\n",
+         limiter. `ours auto`'s limit {} through `resiliency::busy::get`.\n",
         SAMPLE_EVERY.as_millis(),
         if ours_readable {
             "was read"

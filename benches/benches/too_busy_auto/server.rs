@@ -75,7 +75,7 @@ async fn unlimited(State(app): State<Arc<App>>, uri: Uri) -> impl IntoResponse {
     handle(&app, &uri).await
 }
 
-#[resilient::too_busy]
+#[resiliency::too_busy]
 async fn lag_only(State(app): State<Arc<App>>, uri: Uri) -> impl IntoResponse {
     handle(&app, &uri).await
 }
@@ -100,11 +100,11 @@ fn fixed_limit() -> u32 {
 pub(crate) struct RunSlot {
     ours: MethodRouter<Arc<App>>,
     fixed: MethodRouter<Arc<App>>,
-    /// `ours auto`'s guard's name (`resilient::busy::get`).
+    /// `ours auto`'s guard's name (`resiliency::busy::get`).
     pub(crate) site: &'static str,
 }
 
-/// Declares `ours auto` (under `#[resilient::too_busy(<options>)]`) and `fixed` once per run
+/// Declares `ours auto` (under `#[resiliency::too_busy(<options>)]`) and `fixed` once per run
 /// slot, each slot a module of its own; `OURS_AUTO_OPTIONS` is the options as written.
 macro_rules! run_slots {
     ($options:tt; $($slot:ident)+) => {
@@ -112,7 +112,7 @@ macro_rules! run_slots {
             mod $slot {
                 use super::*;
 
-                #[resilient::too_busy $options]
+                #[resiliency::too_busy $options]
                 pub(super) async fn ours_auto(
                     State(app): State<Arc<App>>,
                     uri: Uri,
@@ -120,7 +120,7 @@ macro_rules! run_slots {
                     handle(&app, &uri).await
                 }
 
-                #[resilient::too_busy(max_in_flight = fixed_limit())]
+                #[resiliency::too_busy(max_in_flight = fixed_limit())]
                 pub(super) async fn fixed(State(app): State<Arc<App>>, uri: Uri) -> impl IntoResponse {
                     handle(&app, &uri).await
                 }
@@ -244,17 +244,17 @@ impl Contender {
         match self {
             Contender::Unlimited => "the handler alone".into(),
             Contender::Fixed => format!(
-                "`#[resilient::too_busy(max_in_flight = fixed_limit())]`, the limit set per run: \
+                "`#[resiliency::too_busy(max_in_flight = fixed_limit())]`, the limit set per run: \
                  the slots of the first phase for a pool; without a capacity limit, \
                  {FIXED_HEADROOM}x the highest in-flight count sampled in the unguarded run's \
                  measured window, rounded up"
             ),
-            Contender::LagOnly => "`#[resilient::too_busy]` (defaults: the runtime's lag)".into(),
+            Contender::LagOnly => "`#[resiliency::too_busy]` (defaults: the runtime's lag)".into(),
             Contender::Acc(Algo::Vegas) => acc("Vegas"),
             Contender::Acc(Algo::Gradient2) => acc("Gradient2"),
             Contender::Acc(Algo::Aimd) => acc("Aimd"),
             Contender::OursAuto => format!(
-                "`#[resilient::too_busy{OURS_AUTO_OPTIONS}]`, a fresh guard per scenario and load"
+                "`#[resiliency::too_busy{OURS_AUTO_OPTIONS}]`, a fresh guard per scenario and load"
             ),
         }
     }

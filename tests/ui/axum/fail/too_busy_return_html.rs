@@ -1,5 +1,5 @@
 use axum::response::Html;
-use resilient::too_busy;
+use resiliency::too_busy;
 
 #[too_busy]
 async fn page() -> Html<&'static str> {

@@ -1,5 +1,5 @@
 // A blocking fn's error type needs `From<Rejected>` too, reported at the error type.
-use resilient::breaker;
+use resiliency::breaker;
 
 #[breaker(error_threshold = 3)]
 fn charge() -> Result<u32, String> {

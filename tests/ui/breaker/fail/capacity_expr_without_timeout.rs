@@ -1,6 +1,6 @@
 // `capacity` written as a const still needs `timeout`: the rule about presence does not read the
 // value.
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 const CAP: f64 = 0.75;
 

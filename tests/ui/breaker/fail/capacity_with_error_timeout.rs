@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(capacity = 0.75, timeout = "2s", error_timeout = "30s")]
 async fn charge() -> Result<u32, Rejected> {

@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 fn is_transient(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::TimedOut

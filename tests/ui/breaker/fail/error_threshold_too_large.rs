@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(error_threshold = 70000)]
 async fn charge() -> Result<u32, Rejected> {

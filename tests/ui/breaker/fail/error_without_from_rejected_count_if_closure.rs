@@ -1,4 +1,4 @@
-use resilient::breaker;
+use resiliency::breaker;
 
 #[derive(Debug)]
 struct MyError;

@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(failure_rate = 0.5, error_threshold = 3)]
 async fn charge() -> Result<u32, Rejected> {

@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(timeout = "1s", half_open_timeout = "1000ms")]
 async fn charge() -> Result<u32, Rejected> {

@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(idle_timeout = "10m")]
 async fn charge() -> Result<u32, Rejected> {

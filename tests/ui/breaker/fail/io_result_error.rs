@@ -1,5 +1,5 @@
 // `std::io::Error` is not the user's type: the help must not suggest implementing a trait for it.
-use resilient::breaker;
+use resiliency::breaker;
 
 #[breaker(error_threshold = 3)]
 async fn read() -> std::io::Result<u32> {

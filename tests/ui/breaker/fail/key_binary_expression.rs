@@ -1,5 +1,5 @@
 // A key written as an expression with operators: the error covers all of it.
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 struct Shard(u32);
 

@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 struct Host(&'static str);
 

@@ -1,5 +1,5 @@
 // An `Option` cannot key a breaker; the error covers the whole key expression.
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 struct Url(&'static str);
 

@@ -1,6 +1,6 @@
 // A literal beside an expression is still checked at compile time: here `timeout`, while the
 // const `CAP` is checked at first use.
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 const CAP: f64 = 0.75;
 

@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(max_error_timeout = "5m")]
 async fn charge() -> Result<u32, Rejected> {

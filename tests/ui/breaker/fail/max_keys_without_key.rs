@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(max_keys = 1000)]
 async fn charge() -> Result<u32, Rejected> {

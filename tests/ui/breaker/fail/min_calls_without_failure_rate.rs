@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(min_calls = 20)]
 async fn charge() -> Result<u32, Rejected> {

@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(failure_rate = 0.5, min_calls = 0)]
 async fn charge() -> Result<u32, Rejected> {

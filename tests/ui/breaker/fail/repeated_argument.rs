@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(error_threshold = 3, error_threshold = 5)]
 async fn charge() -> Result<u32, Rejected> {

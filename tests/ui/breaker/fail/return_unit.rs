@@ -1,4 +1,4 @@
-use resilient::breaker;
+use resiliency::breaker;
 
 #[breaker(error_threshold = 3)]
 async fn charge() -> () {}

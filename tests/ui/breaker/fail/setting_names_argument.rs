@@ -1,5 +1,5 @@
 // A setting is evaluated once, at the first call, so it cannot use the fn's arguments.
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(timeout = std::time::Duration::from_millis(limit_ms))]
 async fn charge(limit_ms: u64) -> Result<u64, Rejected> {

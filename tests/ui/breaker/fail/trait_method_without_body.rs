@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 trait Store {
     #[breaker(error_threshold = 3)]

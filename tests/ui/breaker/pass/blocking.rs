@@ -1,7 +1,7 @@
 // Blocking fns under `#[breaker]`: a method on `&self` returning a borrow, generics, `impl
 // Trait` and `mut` arguments, early `return` and `?`, a key, `count_if`, an expression setting,
 // stacked with `#[too_busy]`.
-use resilient::{breaker, too_busy, Rejected};
+use resiliency::{breaker, too_busy, Rejected};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -3,7 +3,7 @@
 // needs `failure_rate`, `max_error_timeout` needs `backoff`).
 use std::time::Duration;
 
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 const THRESHOLD: u32 = 2;
 const BASE_MS: u64 = 500;

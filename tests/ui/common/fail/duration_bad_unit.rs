@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(timeout = "10 parsecs")]
 async fn charge() -> Result<u32, Rejected> {

@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(error_timeout = "0ms")]
 async fn charge() -> Result<u32, Rejected> {

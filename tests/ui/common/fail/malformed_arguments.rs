@@ -1,4 +1,4 @@
-use resilient::{breaker, Rejected};
+use resiliency::{breaker, Rejected};
 
 #[breaker(error_threshold = 3; timeout = "2s")]
 async fn charge() -> Result<u32, Rejected> {

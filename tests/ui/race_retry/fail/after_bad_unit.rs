@@ -1,5 +1,5 @@
 // an `after` with a unit that does not exist is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(after = "150msec", total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // an `after` without a unit is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(after = "150", total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

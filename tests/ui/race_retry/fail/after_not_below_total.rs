@@ -1,5 +1,5 @@
 // `after` must be below `total`, or no retry could start before the deadline.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(after = "450ms", total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // a zero `after` is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(after = "0ms", total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // a `backoff` with an unknown unit is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", backoff = "10 years")]
 async fn lookup() -> Result<u32, Rejected> {

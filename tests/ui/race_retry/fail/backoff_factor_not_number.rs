@@ -1,5 +1,5 @@
 // a `backoff_factor` that is not a number is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", backoff_factor = "2")]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // a `backoff_max` below `backoff` is refused: it would bound every wait.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", backoff = "50ms", backoff_max = "20ms")]
 async fn lookup() -> Result<u32, Rejected> {

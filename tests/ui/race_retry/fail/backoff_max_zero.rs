@@ -1,5 +1,5 @@
 // a `backoff_max` of zero is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", backoff_max = "0ms")]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // a `backoff` word other than "off" is refused, with what is valid.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", backoff = "none")]
 async fn lookup() -> Result<u32, Rejected> {

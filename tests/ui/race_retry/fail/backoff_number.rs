@@ -1,5 +1,5 @@
 // a `backoff` number (the breaker's spelling of a factor) is refused: it is a duration.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", backoff = 2.0)]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // `backoff_factor` and `backoff_max` with `backoff = "off"` are refused: they would do nothing.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", backoff = "off", backoff_factor = 2, backoff_max = "1s")]
 async fn lookup() -> Result<u32, Rejected> {

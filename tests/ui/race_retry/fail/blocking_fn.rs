@@ -1,5 +1,5 @@
 // `#[race_retry]` races attempts inside one task: a blocking fn is refused at its `fn` token.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms")]
 fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // a `budget` of `false` is refused, with the spelling that turns it off.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", budget = false)]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // a negative `budget` is refused: it lies in (0, 1].
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", budget = -0.1)]
 async fn lookup() -> Result<u32, Rejected> {

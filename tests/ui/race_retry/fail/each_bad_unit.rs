@@ -1,5 +1,5 @@
 // an `each` with a unit that does not exist is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", each = "300 millis")]
 async fn lookup() -> Result<u32, Rejected> {

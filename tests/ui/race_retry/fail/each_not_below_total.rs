@@ -1,5 +1,5 @@
 // `each` must be below `total`, or it bounds nothing.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", each = "1s")]
 async fn lookup() -> Result<u32, Rejected> {

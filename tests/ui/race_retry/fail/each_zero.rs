@@ -1,5 +1,5 @@
 // a zero `each` is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms", each = "0s")]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
-// The error type must be `From<resilient::Rejected>`, so that the deadline can be returned as `Err`.
-use resilient::race_retry;
+// The error type must be `From<resiliency::Rejected>`, so that the deadline can be returned as `Err`.
+use resiliency::race_retry;
 
 #[derive(Debug)]
 struct LookupError;

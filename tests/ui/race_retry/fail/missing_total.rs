@@ -1,5 +1,5 @@
 // `total` is required.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(retries = 2, after = "150ms")]
 async fn lookup() -> Result<u32, Rejected> {

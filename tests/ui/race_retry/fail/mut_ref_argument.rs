@@ -1,5 +1,5 @@
 // A `&mut` argument cannot be lent to attempts running at once.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "450ms")]
 async fn lookup(id: u64, seen: &mut Vec<u64>) -> Result<u64, Rejected> {

@@ -1,5 +1,5 @@
 // `&mut self` cannot be lent to attempts running at once.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 struct Cache {
     hits: u32,

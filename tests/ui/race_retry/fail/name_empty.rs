@@ -1,4 +1,4 @@
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(name = "", total = "450ms")]
 async fn search() -> Result<u32, Rejected> {

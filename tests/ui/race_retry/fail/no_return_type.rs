@@ -1,5 +1,5 @@
 // A fn without a return type cannot be refused with `Err`.
-use resilient::race_retry;
+use resiliency::race_retry;
 
 #[race_retry(total = "450ms")]
 async fn lookup() {}

@@ -1,5 +1,5 @@
 // An owned argument is cloned for each attempt, so it must be `Clone`.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 struct Query {
     id: u64,

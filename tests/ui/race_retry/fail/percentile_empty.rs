@@ -1,5 +1,5 @@
 // a percentile without a number (`"p"`) is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(after = "p", total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

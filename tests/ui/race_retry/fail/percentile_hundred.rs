@@ -1,5 +1,5 @@
 // the percentile `"p100"` is refused: a percentile lies strictly between 0 and 100.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(after = "p100", total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

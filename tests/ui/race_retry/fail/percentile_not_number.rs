@@ -1,5 +1,5 @@
 // a percentile whose number is malformed (`"p9x"`) is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(after = "p9x", total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // a bare number (`"95"`) is neither a duration nor a percentile.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(after = "95", total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

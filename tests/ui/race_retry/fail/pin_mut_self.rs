@@ -1,7 +1,7 @@
 // `self: Pin<&mut Self>` cannot be lent to several attempts at once.
 use std::pin::Pin;
 
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 struct Stream {
     read: u32,

@@ -1,5 +1,5 @@
 // an argument given twice is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(retries = 2, total = "450ms", retries = 3)]
 async fn lookup() -> Result<u32, Rejected> {

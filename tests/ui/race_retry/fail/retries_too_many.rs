@@ -1,5 +1,5 @@
 // `retries` above 16 is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(retries = 17, total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // `retries = 0` is refused: it would be no retry at all.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(retries = 0, total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

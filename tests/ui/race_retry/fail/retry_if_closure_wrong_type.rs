@@ -1,5 +1,5 @@
 // A `retry_if` closure whose parameter is typed as something else than `&E` is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[derive(Debug)]
 enum LookupError {

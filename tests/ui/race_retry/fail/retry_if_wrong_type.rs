@@ -1,5 +1,5 @@
 // `retry_if` is called with `&E`, the fn's error type: a predicate on another type is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[derive(Debug)]
 enum LookupError {

@@ -1,5 +1,5 @@
 // A fn that does not return a `Result` cannot be refused with `Err`.
-use resilient::race_retry;
+use resiliency::race_retry;
 
 #[race_retry(total = "450ms")]
 async fn lookup() -> u32 {

@@ -1,5 +1,5 @@
 // `self` by value of a type that is not `Clone`: each attempt would need its own copy.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 struct Client {
     base: u32,

@@ -1,7 +1,7 @@
 // A setting is evaluated once, at the first call, so it cannot use the fn's arguments.
 use std::time::Duration;
 
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = deadline)]
 async fn lookup(id: u64, deadline: Duration) -> Result<u64, Rejected> {

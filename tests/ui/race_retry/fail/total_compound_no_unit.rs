@@ -1,4 +1,4 @@
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(after = "1s 500ms", total = "2s 500")]
 async fn lookup() -> Result<u32, Rejected> {

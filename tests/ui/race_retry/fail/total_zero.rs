@@ -1,5 +1,5 @@
 // a zero `total` is refused.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(total = "0ms")]
 async fn lookup() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // an unknown argument is refused, with the known one it is a typo of.
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 #[race_retry(retires = 2, total = "450ms")]
 async fn lookup() -> Result<u32, Rejected> {

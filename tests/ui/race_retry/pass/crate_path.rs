@@ -1,10 +1,10 @@
-use resilient::Rejected;
+use resiliency::Rejected;
 
 mod vendored {
-    pub use resilient as resilience;
+    pub use resiliency as resilience;
 }
 
-#[resilient::race_retry(crate = "::resilient", total = "450ms")]
+#[resiliency::race_retry(crate = "::resiliency", total = "450ms")]
 async fn lookup(id: u64) -> Result<u64, Rejected> {
     Ok(id)
 }

@@ -2,7 +2,7 @@
 // method of its name (`after` as a fixed delay); `total`, which is required, is given by a const.
 use std::time::Duration;
 
-use resilient::{race_retry, Rejected};
+use resiliency::{race_retry, Rejected};
 
 const TOTAL: Duration = Duration::from_millis(450);
 const RETRIES: u32 = 2;

@@ -1,4 +1,4 @@
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 
 const AUTO_START: u32 = 10;
 

@@ -1,4 +1,4 @@
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 
 #[too_busy(max_in_flight = "auto", auto_min = 8, auto_initial = 2000, auto_max = 100)]
 async fn handler() -> Result<u32, Rejected> {

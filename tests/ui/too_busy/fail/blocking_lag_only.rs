@@ -1,5 +1,5 @@
 // The runtime's lag, the default signal, cannot be measured for a blocking fn.
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 
 #[too_busy]
 fn render() -> Result<u32, Rejected> {

@@ -1,5 +1,5 @@
 // A blocking fn refuses through `Result<T, E>` only.
-use resilient::too_busy;
+use resiliency::too_busy;
 
 pub struct Page(pub String);
 

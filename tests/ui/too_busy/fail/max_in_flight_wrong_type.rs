@@ -1,5 +1,5 @@
 // `max_in_flight` takes a `u32`: a const of another type is a type error at the expression.
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 
 const LIMIT: usize = 8;
 

@@ -1,4 +1,4 @@
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 
 #[too_busy(name = "")]
 async fn checkout() -> Result<u32, Rejected> {

@@ -1,4 +1,4 @@
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 
 #[too_busy(max_in_flight = 3, max_in_flight = 5)]
 async fn handler() -> Result<u32, Rejected> {

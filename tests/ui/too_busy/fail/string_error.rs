@@ -1,4 +1,4 @@
-use resilient::too_busy;
+use resiliency::too_busy;
 
 #[too_busy]
 async fn handler() -> Result<u32, String> {

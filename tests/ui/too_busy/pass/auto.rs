@@ -1,7 +1,7 @@
 //! `max_in_flight = "auto"` with its bounds, as literals and as expressions, on a free fn, a
 //! method and a blocking fn.
 
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 
 const MAX: u32 = 64;
 

@@ -2,7 +2,7 @@
 // method of its name.
 use std::time::Duration;
 
-use resilient::{too_busy, Rejected};
+use resiliency::{too_busy, Rejected};
 
 const LIMIT: u32 = 64;
 

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
-use resilient::race::RaceRetry;
-use resilient::tower::RaceRetryLayer;
+use resiliency::race::RaceRetry;
+use resiliency::tower::RaceRetryLayer;
 use tower::{service_fn, Layer, Service};
 
 /// A request that cannot be cloned: the race layer cannot give each attempt its own.

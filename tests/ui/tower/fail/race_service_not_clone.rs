@@ -2,8 +2,8 @@ use std::future::Ready;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use resilient::race::RaceRetry;
-use resilient::tower::RaceRetryLayer;
+use resiliency::race::RaceRetry;
+use resiliency::tower::RaceRetryLayer;
 use tower::{Layer, Service};
 
 /// A service that cannot be cloned: the race layer cannot give each attempt its own.

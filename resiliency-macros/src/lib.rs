@@ -1,0 +1,43 @@
+//! The attributes of the `resiliency` crate. Depend on `resiliency`, which re-exports them with the
+//! runtime they call into; the documentation lives there.
+//!
+//! Each attribute parses its arguments into a spanned model (`ast`, a darling `FromMeta` struct
+//! over the values of `value`), validates it in its own pass (`valid`) and generates a short
+//! expansion that calls `resiliency::__private` (`expand`); `driver` runs these steps for all three.
+
+#![warn(missing_docs, unreachable_pub)]
+
+use proc_macro::TokenStream;
+
+mod breaker;
+mod driver;
+mod func;
+mod race_retry;
+mod too_busy;
+mod value;
+
+// The attributes' documentation is on their re-exports in `resiliency` (`src/attributes.rs`):
+// rustdoc would append a doc comment written here to the facade's page.
+
+#[allow(missing_docs)]
+#[proc_macro_attribute]
+pub fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
+    breaker::breaker(args.into(), item.into()).into()
+}
+
+#[allow(missing_docs)]
+#[proc_macro_attribute]
+pub fn too_busy(args: TokenStream, item: TokenStream) -> TokenStream {
+    too_busy::too_busy(args.into(), item.into()).into()
+}
+
+#[allow(missing_docs)]
+#[proc_macro_attribute]
+pub fn race_retry(args: TokenStream, item: TokenStream) -> TokenStream {
+    race_retry::race_retry(args.into(), item.into()).into()
+}
+
+#[cfg(test)]
+mod rules_both_sides;
+#[cfg(test)]
+mod snapshots;

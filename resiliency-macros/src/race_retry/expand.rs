@@ -1,0 +1,202 @@
+//! The expansion: the fn keeps its signature; attempts of its body race behind a static policy.
+//!
+//! ```ignore
+//! async fn lookup(&self, id: u64, key: &str) -> Result<User, DbError> {
+//!     {
+//!         fn race_site() {}
+//!         static RACE: ::resiliency::__private::RaceSite = ::resiliency::__private::RaceSite::new(
+//!             || ::resiliency::__private::name_of(race_site),
+//!             |race| {
+//!                 race.retries(2)
+//!                     .after(::resiliency::__private::After::Fixed(::core::time::Duration::from_millis(150)))
+//!                     .total(::core::time::Duration::from_millis(450))
+//!             },
+//!         );
+//!         RACE.race()
+//!     }
+//!     .run(move || {
+//!         let id = ::resiliency::__private::attempt_arg(&id);
+//!         let key = ::resiliency::__private::attempt_arg(&key);
+//!         async move {
+//!             if false {
+//!                 return ::resiliency::__private::body_returns::<Result<User, DbError>>();
+//!             }
+//!             /* the original body */
+//!         }
+//!     })
+//!     .await
+//! }
+//! ```
+//!
+//! With `name = "search"`, the site is `RaceSite::new(|| "search", ..)`, with no marker fn.
+//!
+//! The policy is built on the first call, by `RaceRetry::builder` and the settings as its calls; a
+//! setting written as an expression (`total = TOTAL`) is passed as written, checked by the builder
+//! then (a non-literal `after` is a fixed delay: `After::Fixed(expr)`).
+//!
+//! With `retry_if = is_transient`, the attempt closure is bound first (`let attempt = move || ..;`)
+//! and the call is `.run_if(|error| (is_transient)(error), attempt)`; see `expand` for why. A `mut`
+//! argument loses its `mut` in the signature and keeps it in each attempt's copy.
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned as _;
+use syn::{Expr, ItemFn, Pat};
+
+use super::ast::{After, Backoff, Budget, RaceRetry};
+use super::bindings::{drop_mut, rename_self, Binding};
+use crate::func;
+use crate::value::{duration_tokens, OrExpr};
+
+pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -> TokenStream {
+    let krate = crate::value::krate_path(attr.krate.as_ref());
+    let ret_span = func::error_type_span(&func);
+    // An owned `self` cannot be rebound: the body uses each attempt's copy under another name.
+    if let Some(binding) = bindings.iter().find(|b| b.receiver.is_some()) {
+        let renamed = rename_self(func.block.to_token_stream(), &binding.ident);
+        if let Ok(block) = syn::parse2(renamed) {
+            func.block = Box::new(block);
+        }
+    }
+    let body = func::async_body(&func, &krate);
+    let ItemFn {
+        attrs,
+        vis,
+        modifiers: _,
+        mut sig,
+        block: _,
+    } = func;
+    let (attrs, inner) = func::split_attrs(attrs);
+    drop_mut(&mut sig);
+    let options = options(attr, &krate);
+    let configure = crate::value::configure("race", &options);
+    let (marker, name) = crate::value::site_name(attr.name.as_ref(), "race_site", &krate);
+    let copies = bindings.iter().map(
+        |Binding {
+             ident,
+             mutability,
+             receiver,
+         }| {
+            let from = match receiver {
+                Some(receiver) => receiver.to_token_stream(),
+                None => ident.to_token_stream(),
+            };
+            // A `_name` argument is still copied (the body may use it); clippy's pedantic
+            // `used_underscore_binding` would blame the user's code for the copy.
+            let allow = ident
+                .to_string()
+                .starts_with('_')
+                .then(|| quote!(#[allow(clippy::used_underscore_binding)]));
+            quote_spanned!(ident.span()=> #allow let #mutability #ident = #krate::__private::attempt_arg(&#from);)
+        },
+    );
+    let attempt = quote! {
+        move || {
+            #(#copies)*
+            #body
+        }
+    };
+    let (setup, run) = match attr.retry_if.as_ref().map(|predicate| &predicate.value) {
+        // The compiler must learn the error type from the body before it checks the predicate,
+        // or `retry_if = f` with `f(&str)` makes it `str` and every bound fails at once. So the
+        // attempt is bound first, and the predicate is called from a closure that `run_if` types;
+        // a closure with an untyped parameter is passed as it is, to learn its type the same way.
+        Some(predicate) => {
+            let untyped = match predicate {
+                Expr::Closure(closure) => closure.inputs.iter().any(|p| !matches!(p, Pat::Type(_))),
+                _ => false,
+            };
+            let predicate = if untyped {
+                predicate.to_token_stream()
+            } else {
+                let error = Ident::new("error", Span::mixed_site().located_at(predicate.span()));
+                // Spanned in the expansion (not at the predicate), so that lints such as
+                // `clippy::redundant_closure` see generated code, not the user's.
+                quote_spanned!(Span::mixed_site()=> |#error| (#predicate)(#error))
+            };
+            // Hygienic, so that the predicate sees an argument named `attempt`, not this.
+            let name = Ident::new("attempt", Span::mixed_site());
+            (
+                quote!(let #name = #attempt;),
+                quote_spanned!(ret_span=> run_if(#predicate, #name).await),
+            )
+        }
+        None => (quote!(), quote_spanned!(ret_span=> run(#attempt).await)),
+    };
+    // `.await` is spanned like `run`: the race's `Future` impl needs `E: From<Rejected>` too, and
+    // should that fail, the error points at `E`, not at the whole attribute.
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            #(#inner)*
+            #setup
+            {
+                #marker
+                static RACE: #krate::__private::RaceSite = #krate::__private::RaceSite::new(
+                    #name,
+                    #configure,
+                );
+                RACE.race()
+            }
+            .#run
+        }
+    }
+}
+
+/// The builder calls for every argument given, in the order of the attribute's documentation: a
+/// literal as the value it was read as, an expression as written (for `after`, a fixed delay).
+fn options(attr: &RaceRetry, krate: &TokenStream) -> Vec<TokenStream> {
+    let duration = |v: &OrExpr<std::time::Duration>| v.tokens(|d| duration_tokens(*d));
+    let mut options = Vec::new();
+    if let Some(retries) = &attr.retries {
+        let n = retries
+            .value
+            .tokens(|n| Literal::u32_unsuffixed(*n).into_token_stream());
+        options.push(quote!(.retries(#n)));
+    }
+    if let Some(after) = &attr.after {
+        let after = match &after.value {
+            OrExpr::Literal(After::Fixed(d)) => {
+                let d = duration_tokens(*d);
+                quote!(#krate::__private::After::Fixed(#d))
+            }
+            OrExpr::Literal(After::Percentile(q)) => {
+                quote!(#krate::__private::After::Percentile(#q))
+            }
+            OrExpr::Expr(d) => quote!(#krate::__private::After::Fixed(#d)),
+        };
+        options.push(quote!(.after(#after)));
+    }
+    if let Some(total) = &attr.total {
+        let d = duration(&total.value);
+        options.push(quote!(.total(#d)));
+    }
+    if let Some(each) = &attr.each {
+        let d = duration(&each.value);
+        options.push(quote!(.each(#d)));
+    }
+    match attr.budget.as_ref().map(|b| &b.value) {
+        Some(OrExpr::Literal(Budget::Share(share))) => options.push(quote!(.budget(#share))),
+        Some(OrExpr::Literal(Budget::Off)) => options.push(quote!(.no_budget())),
+        Some(OrExpr::Expr(share)) => options.push(quote!(.budget(#share))),
+        None => {}
+    }
+    match attr.backoff.as_ref().map(|b| &b.value) {
+        Some(OrExpr::Literal(Backoff::Base(base))) => {
+            let d = duration_tokens(*base);
+            options.push(quote!(.backoff(#d)));
+        }
+        Some(OrExpr::Literal(Backoff::Off)) => options.push(quote!(.no_backoff())),
+        Some(OrExpr::Expr(base)) => options.push(quote!(.backoff(#base))),
+        None => {}
+    }
+    if let Some(factor) = &attr.backoff_factor {
+        let f = factor.value.tokens(|f| f.into_token_stream());
+        options.push(quote!(.backoff_factor(#f)));
+    }
+    if let Some(max) = &attr.backoff_max {
+        let d = duration(&max.value);
+        options.push(quote!(.backoff_max(#d)));
+    }
+    options
+}

@@ -1,0 +1,145 @@
+//! The expansion: the fn keeps its signature; its body runs behind a static guard.
+//!
+//! ```ignore
+//! async fn handler(req: Request) -> Result<Response, AppError> {
+//!     {
+//!         fn too_busy_site() {}
+//!         static TOO_BUSY: ::resiliency::__private::TooBusySite = ::resiliency::__private::TooBusySite::new(
+//!             || ::resiliency::__private::name_of(too_busy_site),
+//!             |guard| guard.max_in_flight(256),
+//!         );
+//!         TOO_BUSY.guard()
+//!     }
+//!     .call(async move { /* the original body */ })
+//!     .await
+//! }
+//! ```
+//!
+//! With `name = "checkout"`, the site is `TooBusySite::new(|| "checkout", ..)`, with no marker fn.
+//!
+//! The guard is built on the first call, by `TooBusy::builder` and the settings as its calls
+//! (`|guard| guard` with none); a setting written as an expression (`max_in_flight = LIMIT`) is
+//! passed as written, checked by the builder then.
+//!
+//! The call is awaited where it is made, so the guard can answer at once: when it admits the call
+//! holding nothing (the lag signal alone, the lag at most `max_lag`), the body is awaited as it
+//! is; otherwise the call goes through `.call(..)` above, which asks at its first poll:
+//!
+//! ```ignore
+//! match ({ /* the site, as above */ }.admit_free(), async move { /* the original body */ }) {
+//!     (Ok(()), body) => body.await,
+//!     (Err(site), body) => site.call(body).await,
+//! }
+//! ```
+//!
+//! A blocking fn (not `async`) calls `.call_blocking(move || -> Result<T, E> { /* the original
+//! body */ })`, with no `.await`.
+//!
+//! A return type other than `Result<T, E>` (`impl IntoResponse`, `Response`) is refused through
+//! `resiliency::busy::Refuse`: the call is `.respond(..)`.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned, ToTokens};
+use syn::{ItemFn, ReturnType, Type};
+
+use super::ast::{InFlight, TooBusy};
+use crate::func;
+use crate::value::{duration_tokens, OrExpr};
+
+pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
+    let krate = crate::value::krate_path(attr.krate.as_ref());
+    let ItemFn {
+        attrs,
+        vis,
+        modifiers: _,
+        sig,
+        block,
+    } = func.clone();
+    let (attrs, inner) = func::split_attrs(attrs);
+    let mut options = Vec::new();
+    if let Some(v) = &attr.max_lag {
+        let d = v.value.tokens(|d| duration_tokens(*d));
+        options.push(quote!(.max_lag(#d)));
+    }
+    let count = |n: &u32| proc_macro2::Literal::u32_unsuffixed(*n).into_token_stream();
+    match attr.max_in_flight.as_ref().map(|v| &v.value) {
+        Some(OrExpr::Literal(InFlight::Auto)) => options.push(quote!(.max_in_flight_auto())),
+        Some(OrExpr::Literal(InFlight::Fixed(n))) => {
+            let n = count(n);
+            options.push(quote!(.max_in_flight(#n)));
+        }
+        Some(OrExpr::Expr(n)) => options.push(quote!(.max_in_flight(#n))),
+        None => {}
+    }
+    for (name, bound) in [
+        ("auto_min", &attr.auto_min),
+        ("auto_max", &attr.auto_max),
+        ("auto_initial", &attr.auto_initial),
+    ] {
+        if let Some(v) = bound {
+            let method = proc_macro2::Ident::new(name, proc_macro2::Span::call_site());
+            let n = v.value.tokens(count);
+            options.push(quote!(.#method(#n)));
+        }
+    }
+    if let Some(v) = &attr.max_latency {
+        let d = v.value.tokens(|d| duration_tokens(*d));
+        options.push(quote!(.max_latency(#d)));
+    }
+    let configure = crate::value::configure("guard", &options);
+    let ret_span = func::error_type_span(&func);
+    // An `impl IntoResponse` body is turned into a `Response` (the `axum` feature), through
+    // which a refusal can be a 503.
+    let body = match &sig.output {
+        ReturnType::Type(_, ty) if matches!(**ty, Type::ImplTrait(_)) => quote! {
+            async move { #krate::__private::into_response(async move #block.await) }
+        },
+        _ => func::async_body(&func, &krate),
+    };
+    let (marker, name) = crate::value::site_name(attr.name.as_ref(), "too_busy_site", &krate);
+    let site = quote! {
+        {
+            #marker
+            static TOO_BUSY: #krate::__private::TooBusySite =
+                #krate::__private::TooBusySite::new(#name, #configure);
+            TOO_BUSY.guard()
+        }
+    };
+    if func::is_blocking(&func) {
+        // A blocking fn (which returns a `Result`, checked in `valid`): its body in a closure,
+        // called at once through the guard.
+        let body = func::blocking_body(&func);
+        let call = quote_spanned!(ret_span=> call_blocking(#body));
+        return quote! {
+            #(#attrs)*
+            #vis #sig {
+                #(#inner)*
+                #site.#call
+            }
+        }
+        .into_token_stream();
+    }
+    // A call the guard admits now holding nothing (the lag alone, below `max_lag`) has nothing to
+    // give back or record however it ends: its body runs as it is. Any other call asks at its
+    // first poll. The body is written once, and goes to one arm or the other.
+    let body_ident = proc_macro2::Ident::new("body", proc_macro2::Span::mixed_site());
+    let site_ident = proc_macro2::Ident::new("site", proc_macro2::Span::mixed_site());
+    // A `Result` is called with `call`, whose bound names `E: From<Rejected>` itself, so that an
+    // error type without it gets the same message as under the other attributes; another type
+    // with `respond`, bound on `Refuse`.
+    let call = match func::return_type(&func) {
+        Some(ty) if func::is_result(ty) => quote_spanned!(ret_span=> call(#body_ident)),
+        _ => quote_spanned!(ret_span=> respond(#body_ident)),
+    };
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            #(#inner)*
+            match (#site.admit_free(), #body) {
+                (::core::result::Result::Ok(()), #body_ident) => #body_ident.await,
+                (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call.await,
+            }
+        }
+    }
+    .into_token_stream()
+}

@@ -1,0 +1,62 @@
+async fn fetch(id: u64) -> Result<Row, DbError> {
+    {
+        fn race_site() {}
+        static RACE: ::resiliency::__private::RaceSite = ::resiliency::__private::RaceSite::new(
+            || ::resiliency::__private::name_of(race_site),
+            |race| {
+                race
+                    .retries(3)
+                    .after(
+                        ::resiliency::__private::After::Fixed(
+                            ::core::time::Duration::from_millis(100),
+                        ),
+                    )
+                    .total(::core::time::Duration::from_secs(1))
+                    .no_budget()
+                    .backoff(::core::time::Duration::from_millis(20))
+                    .backoff_factor(3f64)
+                    .backoff_max(::core::time::Duration::from_millis(150))
+            },
+        );
+        RACE.race()
+    }
+        .run(move || {
+            let id = ::resiliency::__private::attempt_arg(&id);
+            async move {
+                if false {
+                    return ::resiliency::__private::body_returns::<
+                        Result<Row, DbError>,
+                    >();
+                }
+                db().row(id).await
+            }
+        })
+        .await
+}
+async fn at_once(id: u64) -> Result<Row, DbError> {
+    {
+        fn race_site() {}
+        static RACE: ::resiliency::__private::RaceSite = ::resiliency::__private::RaceSite::new(
+            || ::resiliency::__private::name_of(race_site),
+            |race| {
+                race
+                    .total(::core::time::Duration::from_millis(450))
+                    .budget(0.2f64)
+                    .no_backoff()
+            },
+        );
+        RACE.race()
+    }
+        .run(move || {
+            let id = ::resiliency::__private::attempt_arg(&id);
+            async move {
+                if false {
+                    return ::resiliency::__private::body_returns::<
+                        Result<Row, DbError>,
+                    >();
+                }
+                db().row(id).await
+            }
+        })
+        .await
+}

@@ -1,0 +1,522 @@
+//! Support for the code that the attributes generate. Not a public API: anything here may change
+//! in any release.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use crate::breaker::future::{
+    Call, CountIf, EveryError, FirstOutOfLine, HeapTimer, InlineTimer, ViaFrom,
+};
+use crate::breaker::{
+    Breaker, BreakerBuilder, BreakerKey, Closed, ClosedRule, ClosedTimed, CountRule, KeyedBreaker,
+    RateRule,
+};
+use crate::busy::future::BusyCall;
+use crate::busy::Refuse;
+
+pub use crate::rejected::FromRejected;
+
+/// The type an attribute's `async move` body must produce: generated code names it in a `return`
+/// that never runs (`if false { return body_returns::<R>(); }`), so that the body's own result is
+/// checked against the fn's return type, with its coercions (`Ok(&self.name)` for
+/// `Result<&str, E>`). Never called.
+#[inline(always)]
+pub fn body_returns<R>() -> R {
+    unreachable!("`body_returns` sits behind `if false`")
+}
+
+/// Pins the output type of the body's future to the fn's return type, so that the compiler checks
+/// a `count_if` predicate against the right error type.
+#[inline(always)]
+pub fn returns<R, F: Future<Output = R>>(body: F) -> F {
+    body
+}
+
+/// The default name of a site: the path of the fn that holds `marker` (a fn item declared in its
+/// body), e.g. `my_app::db::Pool::query`. Methods of different types thus get different names.
+pub fn name_of<F>(marker: F) -> &'static str {
+    let path = std::any::type_name_of_val(&marker);
+    let path = path
+        .rsplit_once("::")
+        .map_or(path, |(fn_path, _marker)| fn_path);
+    if path.contains("::{{closure}}") {
+        Box::leak(path.replace("::{{closure}}", "").into_boxed_str())
+    } else {
+        path
+    }
+}
+
+/// The breaker of one call site, with the `call` methods that generated code uses: like
+/// [`Breaker::call`], with the error type's requirement spelled out for the compiler's message,
+/// and a timer kept inline only where the attribute configures a timeout.
+#[derive(Debug)]
+pub struct Site<B>(B);
+
+impl<B: Deref<Target = Breaker>> Site<B> {
+    /// The site's breaker admits the call now when it is closed under the count rule with no
+    /// timeout in force (an admission without side effects, for a call without a timer whose
+    /// success records nothing): `Ok`, to call the body through [`Admitted::call`]; `Err` with
+    /// the site otherwise, to call it through [`call`](Self::call), which asks at its first
+    /// poll. For a call awaited as it is made (`#[breaker]` without `count_if`), where now is
+    /// its first poll.
+    #[inline(always)]
+    pub fn admit_closed(self) -> Result<Admitted<B, CountRule>, Self> {
+        self.admit::<CountRule>(false)
+    }
+
+    /// [`admit_closed`](Self::admit_closed), under the rate rule (`#[breaker(failure_rate)]`).
+    #[inline(always)]
+    pub fn admit_closed_rate(self) -> Result<Admitted<B, RateRule>, Self> {
+        self.admit::<RateRule>(false)
+    }
+
+    /// [`admit_closed`](Self::admit_closed) for a site with a configured timeout: its call's
+    /// timer starts at the body's first wait ([`Admitted::call_timed`]).
+    #[inline(always)]
+    pub fn admit_closed_timed(self) -> Result<Admitted<B, CountRule>, Self> {
+        self.admit::<CountRule>(true)
+    }
+
+    /// [`admit_closed_timed`](Self::admit_closed_timed), under the rate rule.
+    #[inline(always)]
+    pub fn admit_closed_timed_rate(self) -> Result<Admitted<B, RateRule>, Self> {
+        self.admit::<RateRule>(true)
+    }
+
+    #[inline(always)]
+    fn admit<K: ClosedRule>(self, timed: bool) -> Result<Admitted<B, K>, Self> {
+        match self.0.admit_site(K::RATE, timed) {
+            Some(word) => Ok(Admitted::new(self.0, word)),
+            None => Err(self),
+        }
+    }
+
+    /// A call without a configured timeout (should the breaker have one, its timer is boxed).
+    #[inline]
+    pub fn call<T, E, F>(
+        self,
+        body: F,
+    ) -> Call<B, F, EveryError, HeapTimer, E, FirstOutOfLine, ViaFrom>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        Call::with_reject(self.0, EveryError, HeapTimer::default(), body, ViaFrom)
+    }
+
+    /// A call with a configured timeout, its timer kept inside the future.
+    #[inline]
+    pub fn call_timed<T, E, F>(
+        self,
+        body: F,
+    ) -> Call<B, F, EveryError, InlineTimer, E, FirstOutOfLine, ViaFrom>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        Call::with_reject(self.0, EveryError, InlineTimer::default(), body, ViaFrom)
+    }
+
+    /// [`call`](Self::call) with `count_if`. The body comes first, so that the compiler learns the
+    /// error type from it before it checks the predicate.
+    #[inline]
+    pub fn call_if<T, E, F, P>(self, body: F, counts: P) -> Call<B, F, CountIf<P>, HeapTimer, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+        P: FnMut(&E) -> bool,
+    {
+        Call::new(self.0, CountIf(counts), HeapTimer::default(), body)
+    }
+
+    /// [`call_timed`](Self::call_timed) with `count_if`.
+    #[inline]
+    pub fn call_if_timed<T, E, F, P>(
+        self,
+        body: F,
+        counts: P,
+    ) -> Call<B, F, CountIf<P>, InlineTimer, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+        P: FnMut(&E) -> bool,
+    {
+        Call::new(self.0, CountIf(counts), InlineTimer::default(), body)
+    }
+}
+
+impl<B: Deref<Target = Breaker>> Site<B> {
+    /// The call of a blocking fn: [`Breaker::call_blocking`] (no timer: `#[breaker]` refuses
+    /// `timeout` on a blocking fn, and one added by a run-time setting does not apply).
+    #[inline]
+    pub fn call_blocking<T, E, F>(self, body: F) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+    {
+        self.0.call_blocking(body)
+    }
+
+    /// [`call_blocking`](Self::call_blocking) with `count_if`. The body comes first, so that the
+    /// compiler learns the error type from it before it checks the predicate.
+    #[inline]
+    pub fn call_blocking_if<T, E, F, P>(self, body: F, counts: P) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+        P: FnMut(&E) -> bool,
+    {
+        self.0.call_blocking_if(counts, body)
+    }
+}
+
+/// A call admitted by a closed breaker with no timeout in force, under rule `K`:
+/// [`Site::admit_closed`].
+#[derive(Debug)]
+pub struct Admitted<B, K> {
+    breaker: B,
+    word: u64,
+    rule: PhantomData<K>,
+}
+
+impl<B: Deref<Target = Breaker>, K> Admitted<B, K> {
+    #[inline(always)]
+    fn new(breaker: B, word: u64) -> Self {
+        Admitted {
+            breaker,
+            word,
+            rule: PhantomData,
+        }
+    }
+
+    /// The admitted call of `body`, every error counting. Its bounds are the future's, and
+    /// [`Site::call`] in the other arm states them for the compiler's message.
+    #[inline(always)]
+    pub fn call<F>(self, body: F) -> Closed<B, F, EveryError, K> {
+        Closed::new(self.breaker, self.word, EveryError, body)
+    }
+
+    /// [`call`](Self::call) for a site with a configured timeout
+    /// ([`Site::admit_closed_timed`]): the timeout's error needs `E: From<Rejected>`, stated as
+    /// [`Site::call_timed`] in the other arm states it, at the same place, so that the compiler
+    /// reports it once.
+    #[inline(always)]
+    pub fn call_timed<T, E, F>(self, body: F) -> ClosedTimed<B, F, K, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        ClosedTimed::new(self.breaker, self.word, body)
+    }
+}
+
+/// A `#[breaker]` without `key`: one breaker per name, looked up once.
+pub struct BreakerSite {
+    name: fn() -> &'static str,
+    configure: fn(BreakerBuilder) -> BreakerBuilder,
+    /// The registry's breaker, held for good (a static site never lets it go): a reference, so
+    /// that a call reaches it in one load.
+    breaker: OnceLock<&'static Breaker>,
+}
+
+impl BreakerSite {
+    /// A site whose breaker is called `name()` and built by `configure` on first use.
+    pub const fn new(
+        name: fn() -> &'static str,
+        configure: fn(BreakerBuilder) -> BreakerBuilder,
+    ) -> Self {
+        BreakerSite {
+            name,
+            configure,
+            breaker: OnceLock::new(),
+        }
+    }
+
+    /// The site's breaker: the registered one of that name, registered now if absent.
+    #[inline]
+    pub fn breaker(&'static self) -> Site<&'static Breaker> {
+        Site(self.breaker.get_or_init(|| {
+            let name = (self.name)();
+            let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
+                .unwrap_or_else(|| Breaker::builder(name));
+            let breaker = config.clone().register().unwrap_or_else(|error| {
+                tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered breaker");
+                Arc::new(or_defaults(config.build(), || Breaker::builder(name).build()))
+            });
+            &**Box::leak(Box::new(breaker))
+        }))
+    }
+}
+
+/// A `#[breaker(key = ...)]`: one keyed family per name, one breaker per key.
+pub struct KeyedSite {
+    name: fn() -> &'static str,
+    configure: fn(BreakerBuilder) -> BreakerBuilder,
+    family: OnceLock<Arc<KeyedBreaker>>,
+}
+
+impl KeyedSite {
+    /// A site whose family is called `name()` and built by `configure` on first use.
+    pub const fn new(
+        name: fn() -> &'static str,
+        configure: fn(BreakerBuilder) -> BreakerBuilder,
+    ) -> Self {
+        KeyedSite {
+            name,
+            configure,
+            family: OnceLock::new(),
+        }
+    }
+
+    /// The breaker for `key`.
+    #[inline]
+    pub fn breaker<K: BreakerKey + ?Sized>(&'static self, key: &K) -> Site<Arc<Breaker>> {
+        Site(self.family
+            .get_or_init(|| {
+                let name = (self.name)();
+                let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
+                    .unwrap_or_else(|| Breaker::builder(name));
+                config.clone().register_keyed().unwrap_or_else(|error| {
+                    tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered keyed breaker");
+                    Arc::new(or_defaults(config.build_keyed(), || {
+                        Breaker::builder(name).build_keyed()
+                    }))
+                })
+            })
+            .breaker(key))
+    }
+}
+
+/// Options that `#[breaker]` validated cannot fail here; should they, log it and fall back to the
+/// defaults rather than panic in the caller's request path.
+fn or_defaults<T>(
+    result: Result<T, crate::ConfigError>,
+    defaults: impl FnOnce() -> Result<T, crate::ConfigError>,
+) -> T {
+    result.unwrap_or_else(|error| {
+        tracing::error!(target: "resiliency::breaker", %error, "invalid breaker options; using the defaults");
+        defaults().expect("the default options are valid")
+    })
+}
+
+impl fmt::Debug for BreakerSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerSite")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl fmt::Debug for KeyedSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedSite")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+pub use crate::busy::TooBusy;
+use crate::busy::TooBusyBuilder;
+
+/// A `#[too_busy]` site: its guard, set up on first use from the attribute's arguments
+/// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
+/// settings on top. The guard is the one registered under the site's name: sites of one name (and
+/// a guard registered from code by that name) share it, the first set up giving its options.
+pub struct TooBusySite {
+    name: fn() -> &'static str,
+    configure: fn(TooBusyBuilder) -> TooBusyBuilder,
+    /// The registry's guard, held for good: a call reaches it in one load.
+    guard: OnceLock<&'static TooBusy>,
+}
+
+impl TooBusySite {
+    /// A site whose guard is called `name()` and set up by `configure` on first use.
+    pub const fn new(
+        name: fn() -> &'static str,
+        configure: fn(TooBusyBuilder) -> TooBusyBuilder,
+    ) -> Self {
+        TooBusySite {
+            name,
+            configure,
+            guard: OnceLock::new(),
+        }
+    }
+
+    /// The site's guard.
+    #[inline]
+    pub fn guard(&'static self) -> BusySite {
+        match self.guard.get() {
+            Some(guard) => BusySite(guard),
+            None => self.set_up(),
+        }
+    }
+
+    #[cold]
+    fn set_up(&'static self) -> BusySite {
+        BusySite(
+            self.guard
+                .get_or_init(|| crate::busy::set_up((self.name)(), self.configure)),
+        )
+    }
+}
+
+impl fmt::Debug for TooBusySite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TooBusySite")
+            .field("name", &self.name)
+            .field("guard", &self.guard.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The guard of a `#[too_busy]` fn that returns a `Result`: like [`TooBusy::call`], with the error
+/// type's requirement spelled out for the compiler's message (through [`Refuse`], an error type
+/// without `From<Rejected>` would be reported as a bare `From` bound).
+///
+/// [`Refuse`]: crate::busy::Refuse
+#[derive(Debug)]
+pub struct BusySite(pub &'static TooBusy);
+
+impl BusySite {
+    /// `Ok` when the guard admits the call now holding nothing (the lag signal alone, the lag at
+    /// most `max_lag`): its body then runs as it is, with nothing to give back or record when it
+    /// ends. `Err` with the site otherwise, to call the body through [`call`](Self::call) or
+    /// [`respond`](Self::respond), which ask at their first poll. For a call awaited as it is
+    /// made (`#[too_busy]` on an `async fn`), where now is its first poll.
+    #[inline(always)]
+    pub fn admit_free(self) -> Result<(), Self> {
+        if self.0.admits_freely() {
+            Ok(())
+        } else {
+            Err(self)
+        }
+    }
+
+    /// The call: [`TooBusy::call`].
+    #[inline(always)]
+    pub fn call<T, E, F>(self, body: F) -> BusyCall<F, Result<T, E>>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        self.0.call(body)
+    }
+
+    /// The call of a blocking fn: [`TooBusy::call_blocking`].
+    #[inline(always)]
+    pub fn call_blocking<T, E, F>(self, body: F) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+    {
+        self.0.call_blocking(body)
+    }
+
+    /// The call of a fn that returns another type a call can be refused through (a response):
+    /// [`TooBusy::call`], its bound on the fn's return type rather than on the body's future, so
+    /// that the compiler reports it at the return type.
+    #[inline(always)]
+    pub fn respond<R, F>(self, body: F) -> BusyCall<F, R>
+    where
+        F: Future<Output = R>,
+        R: Refuse,
+    {
+        self.0.call(body)
+    }
+}
+
+use crate::race::RaceRetryBuilder;
+pub use crate::race::{After, RaceRetry};
+
+/// A `#[race_retry]` site: its policy, set up on first use from the attribute's arguments
+/// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
+/// settings on top. The policy is the one registered under the site's name: sites of one name
+/// (and a policy registered from code by that name) share it, the first set up giving its
+/// options.
+pub struct RaceSite {
+    name: fn() -> &'static str,
+    configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
+    /// The registry's policy, held for good: a call reaches it in one load.
+    race: OnceLock<&'static RaceRetry>,
+}
+
+impl RaceSite {
+    /// A site whose policy is called `name()` and set up by `configure` on first use.
+    pub const fn new(
+        name: fn() -> &'static str,
+        configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
+    ) -> Self {
+        RaceSite {
+            name,
+            configure,
+            race: OnceLock::new(),
+        }
+    }
+
+    /// The site's policy.
+    #[inline]
+    pub fn race(&'static self) -> &'static RaceRetry {
+        match self.race.get() {
+            Some(race) => race,
+            None => self.set_up(),
+        }
+    }
+
+    #[cold]
+    fn set_up(&'static self) -> &'static RaceRetry {
+        self.race
+            .get_or_init(|| crate::race::set_up((self.name)(), self.configure))
+    }
+}
+
+impl fmt::Debug for RaceSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaceSite")
+            .field("name", &self.name)
+            .field("race", &self.race.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Each attempt's own copy of an argument: `&T` and `&self` are copied, owned values cloned.
+#[diagnostic::on_unimplemented(
+    message = "`#[race_retry]` gives every attempt its own copy of each argument, and `{Self}` cannot be cloned",
+    label = "this argument is cloned for each attempt",
+    note = "take it by reference (`&T`), share it in an `Arc`, or make it `Clone` (for a generic type, add a `Clone` bound)"
+)]
+pub trait AttemptArg: Clone {}
+
+impl<T: Clone> AttemptArg for T {}
+
+/// An attempt's copy of an argument.
+#[inline(always)]
+pub fn attempt_arg<T: AttemptArg>(value: &T) -> T {
+    value.clone()
+}
+
+/// The body of a `#[too_busy]` handler that returns `impl IntoResponse`, as a `Response` through
+/// which a refusal can be a 503.
+#[cfg(feature = "axum")]
+pub fn into_response<T: axum_core::response::IntoResponse>(
+    value: T,
+) -> axum_core::response::Response {
+    value.into_response()
+}
+
+/// Without the `axum` feature, a handler returning `impl IntoResponse` cannot be guarded.
+#[cfg(not(feature = "axum"))]
+pub fn into_response<T: NeedsAxumFeature>(value: T) -> T {
+    value
+}
+
+/// Without the `axum` feature, a handler returning `impl IntoResponse` cannot be guarded.
+#[cfg(not(feature = "axum"))]
+#[diagnostic::on_unimplemented(
+    message = "`#[too_busy]` on a handler returning `impl Trait` needs the `axum` feature of `resiliency`",
+    label = "refused calls become a 503 response only with the `axum` feature",
+    note = "add `features = [\"axum\"]` to the `resiliency` dependency, or return `Result<T, E>` with `E: From<resiliency::Rejected>`"
+)]
+pub trait NeedsAxumFeature {}

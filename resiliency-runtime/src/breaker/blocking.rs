@@ -1,0 +1,157 @@
+//! Calls of a blocking closure through a breaker: the admission, outcome and panic rules of the
+//! async [`Call`](super::future::Call), run on the caller's thread with no future and no timer.
+
+use std::panic::{self, AssertUnwindSafe};
+
+use super::call::{CountIf, Counted, Counts, EveryError};
+use super::engine::Breaker;
+use crate::rejected::Rejected;
+
+impl Breaker {
+    /// Runs the blocking `body` on the caller's thread through the breaker: refused with
+    /// [`Rejected`] while open (without running `body`), and every error counts. See
+    /// [`call_blocking_if`](Self::call_blocking_if) to count only some errors.
+    ///
+    /// Admission, probes and outcomes are those of [`call`](Self::call): one breaker serves
+    /// blocking and async calls alike (a blocking `#[breaker(name = "db")]` and an async one
+    /// share the breaker `db`). A body that panics counts as an error (a probe that panics
+    /// re-opens the breaker, and its probe slot comes back), and the panic goes on to the caller.
+    ///
+    /// Nothing can interrupt a blocking call, so **`timeout` and `half_open_timeout` do not
+    /// apply** here: on a breaker that has them (built so, or given them by a run-time setting),
+    /// a blocking call runs unbounded and only its own outcome counts. Bound the work inside
+    /// the body (a socket or client timeout). `#[breaker]` refuses `timeout` on a blocking fn.
+    ///
+    /// No tokio runtime is needed: the breaker's clock is tokio's `Instant`, which reads the
+    /// system clock outside a runtime and a paused runtime's clock inside one (on its threads and
+    /// in its `spawn_blocking` tasks).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resiliency_runtime::{breaker::State, Breaker, Rejected};
+    ///
+    /// #[derive(Debug)]
+    /// enum DbError { Down, Refused(Rejected) }
+    /// impl From<Rejected> for DbError {
+    ///     fn from(r: Rejected) -> Self { DbError::Refused(r) }
+    /// }
+    ///
+    /// let breaker = Breaker::builder("db")
+    ///     .error_threshold(2)
+    ///     .error_timeout(Duration::from_secs(30))
+    ///     .build()
+    ///     .unwrap();
+    /// for _ in 0..2 {
+    ///     let _ = breaker.call_blocking(|| Err::<u32, _>(DbError::Down));
+    /// }
+    /// assert_eq!(breaker.state(), State::Open);
+    /// let refused = breaker.call_blocking(|| Ok::<u32, DbError>(1)).unwrap_err();
+    /// assert!(matches!(refused, DbError::Refused(r) if r.is_circuit_open()));
+    /// ```
+    pub fn call_blocking<T, E, F>(&self, body: F) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: From<Rejected>,
+    {
+        run(self, EveryError, body)
+    }
+
+    /// Like [`call_blocking`](Self::call_blocking), but an error counts only when
+    /// `counts(&error)` is true; one that does not count leaves the window as it was (and frees
+    /// its probe slot when half-open), as with [`call_if`](Self::call_if).
+    pub fn call_blocking_if<T, E, P, F>(&self, counts: P, body: F) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: From<Rejected>,
+        P: FnMut(&E) -> bool,
+    {
+        run(self, CountIf(counts), body)
+    }
+}
+
+/// One blocking call: admitted, run, its outcome recorded. The body and the predicate are user
+/// code: a panic in either counts as an error, recorded here (not while unwinding, where a
+/// subscriber that panicked too would abort the process), and then goes on to the caller.
+pub(crate) fn run<T, E, C, F>(breaker: &Breaker, mut counts: C, body: F) -> Result<T, E>
+where
+    F: FnOnce() -> Result<T, E>,
+    E: From<Rejected>,
+    C: Counts<E>,
+{
+    let permit = match breaker.admit() {
+        Ok(permit) => permit,
+        Err(rejected) => {
+            #[cfg(feature = "metrics")]
+            breaker.metrics.refused();
+            return Err(E::from(rejected));
+        }
+    };
+    let ran = panic::catch_unwind(AssertUnwindSafe(|| {
+        let outcome = body();
+        let counted = match &outcome {
+            Ok(_) => Counted::Success,
+            Err(error) if counts.counts(error) => Counted::Error,
+            Err(_) => Counted::Ignored,
+        };
+        (outcome, counted)
+    }));
+    match ran {
+        Ok((outcome, counted)) => {
+            counted.record(breaker, permit);
+            outcome
+        }
+        Err(payload) => {
+            Counted::Error.record(breaker, permit);
+            panic::resume_unwind(payload)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::breaker::{Breaker, State};
+
+    type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+    fn probe_breaker() -> Breaker {
+        Breaker::builder("blocking-unit")
+            .error_threshold(1)
+            .error_timeout(Duration::from_secs(1))
+            .build()
+            .unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_probe_reopens_and_frees_its_slot() {
+        let breaker = probe_breaker();
+        let _ = breaker.call_blocking(|| Err::<(), BoxError>("down".into()));
+        assert_eq!(breaker.state(), State::Open);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(breaker.state(), State::HalfOpen);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            breaker.call_blocking(|| -> Result<(), BoxError> { panic!("probe") })
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(breaker.state(), State::Open);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        // The slot came back: the next probe is admitted and closes the breaker.
+        assert_eq!(breaker.call_blocking(|| Ok::<_, BoxError>(7)).unwrap(), 7);
+        assert_eq!(breaker.state(), State::Closed);
+    }
+
+    #[test]
+    fn a_breaker_with_a_timeout_runs_a_blocking_call_unbounded() {
+        let breaker = Breaker::builder("blocking-timeout")
+            .timeout(Duration::from_millis(1))
+            .build()
+            .unwrap();
+        let out = breaker.call_blocking(|| {
+            std::thread::sleep(Duration::from_millis(5));
+            Ok::<_, BoxError>(1)
+        });
+        assert_eq!(out.unwrap(), 1);
+        assert_eq!(breaker.state(), State::Closed);
+    }
+}

@@ -1,0 +1,144 @@
+//! State changes as `tracing` events and through subscriptions (Semian's `subscribe`).
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use super::engine::{Breaker, State};
+
+/// A breaker changed state. Delivered to every [`subscribe`]d callback and logged as a `tracing`
+/// event with target `resiliency::breaker`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct StateChange {
+    /// The breaker's name.
+    pub name: Arc<str>,
+    /// The key, for a breaker of a keyed family.
+    pub key: Option<Arc<str>>,
+    /// The state before.
+    pub from: State,
+    /// The state after.
+    pub to: State,
+}
+
+impl std::fmt::Display for StateChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.name)?;
+        if let Some(key) = &self.key {
+            write!(f, " [{key}]")?;
+        }
+        write!(f, ": {} -> {}", self.from, self.to)
+    }
+}
+
+/// Identifies a subscription; pass it to [`unsubscribe`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SubscriptionId(u64);
+
+type Callback = Arc<dyn Fn(&StateChange) + Send + Sync>;
+
+static SUBSCRIBERS: RwLock<Vec<(SubscriptionId, Callback)>> = RwLock::new(Vec::new());
+static ANY: AtomicBool = AtomicBool::new(false);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Calls `callback` on every state change of every breaker, from the thread that made the change,
+/// after the change is made. Keep it short; it runs on the path of the call that caused the
+/// change. A callback that panics loses only its own announcement: the panic is caught (and
+/// logged as an error), the change stands, and the other callbacks and the call go on.
+///
+/// There is no timer behind a breaker: an open breaker whose open time has passed reports
+/// [`State::HalfOpen`] from [`Breaker::state`](super::Breaker::state) at once, but the
+/// `open -> half-open` change is announced when the next call arrives and becomes the probe.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use resiliency_runtime::breaker::{self, Breaker, State};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let log = seen.clone();
+/// let id = breaker::subscribe(move |change| {
+///     if &*change.name == "docs-subscribe" {
+///         log.lock().unwrap().push((change.from, change.to));
+///     }
+/// });
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let b = Breaker::builder("docs-subscribe").build().unwrap();
+/// b.force_open();
+/// b.reset();
+/// # });
+/// breaker::unsubscribe(id);
+/// assert_eq!(
+///     *seen.lock().unwrap(),
+///     [(State::Closed, State::ForcedOpen), (State::ForcedOpen, State::Closed)]
+/// );
+/// ```
+pub fn subscribe<F>(callback: F) -> SubscriptionId
+where
+    F: Fn(&StateChange) + Send + Sync + 'static,
+{
+    let id = SubscriptionId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+    let mut subscribers = SUBSCRIBERS.write().unwrap_or_else(|e| e.into_inner());
+    subscribers.push((id, Arc::new(callback)));
+    ANY.store(true, Ordering::Release);
+    id
+}
+
+/// Removes a subscription; returns false when it was already gone.
+pub fn unsubscribe(id: SubscriptionId) -> bool {
+    let mut subscribers = SUBSCRIBERS.write().unwrap_or_else(|e| e.into_inner());
+    let before = subscribers.len();
+    subscribers.retain(|(other, _)| *other != id);
+    ANY.store(!subscribers.is_empty(), Ordering::Release);
+    subscribers.len() != before
+}
+
+/// Announces a change: a `tracing` event, then every subscription. Both are user code (a layer,
+/// a callback) and run after the change is made, each isolated: one that panics loses its own
+/// announcement, never the breaker's state or another subscriber's.
+pub(crate) fn changed(breaker: &Breaker, from: State, to: State) {
+    if from == to {
+        return;
+    }
+    #[cfg(feature = "metrics")]
+    breaker.metrics.changed(from, to);
+    let _ = panic::catch_unwind(AssertUnwindSafe(|| trace(breaker, from, to)));
+    if !ANY.load(Ordering::Acquire) {
+        return;
+    }
+    let callbacks: Vec<Callback> = SUBSCRIBERS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|(_, callback)| callback.clone())
+        .collect();
+    let circuit = breaker.circuit();
+    let change = StateChange {
+        name: circuit.name,
+        key: circuit.key,
+        from,
+        to,
+    };
+    for callback in callbacks {
+        if panic::catch_unwind(AssertUnwindSafe(|| callback(&change))).is_err() {
+            let _ = panic::catch_unwind(
+                || tracing::error!(target: "resiliency::breaker", breaker = &*change.name, key = change.key.as_deref(), %change, "a breaker subscriber panicked; the change stands"),
+            );
+        }
+    }
+}
+
+fn trace(breaker: &Breaker, from: State, to: State) {
+    let name = breaker.name();
+    let key = breaker.key();
+    match to {
+        State::Open | State::ForcedOpen => {
+            tracing::warn!(target: "resiliency::breaker", breaker = name, key, %from, %to, "circuit breaker opened")
+        }
+        State::HalfOpen => {
+            tracing::info!(target: "resiliency::breaker", breaker = name, key, %from, %to, "circuit breaker half-open")
+        }
+        State::Closed | State::ForcedClosed => {
+            tracing::info!(target: "resiliency::breaker", breaker = name, key, %from, %to, "circuit breaker closed")
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Circuit breakers with Semian's semantics, plus `capacity`, a rate rule, limited half-open probes,
+//! exponential open time and keyed families.
+//!
+//! # Rules
+//!
+//! * **Closed**: calls run. Under the *count rule* (default) the breaker opens when
+//!   `error_threshold` errors fall within `error_window`; successes in between do not reset the
+//!   count. Under the *rate rule* it opens on an error when at least `min_calls` calls completed
+//!   within `error_window` and `errors / calls >= failure_rate`. The window is kept in 10 time
+//!   buckets. Errors are placed exactly; successes are counted without reading the clock and
+//!   placed in batches: each thread's batch (at most 64) is spread evenly over the buckets from its
+//!   first success to the moment it is placed, which happens when it is full and whenever an error
+//!   is recorded or the window is read ([`Breaker::snapshot`]).
+//! * **Open**: calls are refused with [`Rejected`](crate::Rejected) until `error_timeout` has passed
+//!   since the **last** error (errors of calls still in flight extend it, as in Semian).
+//! * **Half-open**: up to `half_open_calls` probes run at once (others are refused); one error
+//!   re-opens, `success_threshold` successes close and clear the window. With `backoff > 1`, the
+//!   n-th consecutive re-open stays open `error_timeout * backoff^n` (capped at
+//!   `max_error_timeout`).
+//! * `timeout` bounds every call (`half_open_timeout` bounds probes): an expired call is abandoned,
+//!   counts as an error and returns a `Rejected` that says it timed out. The timer starts when the
+//!   body first waits, so a call that answers on its first poll costs no timer.
+//! * `capacity = c` sets `error_timeout = timeout * c / (1 - c)`: a worker that keeps probing a
+//!   dead endpoint is free a share `c` of the time.
+//! * An outcome counts in the state the call was admitted in: a call admitted while closed that
+//!   finishes after the breaker opened only moves the "last error" time.
+//! * `RESILIENCY_DISABLED=1` (or `true`, `yes`, `on`, in any case) in the environment makes every
+//!   breaker pass calls through.
+//!
+//! # Guarantees
+//!
+//! Whatever the code around it does, the breaker's own state stays consistent and no slot is
+//! lost:
+//!
+//! * **The body panics**: the call counts as an error (a probe that panics re-opens the breaker;
+//!   `count_if` is not asked, there is no error value), and the panic goes on to the caller.
+//! * **`count_if` panics**: the error counts as an error, and the panic goes on to the caller.
+//! * **The call is dropped** before it was polled, or while its body runs (cancelled, or abandoned
+//!   by the caller's own timeout): it counts neither way, and a probe's slot comes back only once
+//!   the body has been dropped, so `half_open_calls = 1` never lets two probe bodies live at once.
+//! * **A subscriber or a `tracing` layer panics** on a state change: the change stands and the
+//!   call goes on; the panic is caught, and only that announcement is lost.
+//! * **No time driver**: a breaker without `timeout` runs on any executor. With `timeout`, a call
+//!   that waits outside a tokio runtime, or on one built without `enable_time`, panics with
+//!   tokio's message at its first wait (as `tokio::time::timeout` does) and gives its slot back; a
+//!   call that answers on its first poll needs no timer and runs anywhere.
+//! * **Blocking calls** ([`Breaker::call_blocking`]) follow the same rules on the caller's thread,
+//!   with no runtime needed: a body that panics counts as an error (a probe that panics
+//!   re-opens, its slot comes back) and the panic goes on. `timeout` and `half_open_timeout`
+//!   cannot interrupt them and do not apply to them (`tests/blocking.rs`).
+//! * **Keyed families** never evict a breaker that calls in flight still hold: their outcomes land
+//!   on the breaker that the key's later calls use. A lookup racing a sweep never gets a breaker
+//!   the family no longer holds, and concurrent inserts never take it past `max_keys`. At most
+//!   one eviction sweep waits at a time.
+//! * **Settings**: `error_threshold`, `success_threshold` and `half_open_calls` are at most 65535;
+//!   the count rule's ring of error times (8 bytes per unit of `error_threshold`) is allocated at a
+//!   breaker's first error.
+//! * **`RESILIENCY_DISABLED`** accepts `1`, `true`, `yes`, `on` (any case); `0`, `false`, `no`,
+//!   `off` or empty leave breakers on, and any other value is reported once as a warning.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use resiliency_runtime::breaker::{self, Breaker, State};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let b = Breaker::builder("inventory")
+//!     .capacity(0.75)
+//!     .timeout(Duration::from_millis(100))
+//!     .register()
+//!     .unwrap();
+//! // A dead endpoint: the call never answers, so it times out and counts as an error.
+//! for _ in 0..3 {
+//!     let err = b.call(std::future::pending::<Result<(), resiliency_runtime::Rejected>>()).await;
+//!     assert!(err.unwrap_err().is_timeout());
+//! }
+//! assert_eq!(b.state(), State::Open);
+//! assert_eq!(breaker::get("inventory").unwrap().error_timeout(), Duration::from_millis(300));
+//! # }
+//! ```
+
+mod blocking;
+mod call;
+mod config;
+mod engine;
+mod events;
+mod keyed;
+#[cfg(all(test, resiliency_loom))]
+mod loom;
+mod registry;
+#[cfg(test)]
+pub(crate) use registry::read_lock as registry_read_lock;
+mod settings;
+mod window;
+
+pub use crate::ConfigError;
+pub(crate) use call::{Closed, ClosedRule, ClosedTimed, CountRule, RateRule};
+#[cfg(feature = "tower")]
+pub(crate) use call::{Judge, JudgeOk};
+pub use config::{
+    capacity_error_timeout, BreakerBuilder, DEFAULT_ERROR_THRESHOLD, DEFAULT_ERROR_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
+};
+pub use engine::{disabled, Breaker, Snapshot, State};
+pub use events::{subscribe, unsubscribe, StateChange, SubscriptionId};
+pub use keyed::{BreakerKey, KeyedBreaker};
+pub use registry::{get, get_keyed, names};
+pub(crate) use settings::check_value;
+
+/// The future a breaker call returns and the types it is generic over, named in the return types of
+/// [`Breaker::call`] and [`Breaker::call_if`]. Code rarely spells them out: `.await` the call.
+pub mod future {
+    pub use super::call::{
+        Call, CountIf, Counts, EveryError, FirstInline, FirstOutOfLine, FirstPoll, HeapTimer,
+        InlineTimer, Reject, Timer, ViaFrom,
+    };
+}

@@ -1,0 +1,652 @@
+//! [`RaceRetry`]: one raced function's settings and the state its calls share (the retry budget,
+//! its recent latencies, counters).
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use tokio::time::Instant;
+
+use super::backoff::Backoff;
+use super::budget::Budget;
+use super::engine::{Always, Race};
+use super::latency::Latencies;
+use crate::rejected::FromRejected;
+use crate::ConfigError;
+
+pub use resiliency_rules::MAX_RETRIES;
+
+/// The budget's share by default: extra attempts may add at most 10% of the calls' load.
+const DEFAULT_BUDGET: f64 = 0.1;
+use resiliency_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
+
+/// When the next attempt starts while none has succeeded (it also starts, after a backoff, when one
+/// fails).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum After {
+    /// This long after the previous attempt started.
+    Fixed(Duration),
+    /// That quantile (in (0, 1): 0.95 for `"p95"`) of the function's recent attempt latencies,
+    /// learned as it runs. Until 32 attempts were seen, `total / (retries + 1)`.
+    Percentile(f64),
+}
+
+/// A raced function: its settings, and the state all its calls share. What `#[race_retry]`
+/// expands to (a `static` in the function), and usable without the macro through
+/// [`RaceRetry::builder`], which checks the same rules as the attribute. Calls borrow the policy
+/// for `'static`, so hold a built one in a `static` (`std::sync::LazyLock`):
+///
+/// ```
+/// use std::sync::LazyLock;
+/// use std::time::Duration;
+/// use resiliency_runtime::race::{After, RaceRetry};
+/// use resiliency_runtime::Rejected;
+///
+/// static FETCH: LazyLock<RaceRetry> = LazyLock::new(|| {
+///     RaceRetry::builder("fetch")
+///         .retries(2)                                // 3 attempts at most
+///         .after(After::Fixed(Duration::from_millis(150)))
+///         .total(Duration::from_millis(450))
+///         .budget(0.2)                               // extra attempts add at most 20% (default 10%)
+///         .backoff(Duration::from_millis(20))        // after a failure, wait up to 20 ms, 40 ms, ...
+///         .build()
+///         .expect("valid options")
+/// });
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let answer: Result<u32, Rejected> = FETCH.run(|| async { Ok(7) }).await;
+/// assert_eq!(answer.unwrap(), 7);
+/// # }
+/// ```
+///
+/// or leak it (`Box::leak`) when it is built from configuration once at start-up. By default
+/// extra attempts may add at most 10% of the calls' load (plus 10 per second: see
+/// [`budget`](RaceRetryBuilder::budget)), and an attempt that replaces a failed one waits an
+/// exponential backoff with full jitter (see [`backoff`](RaceRetryBuilder::backoff));
+/// [`no_budget`](RaceRetryBuilder::no_budget) and [`no_backoff`](RaceRetryBuilder::no_backoff)
+/// turn them off:
+///
+/// ```
+/// # use std::time::Duration;
+/// # use resiliency_runtime::race::{After, RaceRetry};
+/// let unbounded: &'static RaceRetry = Box::leak(Box::new(
+///     RaceRetry::builder("unbounded")
+///         .after(After::Fixed(Duration::from_millis(150)))
+///         .total(Duration::from_millis(450))
+///         .no_budget()
+///         .no_backoff()
+///         .build()
+///         .unwrap(),
+/// ));
+/// assert_eq!(unbounded.budget(), None);
+/// assert_eq!(unbounded.backoff_bound(0), Duration::ZERO);
+///
+/// // Options out of range are refused, each with what is valid:
+/// let error = RaceRetry::builder("lookup").retries(20).total(Duration::from_millis(450)).build();
+/// assert_eq!(
+///     error.unwrap_err().to_string(),
+///     "race_retry `lookup`: `retries` is the number of extra attempts on top of the first, \
+///      from 1 to 16, such as `retries = 2`; each one multiplies the load an outage puts on the callee"
+/// );
+/// ```
+pub struct RaceRetry {
+    name: &'static str,
+    /// Set once the policy is in `REGISTRY` (by its first call).
+    registered: OnceLock<()>,
+    /// The settings, as calls read them (and run-time settings change them). `after` is a
+    /// fixed delay in ns, or a percentile when `quantile_ppb` (the quantile in parts per
+    /// billion) is not 0; `each_ns` is 0 without `each`, its ns plus one with it; `u64::MAX`
+    /// stands for `Duration::MAX`.
+    retries: AtomicU32,
+    after_ns: AtomicU64,
+    quantile_ppb: AtomicU64,
+    total_ns: AtomicU64,
+    each_ns: AtomicU64,
+    /// The backoff given at construction, and the one run-time settings put in its place.
+    backoff: Backoff,
+    backoff_live: ArcSwapOption<Backoff>,
+    pub(crate) budget: Budget,
+    pub(crate) latencies: Latencies,
+    /// Set once `latencies` holds enough samples that calls are only sampled: every call reads
+    /// this, not the histogram's sample counter that recording calls write.
+    pub(crate) warmed: AtomicBool,
+    base: OnceLock<Instant>,
+    pub(crate) extra_attempts: AtomicU64,
+    pub(crate) won_by_extra: AtomicU64,
+    pub(crate) budget_refused: AtomicU64,
+    pub(crate) deadlines: AtomicU64,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::race::RaceMetrics>>,
+}
+
+impl fmt::Debug for RaceRetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaceRetry")
+            .field("name", &self.name())
+            .field("retries", &self.retries())
+            .field("after", &self.after_setting())
+            .field("total", &self.total())
+            .field("each", &self.each())
+            .field("budget", &self.budget())
+            .field("backoff", &self.backoff_now())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// What a raced function's calls did so far (see [`RaceRetry::stats`], [`stats`](super::stats)).
+#[non_exhaustive]
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct RaceStats {
+    /// Attempts started after the first of their call.
+    pub extra_attempts: u64,
+    /// Calls answered by an attempt other than the first.
+    pub won_by_extra: u64,
+    /// Extra attempts the budget did not allow.
+    pub budget_refused: u64,
+    /// Calls that ran out of time (`total`) with no attempt successful.
+    pub deadlines: u64,
+    /// Whole extra attempts the budget holds now (with a budget).
+    pub budget_balance: f64,
+    /// The `after` delay an attempt started now would wait.
+    pub after: Duration,
+}
+
+static REGISTRY: Mutex<Vec<&'static RaceRetry>> = Mutex::new(Vec::new());
+
+impl RaceRetry {
+    /// A builder for a raced function named `name`, with the options of `#[race_retry]`:
+    /// [`total`](RaceRetryBuilder::total) is required; `retries` defaults to 2 and `after` to
+    /// the 95th percentile of recent attempt latencies.
+    pub fn builder(name: &'static str) -> RaceRetryBuilder {
+        RaceRetryBuilder {
+            name,
+            retries: None,
+            after: None,
+            total: None,
+            each: None,
+            budget: None,
+            no_budget: false,
+            backoff: None,
+            backoff_factor: None,
+            backoff_max: None,
+            no_backoff: false,
+        }
+    }
+
+    /// Unchecked (values out of range are clamped): what a `#[race_retry]` site's policy is
+    /// made with before its options are put in force. Use [`builder`](Self::builder).
+    #[doc(hidden)]
+    pub const fn new(name: &'static str, retries: u32, after: After, total: Duration) -> Self {
+        let (after_ns, quantile_ppb) = after_words(after);
+        RaceRetry {
+            name,
+            registered: OnceLock::new(),
+            retries: AtomicU32::new(if retries > MAX_RETRIES {
+                MAX_RETRIES
+            } else {
+                retries
+            }),
+            after_ns: AtomicU64::new(after_ns),
+            quantile_ppb: AtomicU64::new(quantile_ppb),
+            total_ns: AtomicU64::new(ns(total)),
+            each_ns: AtomicU64::new(0),
+            backoff: Backoff::DEFAULT,
+            backoff_live: ArcSwapOption::const_empty(),
+            budget: Budget::new(Some(DEFAULT_BUDGET)),
+            latencies: Latencies::new(),
+            warmed: AtomicBool::new(false),
+            base: OnceLock::new(),
+            extra_attempts: AtomicU64::new(0),
+            won_by_extra: AtomicU64::new(0),
+            budget_refused: AtomicU64::new(0),
+            deadlines: AtomicU64::new(0),
+            #[cfg(feature = "metrics")]
+            metrics: OnceLock::new(),
+        }
+    }
+
+    /// The attribute's `each`, unchecked.
+    #[doc(hidden)]
+    pub const fn with_each(mut self, each: Duration) -> Self {
+        self.each_ns = AtomicU64::new(each_word(Some(each)));
+        self
+    }
+
+    /// The attribute's `budget`: a `share` outside [`MIN_BUDGET_SHARE`, 1] is clamped (NaN
+    /// counts as the minimum).
+    #[doc(hidden)]
+    pub const fn with_budget(mut self, share: f64) -> Self {
+        // NaN fails `share > MIN_BUDGET_SHARE`.
+        let share = if share > MAX_BUDGET_SHARE {
+            MAX_BUDGET_SHARE
+        } else if share > MIN_BUDGET_SHARE {
+            share
+        } else {
+            MIN_BUDGET_SHARE
+        };
+        self.budget = Budget::new(Some(share));
+        self
+    }
+
+    /// The attribute's `budget = "off"`.
+    #[doc(hidden)]
+    pub const fn no_budget(mut self) -> Self {
+        self.budget = Budget::new(None);
+        self
+    }
+
+    /// The attribute's `backoff`, unchecked.
+    #[doc(hidden)]
+    pub const fn backoff(mut self, base: Duration) -> Self {
+        self.backoff = self.backoff.base(base);
+        self
+    }
+
+    /// The attribute's `backoff_factor`: below 1 (or NaN) counts as 1.
+    #[doc(hidden)]
+    pub const fn backoff_factor(mut self, factor: f64) -> Self {
+        self.backoff = self.backoff.factor(factor);
+        self
+    }
+
+    /// The attribute's `backoff_max`, unchecked.
+    #[doc(hidden)]
+    pub const fn backoff_max(mut self, max: Duration) -> Self {
+        self.backoff = self.backoff.max(max);
+        self
+    }
+
+    /// The attribute's `backoff = "off"`.
+    #[doc(hidden)]
+    pub const fn no_backoff(mut self) -> Self {
+        self.backoff = Backoff::OFF;
+        self
+    }
+
+    /// The function's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Extra attempts at most.
+    pub fn retries(&self) -> u32 {
+        self.retries.load(Relaxed)
+    }
+
+    /// The overall deadline.
+    pub fn total(&self) -> Duration {
+        duration(self.total_ns.load(Relaxed))
+    }
+
+    /// The bound on one attempt, if any (`each`).
+    pub fn each(&self) -> Option<Duration> {
+        match self.each_ns.load(Relaxed) {
+            0 => None,
+            u64::MAX => Some(Duration::MAX),
+            each => Some(Duration::from_nanos(each - 1)),
+        }
+    }
+
+    /// The `after` setting in force (see [`after`](Self::after) for the delay it gives now).
+    pub fn after_setting(&self) -> After {
+        match self.quantile_ppb.load(Relaxed) {
+            0 => After::Fixed(duration(self.after_ns.load(Relaxed))),
+            ppb => After::Percentile(ppb as f64 / 1e9),
+        }
+    }
+
+    /// The backoff in force.
+    fn backoff_now(&self) -> Backoff {
+        self.backoff_live
+            .load()
+            .as_deref()
+            .copied()
+            .unwrap_or(self.backoff)
+    }
+
+    /// Puts checked options in force, keeping the budget's balance, the latencies learned and
+    /// the counters.
+    pub(crate) fn apply(&self, options: &RaceRetryBuilder) {
+        let (after_ns, quantile_ppb) =
+            after_words(options.after.unwrap_or(After::Percentile(0.95)));
+        self.retries
+            .store(options.retries.unwrap_or(2).min(MAX_RETRIES), Relaxed);
+        self.after_ns.store(after_ns, Relaxed);
+        self.quantile_ppb.store(quantile_ppb, Relaxed);
+        if let Some(total) = options.total {
+            self.total_ns.store(ns(total), Relaxed);
+        }
+        self.each_ns.store(each_word(options.each), Relaxed);
+        self.budget.set_share(if options.no_budget {
+            None
+        } else {
+            Some(
+                options
+                    .budget
+                    .unwrap_or(DEFAULT_BUDGET)
+                    .clamp(MIN_BUDGET_SHARE, MAX_BUDGET_SHARE),
+            )
+        });
+        let mut backoff = if options.no_backoff {
+            Backoff::OFF
+        } else {
+            Backoff::DEFAULT
+        };
+        if let Some(base) = options.backoff {
+            backoff = backoff.base(base);
+        }
+        if let Some(factor) = options.backoff_factor {
+            backoff = backoff.factor(factor);
+        }
+        if let Some(max) = options.backoff_max {
+            backoff = backoff.max(max);
+        }
+        self.backoff_live.store(Some(Arc::new(backoff)));
+    }
+
+    /// The budget's share (extra attempts per call, at most), or `None` without a budget
+    /// (`budget`).
+    pub fn budget(&self) -> Option<f64> {
+        self.budget.share()
+    }
+
+    /// The longest a call's backoff number `n` (0 for its first) may wait, now: zero without a
+    /// backoff. (The attempt may start sooner, at the next staggered start.)
+    pub fn backoff_bound(&self, n: u32) -> Duration {
+        self.backoff_now().bound(n, self.after(), self.total())
+    }
+
+    pub(crate) fn backs_off(&self) -> bool {
+        self.backoff_now().is_on()
+    }
+
+    /// How long after an attempt started the next one starts, now (for `After::Percentile`, the
+    /// percentile learned so far, or `total / (retries + 1)` before 32 attempts were seen).
+    pub fn after(&self) -> Duration {
+        match self.quantile_ppb.load(Relaxed) {
+            0 => duration(self.after_ns.load(Relaxed)),
+            _ => {
+                let total = self.total();
+                self.latencies
+                    .percentile()
+                    .unwrap_or(total / (self.retries() + 1))
+                    .min(total)
+            }
+        }
+    }
+
+    pub(crate) fn quantile(&self) -> Option<f64> {
+        match self.quantile_ppb.load(Relaxed) {
+            0 => None,
+            ppb => Some(ppb as f64 / 1e9),
+        }
+    }
+
+    /// What this function's calls did so far.
+    pub fn stats(&self) -> RaceStats {
+        RaceStats {
+            extra_attempts: self.extra_attempts.load(Relaxed),
+            won_by_extra: self.won_by_extra.load(Relaxed),
+            budget_refused: self.budget_refused.load(Relaxed),
+            deadlines: self.deadlines.load(Relaxed),
+            budget_balance: self.budget.balance(),
+            after: self.after(),
+        }
+    }
+
+    /// Attempt latencies seen so far (recorded with `After::Percentile` only).
+    pub fn latency_samples(&self) -> u64 {
+        self.latencies.samples()
+    }
+
+    /// Time since this function's first extra attempt (the time base of the budget's floor).
+    pub(crate) fn since_first(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(*self.base.get_or_init(|| now))
+    }
+
+    /// Makes the stats reachable by name, on the first call.
+    #[inline]
+    pub(crate) fn register(&'static self) {
+        if self.registered.get().is_none() {
+            self.register_slow();
+        }
+    }
+
+    #[cold]
+    fn register_slow(&'static self) {
+        self.registered.get_or_init(|| {
+            REGISTRY
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(self);
+        });
+    }
+
+    /// Races attempts made by `make` (called once per attempt; each call's future is one
+    /// attempt) under this function's settings: attempt 1 at once, attempt k + 1 `after` after
+    /// attempt k started or after a backoff when one fails; the first `Ok` wins and every other attempt is
+    /// cancelled before this returns; after `total`, `Err(E::from(Rejected))`; when every attempt
+    /// failed, the last error. The attempts run inside the caller's task (nothing is spawned).
+    pub fn run<M, Fut, T, E>(&'static self, make: M) -> Race<M, Fut, E, Always>
+    where
+        M: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        Race::new(self, make, Always)
+    }
+
+    /// As [`run`](Self::run), but an error for which `retryable` is false ends the call at once
+    /// (with that error, the other attempts cancelled).
+    pub fn run_if<M, Fut, T, E, P>(&'static self, retryable: P, make: M) -> Race<M, Fut, E, P>
+    where
+        M: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: FromRejected,
+        P: Fn(&E) -> bool,
+    {
+        Race::new(self, make, retryable)
+    }
+}
+
+/// The stats of the raced function called `name` (its path, e.g. `my_app::db::lookup`), once it
+/// has been called.
+pub fn stats(name: &str) -> Option<RaceStats> {
+    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    registry
+        .iter()
+        .find(|r| r.name() == name)
+        .map(|r| r.stats())
+}
+
+/// The names of the raced functions called so far.
+pub fn names() -> Vec<&'static str> {
+    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    registry.iter().map(|r| r.name()).collect()
+}
+
+/// Builds a [`RaceRetry`] from code, with the options of `#[race_retry(...)]` (each method named
+/// like the attribute's argument) and the same rules: [`build`](Self::build) refuses what the
+/// attribute refuses at compile time.
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build`"]
+pub struct RaceRetryBuilder {
+    pub(super) name: &'static str,
+    pub(super) retries: Option<u32>,
+    pub(super) after: Option<After>,
+    pub(super) total: Option<Duration>,
+    pub(super) each: Option<Duration>,
+    pub(super) budget: Option<f64>,
+    pub(super) no_budget: bool,
+    pub(super) backoff: Option<Duration>,
+    pub(super) backoff_factor: Option<f64>,
+    pub(super) backoff_max: Option<Duration>,
+    pub(super) no_backoff: bool,
+}
+
+impl RaceRetryBuilder {
+    /// Extra attempts at most, on top of the first: from 1 to [`MAX_RETRIES`]. Default: 2.
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = Some(retries);
+        self
+    }
+
+    /// When the next attempt starts while none has succeeded: a fixed delay below `total`, or a
+    /// percentile of recent attempt latencies (a quantile strictly between 0 and 1). Default:
+    /// `After::Percentile(0.95)`.
+    pub fn after(mut self, after: After) -> Self {
+        self.after = Some(after);
+        self
+    }
+
+    /// The one deadline over every attempt, above zero. Required.
+    pub fn total(mut self, total: Duration) -> Self {
+        self.total = Some(total);
+        self
+    }
+
+    /// Bounds each attempt (above zero, below `total`): one that runs longer is cancelled and
+    /// counts as failed. Default: none.
+    pub fn each(mut self, each: Duration) -> Self {
+        self.each = Some(each);
+        self
+    }
+
+    /// Extra attempts may add at most `share` of the calls' load (plus a floor of 10 per
+    /// second), counted over all calls of this function: each call deposits `share` of a token,
+    /// each extra attempt takes a whole one, at most 100 tokens are banked, and while deposits
+    /// come slower than 10 tokens a second the floor makes up the difference (so that a function
+    /// called rarely can still race). From [`MIN_BUDGET_SHARE`] to [`MAX_BUDGET_SHARE`];
+    /// default 0.1 (10%).
+    pub fn budget(mut self, share: f64) -> Self {
+        self.budget = Some(share);
+        self
+    }
+
+    /// No budget: every extra attempt that `retries`, `after` and failures call for starts, however
+    /// many calls fail (an outage then meets `retries + 1` times its load).
+    pub fn no_budget(mut self) -> Self {
+        self.no_budget = true;
+        self
+    }
+
+    /// An attempt that replaces a failed one (an error worth another attempt, or past `each`)
+    /// waits a backoff: the call's n-th such wait (n from 0) is uniform in
+    /// `[0, min(max, base * factor^n))` (exponential backoff with full jitter). It starts then, or
+    /// at the next staggered start (`after`) if that comes first, and not at all at or past the
+    /// deadline (`total`): a call with no attempt left running then returns the last error at once.
+    /// `base` must be above zero.
+    ///
+    /// `base` defaults to a quarter of `min(after, total)` (of the `after` learned so far with
+    /// [`After::Percentile`]), `factor` ([`backoff_factor`](Self::backoff_factor)) to 2, and
+    /// there is no `max` ([`backoff_max`](Self::backoff_max)) but the next staggered start.
+    ///
+    /// Why these defaults: the wait scales with the call, as a fixed one cannot (perron's retries,
+    /// node-retry's defaults, wait 1 s and then 2 s: longer than a 450 ms deadline). `after` is
+    /// how long an attempt is expected to take; a quarter of it, doubling, means that with the
+    /// default two retries a call whose attempts all fail fast waits at most three quarters of
+    /// `after` in all (three eighths on average): a transient error is retried well before the
+    /// staggered start would have, while the retries of many failing calls are spread over that
+    /// window instead of arriving together. With no staggered start before the deadline
+    /// (`after` at or above `total`), `total` sets the scale instead.
+    pub fn backoff(mut self, base: Duration) -> Self {
+        self.backoff = Some(base);
+        self
+    }
+
+    /// How much each backoff's bound grows over the previous one: finite and at least 1
+    /// (default 2).
+    pub fn backoff_factor(mut self, factor: f64) -> Self {
+        self.backoff_factor = Some(factor);
+        self
+    }
+
+    /// The most one backoff may wait, at least `backoff` (default: no bound but the next
+    /// staggered start). `Duration::MAX` works (a wait that long never ends before the deadline).
+    pub fn backoff_max(mut self, max: Duration) -> Self {
+        self.backoff_max = Some(max);
+        self
+    }
+
+    /// No backoff: an attempt that replaces a failed one starts at once (excludes the other
+    /// `backoff` settings).
+    pub fn no_backoff(mut self) -> Self {
+        self.no_backoff = true;
+        self
+    }
+
+    /// The raced function, or every rule its options break.
+    pub fn build(self) -> Result<RaceRetry, ConfigError> {
+        ConfigError::from_violations("race_retry", self.name, self.violations())?;
+        let total = self.total.expect("`total` is required by the rules");
+        let policy = RaceRetry::new(self.name, 0, After::Percentile(0.95), total);
+        policy.apply(&self);
+        Ok(policy)
+    }
+
+    /// Every rule the options break.
+    pub(super) fn violations(&self) -> Vec<resiliency_rules::Violation> {
+        let after = self.after.unwrap_or(After::Percentile(0.95));
+        resiliency_rules::race_retry(&resiliency_rules::RaceRetryOptions {
+            name: Some(self.name),
+            retries: self.retries,
+            after: Some(match after {
+                After::Fixed(d) => resiliency_rules::After::Fixed(d),
+                After::Percentile(q) => resiliency_rules::After::Percentile(q),
+            }),
+            total: self.total,
+            each: self.each,
+            budget: self.budget,
+            no_budget: self.no_budget,
+            backoff: self.backoff,
+            no_backoff: self.no_backoff,
+            backoff_factor: self.backoff_factor,
+            backoff_max: self.backoff_max,
+            written: &[],
+        })
+    }
+}
+
+/// `after` as a policy holds it: the delay in ns and the quantile in parts per billion (0 for a
+/// fixed delay).
+const fn after_words(after: After) -> (u64, u64) {
+    match after {
+        After::Fixed(d) => (ns(d), 0),
+        After::Percentile(q) => {
+            let ppb = (q * 1e9 + 0.5) as u64;
+            (0, if ppb == 0 { 1 } else { ppb })
+        }
+    }
+}
+
+/// A duration in ns, `Duration::MAX` (and anything from `u64::MAX` ns on) as `u64::MAX`.
+const fn ns(d: Duration) -> u64 {
+    let ns = d.as_nanos();
+    if ns >= u64::MAX as u128 {
+        u64::MAX
+    } else {
+        ns as u64
+    }
+}
+
+/// `each` as a policy holds it: 0 for none, its ns plus one (`u64::MAX` for `Duration::MAX`).
+const fn each_word(each: Option<Duration>) -> u64 {
+    match each {
+        Some(each) => ns(each).saturating_add(1),
+        None => 0,
+    }
+}
+
+/// The duration of `ns` from [`ns`].
+fn duration(ns: u64) -> Duration {
+    if ns == u64::MAX {
+        Duration::MAX
+    } else {
+        Duration::from_nanos(ns)
+    }
+}

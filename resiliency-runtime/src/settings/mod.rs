@@ -1,0 +1,624 @@
+//! Settings by name at run time: every setting an attribute takes, overridden for one site or
+//! for every site of a policy, from code, a configuration file or the environment, without a
+//! rebuild.
+//!
+//! A *site* is one named policy: a `#[breaker]`, `#[too_busy]` or `#[race_retry]` function (its
+//! name is its `name = "..."`, or the fn's path such as `my_app::db::query`), or a breaker
+//! registered from code. The attribute's arguments are the site's defaults; overrides come in
+//! three layers, the later winning:
+//!
+//! 1. a **file** ([`load`]): an [`Overrides`], deserialized with serde from any format (feature
+//!    `serde`), or read from TOML with each value's line (feature `toml`, [`Overrides::from_toml`]);
+//! 2. the **environment**: `RESILIENCY_<POLICY>__<SITE>__<SETTING>` for one site,
+//!    `RESILIENCY_<POLICY>__<SETTING>` for every site of the policy, read when the first site is set
+//!    up and again by [`load_env`] (see below);
+//! 3. **code**: [`set`] and [`unset`].
+//!
+//! Within a layer, a site's own value wins over the one for every site (`"*"`, [`ALL`]). A
+//! breaker made from code takes settings by name once it is registered
+//! ([`BreakerBuilder::register`](crate::BreakerBuilder::register)); one that is only built
+//! (`build`, `build_keyed`) has no name in the registry, and its builder is its only setting.
+//!
+//! # Changes apply to live sites
+//!
+//! A change applies at once to the sites already running, and keeps their state: an open breaker
+//! stays open (a new `error_timeout` decides when it half-opens), a breaker's counted errors are
+//! kept unless its rule changes (`error_threshold`, `failure_rate`, `min_calls`, or the window of
+//! the rate rule), a guard's calls in flight keep their slots, a race's budget keeps its
+//! balance. Calls in flight finish under the settings they started with, or see the new ones from
+//! their next step on.
+//!
+//! Every change is checked by the rules the attribute is checked by at compile time, for every
+//! live site it reaches. A change that breaks a rule anywhere is refused whole with a
+//! [`SettingsError`] that names, for each broken rule, the policy, the site, the setting and
+//! where the value came from (the file and line, or the variable); the values in force stay as
+//! they were. A rule between two settings (`after` below `total`) broken by a change to the one
+//! it is not written for is reported about the setting changed, with the other's value and
+//! source: "`total` = 50ms from resiliency.toml:2 must stay above `after` (100ms, from the
+//! attribute)". A site set up later whose overrides break a rule keeps its attribute's value for
+//! each setting at fault, and the error is logged (`tracing`, level error, target
+//! `resiliency::settings`). A change that changes the settings of live sites is logged at level
+//! info (one that changes none, at debug).
+//!
+//! ```
+//! use std::time::Duration;
+//! use resiliency_runtime::settings::{self, Policy, Source};
+//! use resiliency_runtime::Breaker;
+//!
+//! let breaker = Breaker::builder("docs-settings").error_threshold(5).register().unwrap();
+//!
+//! settings::set(Policy::Breaker, "docs-settings", "error_timeout", "30s").unwrap();
+//! assert_eq!(breaker.error_timeout(), Duration::from_secs(30));
+//!
+//! // Checked by the attribute's rules; the value in force stays.
+//! let refused = settings::set(Policy::Breaker, "docs-settings", "error_threshold", 0).unwrap_err();
+//! assert_eq!(
+//!     refused.to_string(),
+//!     "code: breaker `docs-settings`, `error_threshold`: `error_threshold` must be at least 1, \
+//!      e.g. `error_threshold = 3`"
+//! );
+//!
+//! let effective = settings::effective(Policy::Breaker, "docs-settings").unwrap();
+//! let threshold = effective.iter().find(|e| e.setting == "error_threshold").unwrap();
+//! assert_eq!((threshold.value.clone(), &threshold.source), (Some(5.into()), &Source::Attribute));
+//! let open_for = effective.iter().find(|e| e.setting == "error_timeout").unwrap();
+//! assert_eq!(open_for.source, Source::Code);
+//! ```
+//!
+//! # Environment variables
+//!
+//! `RESILIENCY_` then the policy (`BREAKER`, `RACE_RETRY`, `TOO_BUSY`), then `__` and the site's
+//! name (left out for every site), then `__` and the setting, in capitals:
+//!
+//! | site | setting | variable |
+//! |---|---|---|
+//! | `payments` | `error_timeout` | `RESILIENCY_BREAKER__PAYMENTS__ERROR_TIMEOUT=30s` |
+//! | `my_app::db::query` | `total` | `RESILIENCY_RACE_RETRY__MY_APP__DB__QUERY__TOTAL=300ms` |
+//! | every `#[too_busy]` | `max_lag` | `RESILIENCY_TOO_BUSY__MAX_LAG=50ms` |
+//!
+//! A site's name is written with `::` as `__`, letters in capitals and every other character
+//! that is not a letter or digit as `_` (`payments-eu` as `PAYMENTS_EU`); messages about a live
+//! site name it as it is named. A variable for a named site that no live site takes, but whose
+//! name is a letter or two off a live site's, is warned about once, when that site is set up or
+//! the environment read (`tracing`, level warn, target `resiliency::settings`, with the name it is
+//! near): a misspelt name never applies. One that names no site set up so far (sites are set up
+//! by their first call) is noted at debug; [`unmatched`] lists every override no site has taken. `RESILIENCY_DISABLED` is
+//! the kill switch (see [`breaker::disabled`](crate::breaker::disabled)), not a setting.
+//!
+//! # Settings
+//!
+//! The names are the attribute's arguments ([`Policy::settings`]):
+//!
+//! * breaker: `error_threshold`, `error_window`, `error_timeout`, `success_threshold`,
+//!   `capacity`, `timeout`, `half_open_timeout`, `failure_rate`, `min_calls`, `half_open_calls`,
+//!   `backoff`, `max_error_timeout`, `idle_timeout`, `max_keys`;
+//! * race_retry: `retries`, `after`, `total`, `each`, `budget`, `backoff`, `backoff_factor`,
+//!   `backoff_max`;
+//! * too_busy: `max_lag`, `max_in_flight`, `auto_min`, `auto_max`, `auto_initial`,
+//!   `max_latency`.
+//!
+//! Counts are whole numbers, `capacity`, `failure_rate`, `budget` and the factors finite numbers
+//! (NaN and the infinities are refused where they are read),
+//! durations texts such as `"450ms"` (or a [`Duration`](std::time::Duration) from code). `"off"`
+//! switches off `timeout`, `half_open_timeout`, `max_lag`, `max_in_flight`, `max_latency`,
+//! `each`, `budget` and `backoff`; `after` takes `"p95"` and `max_in_flight` takes `"auto"` as
+//! the attribute does (`auto_min`, `auto_max` and `auto_initial` apply to a site whose
+//! `max_in_flight` is `"auto"`, and are inert on the others). Setting one of
+//! two settings that exclude each other (`capacity` and `error_timeout`, `failure_rate` and
+//! `error_threshold`) replaces the attribute's other one; [`effective`] then reports the
+//! `error_timeout` that `capacity` gives ([`Source::Derived`]). [`InForce`] reads a value back
+//! typed (`duration`, `number`, `count`), the same whether the attribute or an override gives it.
+//!
+//! # Guarantees
+//!
+//! * Nothing here is on a call's path: changes and the first call of a site take a lock; calls
+//!   read their settings from atomics (a breaker's rule from a pointer swapped whole).
+//! * Events are logged once the lock is released: a subscriber may call guarded functions.
+//! * A change reaches only the live sites whose settings it changes: its work does not grow
+//!   with the other sites, nor with the keys of keyed families it leaves alone.
+//! * A refused change changes nothing; a site never runs with settings that break a rule.
+//! * Nothing is dropped silently: an override for a site that does not exist (yet) is kept for
+//!   when it does, and [`unmatched`] lists the ones no live site has taken, such as a misspelt
+//!   name.
+
+mod env;
+mod store;
+mod value;
+
+#[cfg(feature = "serde")]
+mod de;
+#[cfg(feature = "toml")]
+mod toml_file;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use store::{effective, load, load_env, set, sites, unmatched, unset};
+pub use value::Value;
+
+pub(crate) use store::{attach, usable, Options, Target};
+pub(crate) use value::{count, duration, duration_or_off, is_off, number, whole};
+
+/// The site name that stands for every site of a policy.
+pub const ALL: &str = "*";
+
+/// A kind of policy, as settings name it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Policy {
+    /// `#[breaker]` and the breakers registered from code.
+    Breaker,
+    /// `#[race_retry]`.
+    RaceRetry,
+    /// `#[too_busy]`.
+    TooBusy,
+}
+
+impl Policy {
+    /// Every policy.
+    pub const ALL: [Policy; 3] = [Policy::Breaker, Policy::RaceRetry, Policy::TooBusy];
+
+    /// The policy's name as files and messages write it: `breaker`, `race_retry`, `too_busy`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Breaker => "breaker",
+            Policy::RaceRetry => "race_retry",
+            Policy::TooBusy => "too_busy",
+        }
+    }
+
+    /// The policy by its name (`breaker`, `race_retry`, `too_busy`).
+    pub fn from_name(name: &str) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The settings a site of this policy takes: the attribute's arguments, but for the ones that
+    /// are code (`name`, `key`, `count_if`, `retry_if`, `crate`).
+    pub fn settings(self) -> &'static [&'static str] {
+        match self {
+            Policy::Breaker => &[
+                "error_threshold",
+                "error_window",
+                "error_timeout",
+                "success_threshold",
+                "capacity",
+                "timeout",
+                "half_open_timeout",
+                "failure_rate",
+                "min_calls",
+                "half_open_calls",
+                "backoff",
+                "max_error_timeout",
+                "idle_timeout",
+                "max_keys",
+            ],
+            Policy::RaceRetry => &[
+                "retries",
+                "after",
+                "total",
+                "each",
+                "budget",
+                "backoff",
+                "backoff_factor",
+                "backoff_max",
+            ],
+            Policy::TooBusy => &[
+                "max_lag",
+                "max_in_flight",
+                "auto_min",
+                "auto_max",
+                "auto_initial",
+                "max_latency",
+            ],
+        }
+    }
+
+    /// The setting called `name`, as a `'static` name.
+    pub(crate) fn setting(self, name: &str) -> Option<&'static str> {
+        self.settings().iter().copied().find(|s| *s == name)
+    }
+
+    /// The env-variable spelling: `BREAKER`, `RACE_RETRY`, `TOO_BUSY`.
+    pub(crate) fn variable(self) -> &'static str {
+        match self {
+            Policy::Breaker => "BREAKER",
+            Policy::RaceRetry => "RACE_RETRY",
+            Policy::TooBusy => "TOO_BUSY",
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a setting's value comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Source {
+    /// The built-in default: neither the attribute nor an override gives it.
+    Default,
+    /// The attribute's argument (or, for a breaker registered from code, its builder).
+    Attribute,
+    /// A configuration file given to [`load`], with the value's line when known.
+    File {
+        /// The file, as given to [`load`].
+        path: Arc<str>,
+        /// The value's line, from 1 ([`Overrides::from_toml`] knows it).
+        line: Option<u32>,
+    },
+    /// An environment variable.
+    Environment {
+        /// The variable's name.
+        variable: String,
+    },
+    /// [`set`], from code.
+    Code,
+    /// Derived from another setting in force, such as a breaker's `error_timeout` from its
+    /// `capacity` and `timeout`.
+    Derived {
+        /// The setting it is derived from.
+        from: &'static str,
+        /// That setting's value, as messages write it.
+        value: String,
+        /// Where that setting's value comes from.
+        source: Box<Source>,
+    },
+}
+
+impl Source {
+    /// How a message says where a value comes from, after the value: "from the attribute",
+    /// "from resiliency.toml:3", "set at run time".
+    pub(crate) fn origin(&self) -> String {
+        match self {
+            Source::Default => "the default".to_owned(),
+            Source::Code => "set at run time".to_owned(),
+            Source::Derived { .. } => self.to_string(),
+            other => format!("from {other}"),
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("the default"),
+            Source::Attribute => f.write_str("the attribute"),
+            Source::File { path, line: None } => write!(f, "{path}"),
+            Source::File {
+                path,
+                line: Some(line),
+            } => write!(f, "{path}:{line}"),
+            Source::Environment { variable } => write!(f, "environment variable {variable}"),
+            Source::Code => f.write_str("code"),
+            Source::Derived {
+                from,
+                value,
+                source,
+            } => write!(f, "derived from {from} ({value}, {})", source.origin()),
+        }
+    }
+}
+
+/// A setting in force at a site, and where its value comes from ([`effective`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Effective {
+    /// The setting's name.
+    pub setting: &'static str,
+    /// The value in force: as given, or derived from another setting ([`Source::Derived`]);
+    /// `None` where the built-in default applies.
+    pub value: Option<Value>,
+    /// Where it comes from.
+    pub source: Source,
+}
+
+impl Effective {
+    /// The value as a duration, the same whether the attribute gives it (a [`Duration`]) or an
+    /// override (a text such as `"2s"`); `None` for the built-in default, `"off"`, or a value
+    /// that is not a duration.
+    ///
+    /// [`Duration`]: std::time::Duration
+    pub fn duration(&self) -> Option<std::time::Duration> {
+        self.value.as_ref().and_then(Value::duration)
+    }
+
+    /// The value as a number (`capacity`, `failure_rate`, `budget`, ...), from a number or a
+    /// text that is one.
+    pub fn number(&self) -> Option<f64> {
+        self.value.as_ref().and_then(Value::number)
+    }
+
+    /// The value as a whole number (`error_threshold`, `retries`, ...), from a number or a
+    /// text that is one.
+    pub fn count(&self) -> Option<u64> {
+        self.value.as_ref().and_then(Value::count)
+    }
+
+    /// Whether the setting is switched off (`"off"`).
+    pub fn is_off(&self) -> bool {
+        self.value.as_ref().is_some_and(Value::is_off)
+    }
+}
+
+/// Every setting in force at a site ([`effective`]): a slice of [`Effective`], one per setting
+/// in [`Policy::settings`] order, with typed look-ups by name.
+///
+/// ```
+/// use std::time::Duration;
+/// use resiliency_runtime::settings::{self, Policy, Source};
+/// use resiliency_runtime::Breaker;
+///
+/// Breaker::builder("docs-in-force").timeout(Duration::from_secs(1)).register().unwrap();
+/// settings::set(Policy::Breaker, "docs-in-force", "capacity", "0.75").unwrap();
+/// let in_force = settings::effective(Policy::Breaker, "docs-in-force").unwrap();
+/// assert_eq!(in_force.duration("timeout"), Some(Duration::from_secs(1)));
+/// assert_eq!(in_force.number("capacity"), Some(0.75));
+/// // Derived from `capacity`: timeout * capacity / (1 - capacity).
+/// let open_for = in_force.get("error_timeout").unwrap();
+/// assert_eq!(open_for.duration(), Some(Duration::from_secs(3)));
+/// assert_eq!(open_for.source.to_string(), "derived from capacity (0.75, set at run time)");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InForce(Vec<Effective>);
+
+impl InForce {
+    /// The setting called `setting`.
+    pub fn get(&self, setting: &str) -> Option<&Effective> {
+        self.0.iter().find(|e| e.setting == setting)
+    }
+
+    /// [`Effective::duration`] of `setting`.
+    pub fn duration(&self, setting: &str) -> Option<std::time::Duration> {
+        self.get(setting).and_then(Effective::duration)
+    }
+
+    /// [`Effective::number`] of `setting`.
+    pub fn number(&self, setting: &str) -> Option<f64> {
+        self.get(setting).and_then(Effective::number)
+    }
+
+    /// [`Effective::count`] of `setting`.
+    pub fn count(&self, setting: &str) -> Option<u64> {
+        self.get(setting).and_then(Effective::count)
+    }
+}
+
+impl std::ops::Deref for InForce {
+    type Target = [Effective];
+
+    fn deref(&self) -> &[Effective] {
+        &self.0
+    }
+}
+
+impl IntoIterator for InForce {
+    type Item = Effective;
+    type IntoIter = std::vec::IntoIter<Effective>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a InForce {
+    type Item = &'a Effective;
+    type IntoIter = std::slice::Iter<'a, Effective>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+/// One value refused: the policy, the site, the setting, where the value came from and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SettingError {
+    policy: Option<Policy>,
+    site: Box<str>,
+    setting: Box<str>,
+    source: Source,
+    message: Box<str>,
+}
+
+impl SettingError {
+    pub(crate) fn new(
+        policy: Policy,
+        site: &str,
+        setting: &str,
+        source: Source,
+        message: impl Into<String>,
+    ) -> Self {
+        SettingError {
+            policy: Some(policy),
+            site: site.into(),
+            setting: setting.into(),
+            source,
+            message: message.into().into(),
+        }
+    }
+
+    /// A variable or entry that names no policy.
+    pub(crate) fn unknown(source: Source, message: impl Into<String>) -> Self {
+        SettingError {
+            policy: None,
+            site: "".into(),
+            setting: "".into(),
+            source,
+            message: message.into().into(),
+        }
+    }
+
+    /// The same error, the site named `site`.
+    pub(crate) fn at_site(mut self, site: &str) -> Self {
+        self.site = site.into();
+        self
+    }
+
+    /// The policy (`None` for a variable or entry that names none).
+    pub fn policy(&self) -> Option<Policy> {
+        self.policy
+    }
+
+    /// The site's name (`*` for a value meant for every site).
+    pub fn site(&self) -> &str {
+        &self.site
+    }
+
+    /// The setting.
+    pub fn setting(&self) -> &str {
+        &self.setting
+    }
+
+    /// Where the value came from.
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+
+    /// Why it was refused: the rule's text, as the attribute's compile error words it.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(policy) = self.policy else {
+            return write!(f, "{}: {}", self.source, self.message);
+        };
+        let site = if &*self.site == ALL {
+            format!("every {policy}")
+        } else {
+            format!("{policy} `{}`", self.site)
+        };
+        write!(
+            f,
+            "{}: {site}, `{}`: {}",
+            self.source, self.setting, self.message
+        )
+    }
+}
+
+impl std::error::Error for SettingError {}
+
+/// A change refused: every value at fault ([`SettingError`]), one per line in its Display.
+/// Nothing of the change was applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SettingsError {
+    errors: Vec<SettingError>,
+}
+
+impl SettingsError {
+    pub(crate) fn new(errors: Vec<SettingError>) -> Self {
+        SettingsError { errors }
+    }
+
+    /// Each value at fault.
+    pub fn errors(&self) -> &[SettingError] {
+        &self.errors
+    }
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, error) in self.errors.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+/// One override: a value for one setting of one site (or of every site, [`ALL`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Override {
+    /// The policy.
+    pub policy: Policy,
+    /// The site's name, or [`ALL`].
+    pub site: String,
+    /// The setting's name.
+    pub setting: String,
+    /// The value.
+    pub value: Value,
+    /// The value's line in its file, when known.
+    pub line: Option<u32>,
+}
+
+/// The overrides of a configuration file, for [`load`]: a table per policy, in it a table per
+/// site (`"*"` for every site), in it the settings.
+///
+/// With the `serde` feature it deserializes from any format, on its own or nested in a
+/// configuration of yours; serde gives a value no position, so these values have no line. This
+/// TOML, for example, with the `toml` crate (or [`Overrides::from_toml`], feature `toml`, which
+/// keeps each value's line for the messages):
+///
+/// ```toml
+/// [breaker."my_app::db::query"]
+/// error_threshold = 5
+/// error_timeout = "30s"
+///
+/// [breaker."*"]
+/// timeout = "2s"
+///
+/// [race_retry."my_app::search"]
+/// total = "300ms"
+/// budget = "off"
+///
+/// [too_busy."*"]
+/// max_lag = "50ms"
+/// ```
+///
+/// From code:
+///
+/// ```
+/// use resiliency_runtime::settings::{Overrides, Policy, ALL};
+///
+/// let overrides = Overrides::new()
+///     .with(Policy::Breaker, "my_app::db::query", "error_threshold", 5)
+///     .with(Policy::Breaker, ALL, "timeout", "2s");
+/// assert_eq!(overrides.entries().len(), 2);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Overrides {
+    entries: Vec<Override>,
+}
+
+impl Overrides {
+    /// No overrides.
+    pub fn new() -> Self {
+        Overrides::default()
+    }
+
+    /// Adds a value for `setting` of the `policy` site `site` (or every site, [`ALL`]).
+    pub fn with(
+        mut self,
+        policy: Policy,
+        site: &str,
+        setting: &str,
+        value: impl Into<Value>,
+    ) -> Self {
+        self.entries.push(Override {
+            policy,
+            site: site.to_owned(),
+            setting: setting.to_owned(),
+            value: value.into(),
+            line: None,
+        });
+        self
+    }
+
+    /// Every override, in the order given.
+    pub fn entries(&self) -> &[Override] {
+        &self.entries
+    }
+
+    #[cfg(feature = "serde")]
+    pub(crate) fn push(&mut self, entry: Override) {
+        self.entries.push(entry);
+    }
+}

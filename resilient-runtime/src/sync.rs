@@ -1,7 +1,0 @@
-//! The atomics of the breaker's state word, swapped for loom's under `--cfg resilient_loom` so
-//! that the loom models (`breaker/loom.rs`) explore every interleaving of them.
-
-#[cfg(resilient_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64};
-#[cfg(not(resilient_loom))]
-pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64};
