@@ -133,11 +133,8 @@ where
 {
     // Admitted here, then kept by a task (a holding call spawned first could find the slot
     // taken by a call of this thread, and be refused).
-    let holding = rt.block_on(async {
-        let mut holding = Box::pin(busy(true));
-        assert!(support::poll_once(holding.as_mut()).await.is_pending());
-        holding
-    });
+    let mut holding = Box::pin(busy(true));
+    rt.block_on(async { assert!(support::poll_once(holding.as_mut()).await.is_pending()) });
     let held = rt.spawn(holding);
     assert!(is_refused(&rt.block_on(busy(false))));
     // The holding call stays in flight: it is never dropped while the loop runs.
@@ -230,11 +227,8 @@ mod layers {
         let svc = tower::util::BoxCloneSyncService::new(svc);
         // One request held in flight for good (admitted here, then kept by a task): every other
         // is refused.
-        let held = rt.block_on(async {
-            let mut held = Box::pin(svc.clone().oneshot(0));
-            assert!(support::poll_once(held.as_mut()).await.is_pending());
-            held
-        });
+        let mut held = Box::pin(svc.clone().oneshot(0));
+        rt.block_on(async { assert!(support::poll_once(held.as_mut()).await.is_pending()) });
         rt.spawn(async move {
             let _ = held.await;
         });
