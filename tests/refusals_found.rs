@@ -36,15 +36,18 @@ impl Error for Looping {
 }
 
 /// An application error that keeps the refusal as its source.
+#[cfg(feature = "anyhow")]
 #[derive(Debug)]
 struct Failed(Rejected);
 
+#[cfg(feature = "anyhow")]
 impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the payment failed")
     }
 }
 
+#[cfg(feature = "anyhow")]
 impl Error for Failed {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         Some(&self.0)
