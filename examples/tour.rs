@@ -336,7 +336,7 @@ async fn race_retry_tour() {
 #[race_retry(retries = 1, after = "50ms", total = "200ms")]
 #[breaker(name = "profiles", error_threshold = 2, error_timeout = "1s")]
 async fn fetch_profile(id: u64) -> Result<String, AppError> {
-    upstream(if id % 2 == 0 {
+    upstream(if id.is_multiple_of(2) {
         "profile (even)"
     } else {
         "profile (odd)"

@@ -208,7 +208,9 @@ async fn a_blocking_fn_and_an_async_fn_share_one_breaker_by_name() {
     let refused = shared_async().await.unwrap_err();
     assert!(rejected(&refused).is_circuit_open());
     assert_eq!(
-        resiliency::breaker::get("blocking::shared").unwrap().state(),
+        resiliency::breaker::get("blocking::shared")
+            .unwrap()
+            .state(),
         State::Open
     );
 }

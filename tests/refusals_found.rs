@@ -35,7 +35,8 @@ impl Error for Looping {
     }
 }
 
-/// An application error that keeps the refusal as its source.
+/// An application error that keeps the refusal as its source (used with the `anyhow` feature).
+#[cfg_attr(not(feature = "anyhow"), allow(dead_code))]
 #[derive(Debug)]
 struct Failed(Rejected);
 
@@ -74,17 +75,18 @@ fn a_source_chain_that_loops_ends_the_search() {
 #[cfg(feature = "axum")]
 #[test]
 fn response_for_a_source_chain_that_loops_is_none() {
-    assert!(returns(|| assert!(
-        resiliency::http::response_for(&Looping).is_none()
-    )));
+    assert!(returns(|| assert!(resiliency::http::response_for(
+        &Looping
+    )
+    .is_none())));
 }
 
 #[cfg(all(feature = "axum", feature = "tower"))]
 #[test]
 fn error_response_for_a_source_chain_that_loops_is_a_500() {
     assert!(returns(|| {
-        let response =
-            support::current_thread().block_on(resiliency::tower::error_response(Box::new(Looping)));
+        let response = support::current_thread()
+            .block_on(resiliency::tower::error_response(Box::new(Looping)));
         assert_eq!(response.status(), 500);
     }));
 }

@@ -133,6 +133,7 @@ where
 {
     // Admitted here, then kept by a task (a holding call spawned first could find the slot
     // taken by a call of this thread, and be refused).
+    #[allow(clippy::async_yields_async)] // the pending call itself, to spawn
     let holding = rt.block_on(async {
         let mut holding = Box::pin(busy(true));
         assert!(support::poll_once(holding.as_mut()).await.is_pending());
@@ -230,6 +231,7 @@ mod layers {
         let svc = tower::util::BoxCloneSyncService::new(svc);
         // One request held in flight for good (admitted here, then kept by a task): every other
         // is refused.
+        #[allow(clippy::async_yields_async)] // the pending request itself, to spawn
         let held = rt.block_on(async {
             let mut held = Box::pin(svc.clone().oneshot(0));
             assert!(support::poll_once(held.as_mut()).await.is_pending());

@@ -354,7 +354,10 @@ fn a_subscriber_that_sets_up_a_site_does_not_deadlock_a_change() {
         fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
         fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
         fn event(&self, event: &tracing::Event<'_>) {
-            if event.metadata().target().starts_with("resiliency::settings")
+            if event
+                .metadata()
+                .target()
+                .starts_with("resiliency::settings")
                 && !self.0.swap(true, Ordering::SeqCst)
             {
                 in_subscriber().unwrap();

@@ -402,7 +402,7 @@ async fn flaky(dependency: &'static Dependency) -> Result<(), AppError> {
     dependency.call().await;
     // One call in three fails as a matter of course (a handler's 404s); while `FAILING`, all do.
     let n = CALLS.fetch_add(1, SeqCst);
-    if FAILING.load(SeqCst) || n % 3 == 0 {
+    if FAILING.load(SeqCst) || n.is_multiple_of(3) {
         return Err(AppError::NotFound);
     }
     Ok(())

@@ -306,7 +306,7 @@ static UNEVEN_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicU
 #[too_busy(max_in_flight = "auto")]
 async fn uneven_handler() -> impl IntoResponse {
     let n = UNEVEN_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let hold = if n % 3 == 0 { 200 } else { 5 };
+    let hold = if n.is_multiple_of(3) { 200 } else { 5 };
     tokio::time::sleep(Duration::from_millis(hold)).await;
     "uneven: done"
 }

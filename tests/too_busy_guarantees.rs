@@ -387,7 +387,11 @@ fn a_panicking_on_lag_callback_leaves_shedding_on() {
     );
     let reports = lines_with(&output, "on_lag callback panicked");
     assert_eq!(reports.len(), 1, "{output}");
-    assert!(reports[0].contains("resiliency::too_busy"), "{}", reports[0]);
+    assert!(
+        reports[0].contains("resiliency::too_busy"),
+        "{}",
+        reports[0]
+    );
 }
 
 static CAPPED: LazyLock<TooBusy> =

@@ -361,11 +361,11 @@ pub(crate) fn configure(builder: &str, options: &[TokenStream]) -> TokenStream {
 /// `::core::time::Duration::from_xxx(n)` in the largest unit that states `d` exactly.
 pub(crate) fn duration_tokens(d: std::time::Duration) -> TokenStream {
     let nanos = d.as_nanos() as u64;
-    let (ctor, n) = if nanos % 1_000_000_000 == 0 {
+    let (ctor, n) = if nanos.is_multiple_of(1_000_000_000) {
         ("from_secs", nanos / 1_000_000_000)
-    } else if nanos % 1_000_000 == 0 {
+    } else if nanos.is_multiple_of(1_000_000) {
         ("from_millis", nanos / 1_000_000)
-    } else if nanos % 1_000 == 0 {
+    } else if nanos.is_multiple_of(1_000) {
         ("from_micros", nanos / 1_000)
     } else {
         ("from_nanos", nanos)

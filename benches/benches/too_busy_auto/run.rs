@@ -39,7 +39,9 @@ impl LimitSource {
         match self {
             LimitSource::None => None,
             LimitSource::Fixed(limit) => Some(*limit),
-            LimitSource::Ours(site) => resiliency::busy::get(site).and_then(|g| g.in_flight_limit()),
+            LimitSource::Ours(site) => {
+                resiliency::busy::get(site).and_then(|g| g.in_flight_limit())
+            }
             LimitSource::Acc(probe) => Some(probe.limit.load(Relaxed) as u32),
         }
     }

@@ -175,7 +175,7 @@ impl KeyedBreaker {
                 h.set(n);
                 n
             });
-            if hits % HITS_PER_TICK_CHECK == 0 {
+            if hits.is_multiple_of(HITS_PER_TICK_CHECK) {
                 self.tick(Instant::now());
             }
             return breaker;

@@ -90,7 +90,7 @@ mod keyed;
 #[cfg(all(test, resiliency_loom))]
 mod loom;
 mod registry;
-#[cfg(test)]
+#[cfg(all(test, feature = "tower"))]
 pub(crate) use registry::read_lock as registry_read_lock;
 mod settings;
 mod window;

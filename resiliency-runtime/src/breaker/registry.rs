@@ -90,8 +90,8 @@ pub(crate) fn keyed(
     }
 }
 
-/// Holds the registry's read lock: while it is held, nothing can register.
-#[cfg(test)]
+/// Holds the registry's read lock: while it is held, nothing can register (the tower tests).
+#[cfg(all(test, feature = "tower"))]
 pub(crate) fn read_lock() -> impl Drop {
     REGISTRY.read().unwrap_or_else(|e| e.into_inner())
 }

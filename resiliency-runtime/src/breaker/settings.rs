@@ -106,7 +106,9 @@ impl Target<BreakerBuilder> for Arc<Breaker> {
     fn apply(&self, options: &BreakerBuilder) {
         match options.validate() {
             Ok(config) => self.reconfigure(Arc::new(config)),
-            Err(error) => tracing::error!(target: "resiliency::settings", %error, "options refused"),
+            Err(error) => {
+                tracing::error!(target: "resiliency::settings", %error, "options refused")
+            }
         }
     }
 }
@@ -115,7 +117,9 @@ impl Target<BreakerBuilder> for Arc<KeyedBreaker> {
     fn apply(&self, options: &BreakerBuilder) {
         match options.validate() {
             Ok(config) => self.reconfigure(Arc::new(config)),
-            Err(error) => tracing::error!(target: "resiliency::settings", %error, "options refused"),
+            Err(error) => {
+                tracing::error!(target: "resiliency::settings", %error, "options refused")
+            }
         }
     }
 }

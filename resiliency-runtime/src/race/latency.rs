@@ -78,13 +78,13 @@ impl Latencies {
         let generation = ((n - 1) / GENERATION % 2) as usize;
         let us = latency.as_micros().min(u64::MAX as u128) as u64;
         self.counts[generation][bucket(us)].fetch_add(1, Relaxed);
-        if n % GENERATION == 0 {
+        if n.is_multiple_of(GENERATION) {
             // The other generation is filled next: clear it (the one just filled stays).
             for count in &self.counts[1 - generation] {
                 count.store(0, Relaxed);
             }
         }
-        if n >= MIN_SAMPLES && n % RECOMPUTE == 0 {
+        if n >= MIN_SAMPLES && n.is_multiple_of(RECOMPUTE) {
             self.recompute(quantile);
         }
     }

@@ -92,7 +92,10 @@ mod tests {
     #[test]
     fn variables_name_the_policy_the_site_and_the_setting() {
         let (entries, errors) = env_layer_for_tests(vec![
-            ("RESILIENCY_BREAKER__MY_APP__DB__QUERY__ERROR_TIMEOUT", "30s"),
+            (
+                "RESILIENCY_BREAKER__MY_APP__DB__QUERY__ERROR_TIMEOUT",
+                "30s",
+            ),
             ("RESILIENCY_TOO_BUSY__MAX_LAG", "50ms"),
             ("RESILIENCY_RACE_RETRY__SEARCH__TOTAL", "300ms"),
             ("RESILIENCY_DISABLED", "0"),

@@ -414,8 +414,9 @@ fn commit(store: &mut Store, reached: &[usize], later: &mut Later) -> Result<(),
         attached.applied = overrides;
     }
     if sites > 0 {
-        later
-            .push(move || tracing::info!(target: "resiliency::settings", sites, "settings changed"));
+        later.push(
+            move || tracing::info!(target: "resiliency::settings", sites, "settings changed"),
+        );
     } else {
         later.push(
             || tracing::debug!(target: "resiliency::settings", "settings changed at no live site"),
