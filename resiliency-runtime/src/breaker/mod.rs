@@ -62,7 +62,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use resiliency_runtime::breaker::{self, Breaker, State};
+//! use resiliency::breaker::{self, Breaker, State};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
@@ -73,7 +73,7 @@
 //!     .unwrap();
 //! // A dead endpoint: the call never answers, so it times out and counts as an error.
 //! for _ in 0..3 {
-//!     let err = b.call(std::future::pending::<Result<(), resiliency_runtime::Rejected>>()).await;
+//!     let err = b.call(std::future::pending::<Result<(), resiliency::Rejected>>()).await;
 //!     assert!(err.unwrap_err().is_timeout());
 //! }
 //! assert_eq!(b.state(), State::Open);
