@@ -53,6 +53,7 @@ mod attributes;
 
 pub use attributes::{breaker, race_retry, too_busy};
 #[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub use resiliency_runtime::http;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]

@@ -13,8 +13,8 @@
 //! that returns it from `source()`) become the same response with [`response_for`]:
 //!
 //! ```
-//! use axum_core::response::{IntoResponse, Response};
-//! use http::StatusCode;
+//! use axum::http::StatusCode;
+//! use axum::response::{IntoResponse, Response};
 //!
 //! /// The usual axum application error: anything that converts into `anyhow::Error`.
 //! struct AppError(anyhow::Error);
@@ -28,16 +28,16 @@
 //! impl IntoResponse for AppError {
 //!     fn into_response(self) -> Response {
 //!         // A refusal is a 503 or 504; anything else is this app's own business.
-//!         resiliency_runtime::http::response_for(&*self.0).unwrap_or_else(|| {
+//!         resiliency::http::response_for(&*self.0).unwrap_or_else(|| {
 //!             (StatusCode::INTERNAL_SERVER_ERROR, "something went wrong").into_response()
 //!         })
 //!     }
 //! }
 //!
-//! # let refused = resiliency_runtime::Breaker::builder("docs-http").build().unwrap();
+//! # let refused = resiliency::Breaker::builder("docs-http").build().unwrap();
 //! # refused.force_open();
 //! # let rejected = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
-//! #     .block_on(refused.call(async { Ok::<(), resiliency_runtime::Rejected>(()) })).unwrap_err();
+//! #     .block_on(refused.call(async { Ok::<(), resiliency::Rejected>(()) })).unwrap_err();
 //! let error = AppError::from(anyhow::Error::new(rejected).context("charging the card"));
 //! let response = error.into_response();
 //! assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -76,10 +76,15 @@ pub fn response_for(error: &(dyn Error + 'static)) -> Option<Response> {
 /// however it was made (see [`Rejected::find_in_anyhow`]: a tower layer's boxed error made into
 /// one with `anyhow::Error::from_boxed` or `anyhow!`), or `None` when it holds none.
 #[cfg(feature = "anyhow")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anyhow")))]
 pub fn response_for_anyhow(error: &anyhow::Error) -> Option<Response> {
     Rejected::find_in_anyhow(error).map(Rejected::to_response)
 }
 
+// The `cfg` on each public impl here repeats the module's: rustdoc marks an impl with its
+// feature on the facade's pages, built from this crate's metadata, only from the impl's own.
+#[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 impl Rejected {
     /// This refusal as a response: see the [`http`](crate::http) module.
     pub fn to_response(&self) -> Response {
@@ -131,6 +136,8 @@ impl Rejected {
     }
 }
 
+#[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 impl IntoResponse for Rejected {
     fn into_response(self) -> Response {
         self.to_response()

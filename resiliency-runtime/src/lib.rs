@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use resiliency_runtime::Breaker;
+//! use resiliency::Breaker;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -27,6 +27,7 @@ pub mod breaker;
 pub mod busy;
 mod config_error;
 #[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub mod http;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]

@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use metrics_exporter_prometheus::PrometheusBuilder;
-//! use resiliency_runtime::{Breaker, Rejected};
+//! use resiliency::{Breaker, Rejected};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {

@@ -14,7 +14,7 @@ use std::time::Duration;
 /// Its `Display` says what was refused and why:
 ///
 /// ```
-/// # use resiliency_runtime::{Breaker, Rejected};
+/// # use resiliency::{Breaker, Rejected};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let breaker = Breaker::builder("payments").build().unwrap();
@@ -179,14 +179,14 @@ impl Rejected {
     /// or an error that holds one (`?`, `anyhow!(rejected)`, with or without context:
     /// `find_in(&*error)` or `find_in(error.as_ref())`), and your own enums whose `source()`
     /// returns it. An `anyhow::Error` made from a box (`from_boxed`, `anyhow!(boxed)`) takes
-    /// [`find_in_anyhow`](Self::find_in_anyhow). An enum that holds a `Rejected` without
+    /// [`find_in_anyhow`](Self#method.find_in_anyhow). An enum that holds a `Rejected` without
     /// returning it from `source()` hides it: match on the variant instead. The search stops
     /// after 64 links, so a chain that loops (a `source()` that returns its own error) ends it.
     ///
     /// ```
     /// use std::error::Error;
     /// use std::fmt;
-    /// use resiliency_runtime::{Breaker, Rejected};
+    /// use resiliency::{Breaker, Rejected};
     ///
     /// /// An application error that keeps the refusal as its source.
     /// #[derive(Debug)]
@@ -244,7 +244,7 @@ impl Rejected {
     /// made from the refusal's text (`anyhow!("{rejected}")`) holds no `Rejected`.
     ///
     /// ```
-    /// # use resiliency_runtime::{Breaker, Rejected};
+    /// # use resiliency::{Breaker, Rejected};
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// # let breaker = Breaker::builder("inventory").build().unwrap();
@@ -257,6 +257,7 @@ impl Rejected {
     /// # }
     /// ```
     #[cfg(feature = "anyhow")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "anyhow")))]
     pub fn find_in_anyhow(error: &anyhow::Error) -> Option<&Rejected> {
         if let Some(rejected) = error.downcast_ref::<Rejected>() {
             return Some(rejected);
@@ -286,8 +287,8 @@ impl Rejected {
     /// Which signal refused the call, when `#[too_busy]` shed it (else `None`).
     ///
     /// ```
-    /// use resiliency_runtime::busy::{Signal, TooBusy};
-    /// # use resiliency_runtime::Rejected;
+    /// use resiliency::busy::{Signal, TooBusy};
+    /// # use resiliency::Rejected;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let guard: &'static TooBusy =

@@ -28,7 +28,7 @@ impl Breaker {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resiliency_runtime::{breaker::State, Breaker, Rejected};
+    /// use resiliency::{breaker::State, Breaker, Rejected};
     ///
     /// #[derive(Debug)]
     /// enum DbError { Down, Refused(Rejected) }

@@ -51,7 +51,7 @@ pub(crate) struct Config {
 ///
 /// ```
 /// use std::time::Duration;
-/// use resiliency_runtime::Breaker;
+/// use resiliency::Breaker;
 ///
 /// let breaker = Breaker::builder("payments")
 ///     .error_threshold(3)
@@ -361,7 +361,7 @@ fn self_conflict(name: &str, other: &str) -> ConfigError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use resiliency_runtime::breaker::capacity_error_timeout;
+/// use resiliency::breaker::capacity_error_timeout;
 ///
 /// let t = Duration::from_secs(60);
 /// assert_eq!(capacity_error_timeout(t, 0.5), t);

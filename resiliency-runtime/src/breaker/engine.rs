@@ -128,7 +128,7 @@ pub struct Snapshot {
 ///
 /// ```
 /// use std::time::Duration;
-/// use resiliency_runtime::{breaker::State, Breaker};
+/// use resiliency::{breaker::State, Breaker};
 ///
 /// type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///

@@ -52,7 +52,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use resiliency_runtime::breaker::{self, Breaker, State};
+/// use resiliency::breaker::{self, Breaker, State};
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let log = seen.clone();

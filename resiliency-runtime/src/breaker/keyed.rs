@@ -33,13 +33,13 @@ type Map = papaya::HashMap<Arc<str>, Arc<Breaker>, foldhash::fast::RandomState>;
 /// leaves it mostly empty.
 ///
 /// ```
-/// use resiliency_runtime::Breaker;
+/// use resiliency::Breaker;
 ///
 /// let hosts = Breaker::builder("per-host").error_threshold(1).build_keyed().unwrap();
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let a = hosts.breaker("a.example");
 /// a.force_open();
-/// assert!(hosts.breaker("b.example").state() == resiliency_runtime::breaker::State::Closed);
+/// assert!(hosts.breaker("b.example").state() == resiliency::breaker::State::Closed);
 /// assert_eq!(hosts.len(), 2);
 /// # });
 /// ```
@@ -594,7 +594,7 @@ impl fmt::Debug for KeyedBreaker {
 ///
 /// ```
 /// use std::fmt;
-/// use resiliency_runtime::breaker::BreakerKey;
+/// use resiliency::breaker::BreakerKey;
 ///
 /// struct Region(u8);
 /// impl fmt::Display for Region {

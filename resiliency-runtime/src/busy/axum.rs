@@ -6,6 +6,10 @@ use axum_core::response::Response;
 use super::guard::Refuse;
 use crate::Rejected;
 
+// The `cfg` repeats the module's: rustdoc marks this impl with its feature on the facade's
+// pages, built from this crate's metadata, only from the impl's own.
+#[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 impl Refuse for Response {
     fn refused(rejected: Rejected) -> Self {
         rejected.to_response()

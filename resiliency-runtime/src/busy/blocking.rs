@@ -19,7 +19,7 @@ impl TooBusy {
     ///
     /// ```
     /// use std::sync::LazyLock;
-    /// use resiliency_runtime::{busy::TooBusy, Rejected};
+    /// use resiliency::{busy::TooBusy, Rejected};
     ///
     /// static GUARD: LazyLock<TooBusy> =
     ///     LazyLock::new(|| TooBusy::builder("render").max_in_flight(1).build().unwrap());

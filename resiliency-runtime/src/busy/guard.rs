@@ -63,7 +63,7 @@ impl<T, E: FromRejected> Refuse for Result<T, E> {
 /// ```
 /// use std::sync::LazyLock;
 /// use std::time::Duration;
-/// use resiliency_runtime::busy::TooBusy;
+/// use resiliency::busy::TooBusy;
 ///
 /// static GUARD: LazyLock<TooBusy> =
 ///     LazyLock::new(|| TooBusy::builder("search").max_in_flight(2).build().unwrap());
@@ -72,7 +72,7 @@ impl<T, E: FromRejected> Refuse for Result<T, E> {
 /// # async fn main() {
 /// let slow = || GUARD.call(async {
 ///     tokio::time::sleep(Duration::from_millis(50)).await;
-///     Ok::<_, resiliency_runtime::Rejected>(())
+///     Ok::<_, resiliency::Rejected>(())
 /// });
 /// let (a, b, c) = tokio::join!(slow(), slow(), slow());
 /// assert!(a.is_ok() && b.is_ok());
@@ -794,7 +794,7 @@ impl TooBusyBuilder {
     /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
     ///
     /// ```
-    /// use resiliency_runtime::busy::TooBusy;
+    /// use resiliency::busy::TooBusy;
     ///
     /// let guard = TooBusy::builder("db").max_in_flight_auto().auto_max(64).build().unwrap();
     /// assert!(guard.learns_in_flight_limit());

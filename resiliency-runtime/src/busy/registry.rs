@@ -17,7 +17,7 @@ impl TooBusyBuilder {
     /// registration's options win).
     ///
     /// ```
-    /// use resiliency_runtime::busy::{self, TooBusy};
+    /// use resiliency::busy::{self, TooBusy};
     ///
     /// let guard = TooBusy::builder("checkout").max_in_flight(64).register().unwrap();
     /// let again = TooBusy::builder("checkout").max_in_flight(8).register().unwrap();

@@ -195,6 +195,10 @@ impl Breaker {
     }
 }
 
+// The `cfg` repeats the module's: rustdoc marks this impl (listed on `Breaker`'s page) with its
+// feature on the facade's pages, built from this crate's metadata, only from the impl's own.
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 impl Drop for Breaker {
     fn drop(&mut self) {
         self.uncount();

@@ -93,8 +93,8 @@ pub(crate) fn report(attempt: Attempt) {
 /// ```
 /// use std::sync::LazyLock;
 /// use std::time::Duration;
-/// use resiliency_runtime::race::{observe, After, Outcome, RaceRetry};
-/// use resiliency_runtime::Rejected;
+/// use resiliency::race::{observe, After, Outcome, RaceRetry};
+/// use resiliency::Rejected;
 ///
 /// static LOOKUP: LazyLock<RaceRetry> = LazyLock::new(|| {
 ///     RaceRetry::builder("lookup")

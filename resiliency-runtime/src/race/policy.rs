@@ -42,8 +42,8 @@ pub enum After {
 /// ```
 /// use std::sync::LazyLock;
 /// use std::time::Duration;
-/// use resiliency_runtime::race::{After, RaceRetry};
-/// use resiliency_runtime::Rejected;
+/// use resiliency::race::{After, RaceRetry};
+/// use resiliency::Rejected;
 ///
 /// static FETCH: LazyLock<RaceRetry> = LazyLock::new(|| {
 ///     RaceRetry::builder("fetch")
@@ -72,7 +72,7 @@ pub enum After {
 ///
 /// ```
 /// # use std::time::Duration;
-/// # use resiliency_runtime::race::{After, RaceRetry};
+/// # use resiliency::race::{After, RaceRetry};
 /// let unbounded: &'static RaceRetry = Box::leak(Box::new(
 ///     RaceRetry::builder("unbounded")
 ///         .after(After::Fixed(Duration::from_millis(150)))

@@ -17,7 +17,7 @@ impl RaceRetryBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resiliency_runtime::race::{self, RaceRetry};
+    /// use resiliency::race::{self, RaceRetry};
     ///
     /// let policy = RaceRetry::builder("search").total(Duration::from_millis(300)).register().unwrap();
     /// assert!(std::ptr::eq(policy, race::get("search").unwrap()));

@@ -7,6 +7,10 @@ use serde::de::{self, Deserialize, Deserializer, Visitor};
 
 use super::{Override, Overrides, Policy, Value};
 
+// The `cfg` on each public impl here repeats the module's: rustdoc marks an impl with its
+// feature on the facade's pages, built from this crate's metadata, only from the impl's own.
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Of;
@@ -80,6 +84,8 @@ pub(super) fn overrides<V>(
     Ok(out)
 }
 
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<'de> Deserialize<'de> for Overrides {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let tables = Tables::<Value>::deserialize(deserializer)?;

@@ -8,7 +8,8 @@
 //! three layers, the later winning:
 //!
 //! 1. a **file** ([`load`]): an [`Overrides`], deserialized with serde from any format (feature
-//!    `serde`), or read from TOML with each value's line (feature `toml`, [`Overrides::from_toml`]);
+//!    `serde`), or read from TOML with each value's line (feature `toml`,
+//!    [`Overrides::from_toml`](Overrides#method.from_toml));
 //! 2. the **environment**: `RESILIENCY_<POLICY>__<SITE>__<SETTING>` for one site,
 //!    `RESILIENCY_<POLICY>__<SETTING>` for every site of the policy, read when the first site is set
 //!    up and again by [`load_env`] (see below);
@@ -42,8 +43,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use resiliency_runtime::settings::{self, Policy, Source};
-//! use resiliency_runtime::Breaker;
+//! use resiliency::settings::{self, Policy, Source};
+//! use resiliency::Breaker;
 //!
 //! let breaker = Breaker::builder("docs-settings").error_threshold(5).register().unwrap();
 //!
@@ -245,7 +246,7 @@ pub enum Source {
     File {
         /// The file, as given to [`load`].
         path: Arc<str>,
-        /// The value's line, from 1 ([`Overrides::from_toml`] knows it).
+        /// The value's line, from 1 ([`Overrides::from_toml`](Overrides#method.from_toml) knows it).
         line: Option<u32>,
     },
     /// An environment variable.
@@ -347,8 +348,8 @@ impl Effective {
 ///
 /// ```
 /// use std::time::Duration;
-/// use resiliency_runtime::settings::{self, Policy, Source};
-/// use resiliency_runtime::Breaker;
+/// use resiliency::settings::{self, Policy, Source};
+/// use resiliency::Breaker;
 ///
 /// Breaker::builder("docs-in-force").timeout(Duration::from_secs(1)).register().unwrap();
 /// settings::set(Policy::Breaker, "docs-in-force", "capacity", "0.75").unwrap();
@@ -554,8 +555,9 @@ pub struct Override {
 ///
 /// With the `serde` feature it deserializes from any format, on its own or nested in a
 /// configuration of yours; serde gives a value no position, so these values have no line. This
-/// TOML, for example, with the `toml` crate (or [`Overrides::from_toml`], feature `toml`, which
-/// keeps each value's line for the messages):
+/// TOML, for example, with the `toml` crate (or
+/// [`Overrides::from_toml`](Overrides#method.from_toml), feature `toml`, which keeps each
+/// value's line for the messages):
 ///
 /// ```toml
 /// [breaker."my_app::db::query"]
@@ -576,7 +578,7 @@ pub struct Override {
 /// From code:
 ///
 /// ```
-/// use resiliency_runtime::settings::{Overrides, Policy, ALL};
+/// use resiliency::settings::{Overrides, Policy, ALL};
 ///
 /// let overrides = Overrides::new()
 ///     .with(Policy::Breaker, "my_app::db::query", "error_threshold", 5)

@@ -5,13 +5,17 @@ use std::sync::Arc;
 use super::de::{overrides, Tables};
 use super::{Overrides, SettingError, SettingsError, Source, Value};
 
+// The `cfg` repeats the module's: rustdoc marks this impl with its feature on the facade's
+// pages, built from this crate's metadata, only from the impl's own.
+#[cfg(feature = "toml")]
+#[cfg_attr(docsrs, doc(cfg(feature = "toml")))]
 impl Overrides {
     /// The overrides of the TOML text `text` of the file `path`, each value with its line, so that
     /// an error about it names `path:line`. A table per policy (`[breaker."my_app::db::query"]`,
     /// `[too_busy."*"]`), settings as keys; see [`Overrides`].
     ///
     /// ```
-    /// use resiliency_runtime::settings::{Overrides, Policy};
+    /// use resiliency::settings::{Overrides, Policy};
     ///
     /// let text = r#"
     /// [breaker."my_app::db::query"]

@@ -53,7 +53,7 @@ impl<B, Err> Classify<http::Response<B>, Err> for ServerErrors {
 /// call from your own classifier.
 ///
 /// ```
-/// use resiliency_runtime::tower::server_errors;
+/// use resiliency::tower::server_errors;
 ///
 /// let bad: Result<_, ()> = Ok(http::Response::builder().status(503).body(()).unwrap());
 /// let fine: Result<_, ()> = Ok(http::Response::builder().status(404).body(()).unwrap());

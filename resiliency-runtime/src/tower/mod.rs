@@ -10,12 +10,12 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use resiliency_runtime::tower::{BoxError, BreakerLayer};
-//! use resiliency_runtime::{breaker, Breaker, Rejected};
+//! use resiliency::tower::{BoxError, BreakerLayer};
+//! use resiliency::{breaker, Breaker, Rejected};
 //! use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() -> Result<(), resiliency_runtime::tower::BoxError> {
+//! # async fn main() -> Result<(), resiliency::tower::BoxError> {
 //! let mut inventory = ServiceBuilder::new()
 //!     .layer(BreakerLayer::from_builder(
 //!         Breaker::builder("inventory").error_threshold(2).timeout(Duration::from_secs(1)),
@@ -49,12 +49,12 @@
 //!
 //! ```
 //! use std::convert::Infallible;
-//! use resiliency_runtime::tower::{authority_of, BreakerLayer};
-//! use resiliency_runtime::{breaker, Breaker};
+//! use resiliency::tower::{authority_of, BreakerLayer};
+//! use resiliency::{breaker, Breaker};
 //! use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), resiliency_runtime::tower::BoxError> {
+//! # async fn main() -> Result<(), resiliency::tower::BoxError> {
 //! let mut client = ServiceBuilder::new()
 //!     .layer(
 //!         BreakerLayer::from_builder(Breaker::builder("upstreams").error_threshold(1))?
@@ -79,12 +79,12 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use resiliency_runtime::busy::TooBusy;
-//! use resiliency_runtime::tower::TooBusyLayer;
+//! use resiliency::busy::TooBusy;
+//! use resiliency::tower::TooBusyLayer;
 //! use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() -> Result<(), resiliency_runtime::tower::BoxError> {
+//! # async fn main() -> Result<(), resiliency::tower::BoxError> {
 //! let mut search = ServiceBuilder::new()
 //!     .layer(TooBusyLayer::new(TooBusy::builder("search").max_in_flight(1))?)
 //!     .service(service_fn(|query: &'static str| async move {
@@ -95,7 +95,7 @@
 //! let second = search.ready().await?.call("tower");
 //! let (first, second) = tokio::join!(first, second);
 //! assert_eq!(first?, 4);
-//! assert!(resiliency_runtime::Rejected::find_in(&*second.unwrap_err()).unwrap().is_too_busy());
+//! assert!(resiliency::Rejected::find_in(&*second.unwrap_err()).unwrap().is_too_busy());
 //! # Ok(())
 //! # }
 //! ```
@@ -110,12 +110,12 @@
 //! use std::sync::atomic::{AtomicU32, Ordering};
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use resiliency_runtime::race::{After, RaceRetry};
-//! use resiliency_runtime::tower::RaceRetryLayer;
+//! use resiliency::race::{After, RaceRetry};
+//! use resiliency::tower::RaceRetryLayer;
 //! use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() -> Result<(), resiliency_runtime::tower::BoxError> {
+//! # async fn main() -> Result<(), resiliency::tower::BoxError> {
 //! let attempts = Arc::new(AtomicU32::new(0));
 //! let seen = attempts.clone();
 //! let mut lookup = ServiceBuilder::new()
@@ -186,12 +186,31 @@
 //! answers a refusal with the 503 or 504 of [`http`](crate::http) and names nothing inside the
 //! service:
 //!
-//! ```ignore
-//! let app = Router::new().route("/", get(handler)).layer(
+//! ```
+//! # #[cfg(feature = "axum")]
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), resiliency::ConfigError> {
+//! use axum::error_handling::HandleErrorLayer;
+//! use axum::routing::get;
+//! use axum::Router;
+//! use resiliency::busy::TooBusy;
+//! use resiliency::tower::{error_response, TooBusyLayer};
+//! use tower::ServiceBuilder;
+//!
+//! async fn handler() -> &'static str {
+//!     "hello"
+//! }
+//!
+//! let app: Router = Router::new().route("/", get(handler)).layer(
 //!     ServiceBuilder::new()
-//!         .layer(HandleErrorLayer::new(resiliency::tower::error_response))
+//!         .layer(HandleErrorLayer::new(error_response))
 //!         .layer(TooBusyLayer::new(TooBusy::builder("api").max_in_flight(256))?),
 //! );
+//! # let _ = app;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "axum"))]
+//! # fn main() {}
 //! ```
 //!
 //! # Guarantees
@@ -260,6 +279,7 @@ pub fn authority_of<B>(request: &http::Request<B>) -> String {
 /// error is a bare `500 Internal Server Error`, its message sent to `tracing` (target
 /// `resiliency::http`, level `debug`).
 #[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub async fn error_response(error: BoxError) -> axum_core::response::Response {
     use axum_core::response::IntoResponse;
 
