@@ -464,11 +464,7 @@ async fn a_full_family_of_idle_keys_makes_room_for_every_new_key() {
 #[tokio::test(start_paused = true)]
 async fn a_full_family_with_nothing_to_evict_warns_once_in_a_while() {
     let captured = support::Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let _default = tracing::subscriber::set_default(captured.subscriber());
     let hosts = resiliency::Breaker::builder("keyed.full_warn")
         .max_keys(2)
         .build_keyed()
@@ -479,7 +475,7 @@ async fn a_full_family_with_nothing_to_evict_warns_once_in_a_while() {
         succeed(&hosts, &format!("new-{i}")).await.unwrap();
     }
     assert_eq!(hosts.len(), 2);
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     assert_eq!(text.matches("is full").count(), 1, "{text}");
 }
 

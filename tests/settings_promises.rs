@@ -80,17 +80,11 @@ fn fresh_process(test: &str, env: &[(&str, &str)]) -> bool {
 /// A capturing `tracing` subscriber (every level) and what it wrote.
 fn capture() -> (impl tracing::Subscriber + Send + Sync, Captured) {
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    (subscriber, captured)
+    (captured.subscriber(), captured)
 }
 
 fn text(captured: &Captured) -> String {
-    String::from_utf8(captured.0.lock().unwrap().clone()).unwrap()
+    captured.text()
 }
 
 // 1. `effective` reports what is in force.

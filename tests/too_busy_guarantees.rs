@@ -44,14 +44,8 @@ fn multi_thread(workers: usize) -> tokio::runtime::Runtime {
 /// Runs `f` with a `tracing` subscriber (all levels) on this thread; returns what it logged.
 fn traced<R>(f: impl FnOnce() -> R) -> (R, String) {
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let result = tracing::subscriber::with_default(subscriber, f);
-    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let result = tracing::subscriber::with_default(captured.subscriber(), f);
+    let output = captured.text();
     (result, output)
 }
 

@@ -81,6 +81,23 @@ impl Future for YieldOnce {
 #[derive(Clone, Default)]
 pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
 
+impl Captured {
+    /// A `tracing` subscriber that writes every event, at every level and without colours, here.
+    pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let writer = self.clone();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish()
+    }
+
+    /// What was written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
 impl std::io::Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.lock().unwrap().extend_from_slice(buf);

@@ -263,25 +263,24 @@ fn same(a: &Given, b: &Given) -> bool {
     a.0 == b.0 && a.1.same(&b.1) && a.2 == b.2
 }
 
-static STORE: Mutex<Store> = Mutex::new(Store {
-    layers: [
-        Layer {
-            entries: BTreeMap::new(),
-        },
-        Layer {
-            entries: BTreeMap::new(),
-        },
-        Layer {
-            entries: BTreeMap::new(),
-        },
-    ],
-    env_read: false,
-    sites: Vec::new(),
-    by_name: BTreeMap::new(),
-    by_spelling: BTreeMap::new(),
-    warned: BTreeSet::new(),
-    noted: BTreeSet::new(),
-});
+static STORE: Mutex<Store> = Mutex::new(Store::EMPTY);
+
+impl Store {
+    /// No layer, no site, the environment not read yet.
+    const EMPTY: Store = Store {
+        layers: [const {
+            Layer {
+                entries: BTreeMap::new(),
+            }
+        }; 3],
+        env_read: false,
+        sites: Vec::new(),
+        by_name: BTreeMap::new(),
+        by_spelling: BTreeMap::new(),
+        warned: BTreeSet::new(),
+        noted: BTreeSet::new(),
+    };
+}
 
 /// Events to emit once the store's lock is released: a subscriber may reach the store (a site's
 /// first call) while it handles them.
@@ -910,15 +909,7 @@ pub(crate) type Found = (Policy, String, &'static str, Value, Source);
 
 #[cfg(test)]
 pub(crate) fn env_layer_for_tests(vars: Vec<(&str, &str)>) -> (Vec<Found>, Vec<SettingError>) {
-    let store = Store {
-        layers: Default::default(),
-        env_read: false,
-        sites: Vec::new(),
-        by_name: BTreeMap::new(),
-        by_spelling: BTreeMap::new(),
-        warned: BTreeSet::new(),
-        noted: BTreeSet::new(),
-    };
+    let store = Store::EMPTY;
     let (layer, errors) = env_layer(
         &store,
         vars.into_iter().map(|(k, v)| (k.into(), v.into())),
