@@ -516,8 +516,9 @@ fn keyed_registry() {
     COUNTING.store(true, Relaxed);
     let start = Instant::now();
     let keyed = resiliency::Breaker::builder("bench.hosts")
+        .max_keys(KEYS)
         .build_keyed()
-        .expect("default keyed options are valid");
+        .expect("keyed options are valid");
     for key in &keys {
         drop(black_box(keyed.breaker(key)));
     }
@@ -578,9 +579,10 @@ fn keyed_registry() {
 
     outln!("## Keyed registry: {} live keys\n", group(KEYS as u64));
     outln!(
-        "`Breaker::builder(\"bench.hosts\").build_keyed()`, keys like `{}`, inserted in random order \
+        "`Breaker::builder(\"bench.hosts\").max_keys({}).build_keyed()`, keys like `{}`, inserted in random order \
          through `keyed.breaker(&key)`; lookups of random existing keys with `keyed.breaker(&key)` \
          (the returned `Arc<Breaker>` dropped), median of 5 rounds of {} lookups.\n",
+        KEYS,
         keys[0],
         group(LOOKUPS as u64)
     );
@@ -640,6 +642,7 @@ fn profile(lock: &str, which: &str) {
             .unwrap_or(1_000_000u64);
         let keys: Vec<String> = (0..KEYS).map(|i| format!("host-{i:06}.example")).collect();
         let keyed = resiliency::Breaker::builder("bench.hosts")
+            .max_keys(KEYS)
             .build_keyed()
             .unwrap();
         for key in &keys {
