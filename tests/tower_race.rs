@@ -221,3 +221,35 @@ async fn over_a_breaker_a_refusal_is_an_answer_when_retry_if_says_so() {
     assert!(Rejected::find_in(&*error).unwrap().is_circuit_open());
     assert_eq!(start.elapsed(), ms(0), "refused at once, not retried");
 }
+
+#[resiliency::race_retry(name = "tower_race.shared", retries = 1, after = "50ms", total = "1s")]
+async fn shared_with_a_layer(n: u32) -> Result<u32, support::BoxError> {
+    Ok(n)
+}
+
+/// A `#[race_retry]` fn is found by its name once it ran, and a `RaceRetryLayer` of that name
+/// drives the same policy: the attribute's settings (not the builder's), one set of stats, and
+/// a change of setting reaches both.
+#[tokio::test(start_paused = true)]
+async fn a_layer_of_an_attribute_sites_name_drives_its_policy() {
+    assert_eq!(shared_with_a_layer(1).await.unwrap(), 1);
+    let policy = race::get("tower_race.shared").expect("found after its first call");
+    assert_eq!(policy.total(), Duration::from_secs(1));
+    let layer =
+        RaceRetryLayer::new(RaceRetry::builder("tower_race.shared").total(ms(300))).unwrap();
+    let mut service = layer.layer(service_fn(
+        |n: u32| async move { Ok::<_, support::BoxError>(n) },
+    ));
+    assert_eq!(service.ready().await.unwrap().call(2).await.unwrap(), 2);
+    let via_layer = race::get("tower_race.shared").unwrap();
+    assert!(std::ptr::eq(policy, via_layer), "one policy for the name");
+    assert_eq!(
+        via_layer.total(),
+        Duration::from_secs(1),
+        "the attribute's settings"
+    );
+    settings::set(Policy::RaceRetry, "tower_race.shared", "total", "700ms").unwrap();
+    assert_eq!(policy.total(), ms(700));
+    assert!(race::names().contains(&"tower_race.shared"));
+    assert!(race::stats("tower_race.shared").is_some());
+}
