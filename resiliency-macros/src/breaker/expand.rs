@@ -1,33 +1,37 @@
-//! The expansion: the fn keeps its signature; its body runs inside the site's breaker.
+//! The expansion: the fn keeps its signature; its body runs inside the site's breaker. A closed
+//! breaker admits the call as it is made, and the body runs in a future with nothing else to
+//! keep (with `timeout`, a timer started at its first wait); in every other state the call asks
+//! at its first poll. As `tests/expand/capacity_timeout.expanded.rs` shows it:
 //!
 //! ```ignore
 //! async fn charge(card: &Card) -> Result<Receipt, PayError> {
-//!     {
-//!         static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
-//!             || "payments",
-//!             |breaker| breaker.capacity(0.75).timeout(::core::time::Duration::from_secs(2)),
-//!         );
-//!         BREAKER.breaker()
-//!     }
-//!     .call(async move { /* the original body */ })
-//!     .await
-//! }
-//! ```
-//!
-//! Without `count_if`, a closed breaker admits the call as it is made, and the body runs in a
-//! future with nothing else to keep (with `timeout`, a timer started at its first wait); in every
-//! other state the call asks as above:
-//!
-//! ```ignore
-//! async fn charge(card: &Card) -> Result<Receipt, PayError> {
-//!     let site = { /* the site, as above */ };
-//!     let body = async move { /* the original body */ };
-//!     match site.admit_closed() {
-//!         Ok(admitted) => admitted.call(body).await,
-//!         Err(site) => site.call(body).await,
+//!     match (
+//!         {
+//!             static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
+//!                 || "payments",
+//!                 |breaker| breaker.capacity(0.75).timeout(::core::time::Duration::from_secs(60)),
+//!             );
+//!             BREAKER.breaker()
+//!         }
+//!         .admit_closed_timed(),
+//!         async move {
+//!             if false {
+//!                 return ::resiliency::__private::body_returns::<Result<Receipt, PayError>>();
+//!             }
+//!             /* the original body */
+//!         },
+//!     ) {
+//!         (::core::result::Result::Ok(admitted), body) => admitted.call_timed(body).await,
+//!         (::core::result::Result::Err(site), body) => site.call_timed(body).await,
 //!     }
 //! }
 //! ```
+//!
+//! The pair is `admit_closed` or `admit_closed_rate` with `call`, or, with `timeout`,
+//! `admit_closed_timed` or `admit_closed_timed_rate` with `call_timed`. The dead `return` makes
+//! the compiler check the body against the fn's
+//! return type, with its coercions, as without the attribute. With `count_if`, the site's
+//! `call_if(body, predicate)` (or `call_if_timed`) is awaited instead, with no closed path.
 //!
 //! A blocking fn (not `async`) runs its body in a closure called at once, which keeps every
 //! `return` and `?` of the body as they were:

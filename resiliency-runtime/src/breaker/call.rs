@@ -699,7 +699,7 @@ pin_project! {
     #[must_use = "futures do nothing unless polled"]
     pub struct Closed<B, F, C, K> {
         breaker: B,
-        // The state word that admitted it (`Breaker::admit_untimed_count` or `_rate`): its
+        // The state word that admitted it (`Breaker::admit_site`): its
         // epoch.
         word: u64,
         counts: C,

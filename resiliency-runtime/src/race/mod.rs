@@ -57,17 +57,16 @@
 //! * **An [`observe`] whose future panics**, or that is dropped before it completes, leaves the
 //!   thread as it was: later calls are not reported, and an enclosing `observe` keeps its log.
 //! * **Extreme settings**: [`RaceRetry::builder`], like the attribute, refuses settings out of
-//!   range (`retries` of 0 or above [`MAX_RETRIES`], a budget share outside
-//!   [[`MIN_BUDGET_SHARE`], [`MAX_BUDGET_SHARE`]], an `after` or `each` not below `total`, a
-//!   percentile not strictly between 0 and 1, a zero duration, a backoff factor below 1 or
-//!   infinite). Whatever a policy holds, even past those rules (the `const` constructors behind
-//!   the attribute's expansion clamp instead of refusing), neither panics nor allocates by its
-//!   value: a `total`, [`After`] or `each` too long for an `Instant` (up to `Duration::MAX`) means
-//!   never, `retries` is at most [`MAX_RETRIES`], a budget share outside [0.001, 1] is clamped,
-//!   any [`After::Percentile`] (NaN and infinities included) learns a delay within `total`, a
-//!   backoff's base or max of up to `Duration::MAX` saturates (a wait that ends past the deadline
-//!   starts nothing), a factor that is NaN or below 1 counts as 1 and an infinite one reaches the
-//!   max at once, and nothing is spawned.
+//!   range (`retries` of 0 or above [`MAX_RETRIES`], a budget share outside [[`MIN_BUDGET_SHARE`],
+//!   [`MAX_BUDGET_SHARE`]], an `after` or `each` not below `total`, a percentile not strictly
+//!   between 0 and 1, a zero duration, a backoff factor below 1 or infinite). Whatever a policy
+//!   holds, even past those rules (`RaceRetry`'s hidden `const` constructors clamp instead of
+//!   refusing), neither panics nor allocates by its value: a `total`, [`After`] or `each` too long
+//!   for an `Instant` (up to `Duration::MAX`) means never, `retries` is at most [`MAX_RETRIES`], a
+//!   budget share outside [0.001, 1] is clamped, any [`After::Percentile`] (NaN and infinities
+//!   included) learns a delay within `total`, a backoff's base or max of up to `Duration::MAX`
+//!   saturates (a wait that ends past the deadline starts nothing), a factor that is NaN or below 1
+//!   counts as 1 and an infinite one reaches the max at once, and nothing is spawned.
 
 mod attempts;
 mod backoff;
