@@ -71,6 +71,7 @@
 mod attempts;
 mod backoff;
 mod budget;
+mod builder;
 mod engine;
 mod latency;
 mod observe;
@@ -80,8 +81,9 @@ mod reporter;
 mod settings;
 mod timers;
 
+pub use builder::RaceRetryBuilder;
 pub use observe::{observe, Attempt, Observed, Outcome};
-pub use policy::{names, stats, After, RaceRetry, RaceRetryBuilder, RaceStats, MAX_RETRIES};
+pub use policy::{names, stats, After, RaceRetry, RaceStats, MAX_RETRIES};
 pub use registry::get;
 pub use resiliency_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 pub(crate) use settings::{check_value, set_up};

@@ -2,7 +2,8 @@
 //! `#[race_retry]` fn's first call: one policy per name, whichever made it, which the `tower`
 //! layer and the attribute's sites share, with the run-time settings by name on it.
 
-use super::policy::{RaceRetry, RaceRetryBuilder};
+use super::builder::RaceRetryBuilder;
+use super::policy::RaceRetry;
 use crate::named::Named;
 use crate::ConfigError;
 

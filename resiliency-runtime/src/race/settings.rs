@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use resiliency_rules::Violation;
 
-use super::policy::{After, RaceRetry, RaceRetryBuilder};
+use super::builder::RaceRetryBuilder;
+use super::policy::{After, RaceRetry};
 use crate::settings::{self, count, duration, is_off, number, Options, Policy, Target, Value};
 
 impl Options for RaceRetryBuilder {
