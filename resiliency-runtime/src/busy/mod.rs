@@ -148,6 +148,7 @@ mod adaptive;
 #[cfg(feature = "axum")]
 mod axum;
 mod blocking;
+mod builder;
 mod guard;
 mod in_flight;
 #[cfg(all(test, resiliency_loom))]
@@ -159,7 +160,8 @@ mod settings;
 
 pub use crate::rejected::Signal;
 pub use adaptive::{DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
-pub use guard::{Refuse, TooBusy, TooBusyBuilder};
+pub use builder::TooBusyBuilder;
+pub use guard::{Refuse, TooBusy};
 pub use monitor::{
     interval, lag, max_lag, on_lag, set_interval, set_max_lag, set_smoothing, smoothing,
     DEFAULT_INTERVAL, DEFAULT_MAX_LAG,

@@ -3,7 +3,8 @@
 //! the attribute's sites and code that outlives one call share, with the run-time settings by
 //! name on it.
 
-use super::guard::{TooBusy, TooBusyBuilder};
+use super::builder::TooBusyBuilder;
+use super::guard::TooBusy;
 use crate::named::Named;
 use crate::ConfigError;
 

@@ -3,7 +3,8 @@
 
 use resiliency_rules::Violation;
 
-use super::guard::{TooBusy, TooBusyBuilder};
+use super::builder::TooBusyBuilder;
+use super::guard::TooBusy;
 use crate::settings::{self, duration_or_off, is_off, Options, Policy, Target, Value};
 
 impl Options for TooBusyBuilder {
