@@ -2,22 +2,20 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
 use super::adaptive::{Adaptive, Verdict};
 use super::builder::TooBusyBuilder;
+use super::future::BusyCall;
 use super::in_flight;
 use super::monitor::{current_lag_ns, nanos, LagCap, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::random::random;
-use crate::rejected::{poll_refusal, BusySignal, FromRejected, Reason, Rejected};
+use crate::rejected::{BusySignal, FromRejected, Reason, Rejected};
 
 /// A return type through which a call can be refused: `Result<T, E>` with `E: From<Rejected>`,
 /// and, with the `axum` feature, `axum::response::Response` (a `503 Service Unavailable` with a
@@ -290,14 +288,7 @@ impl TooBusy {
         F: Future,
         F::Output: Refuse,
     {
-        BusyCall {
-            output: output::<F::Output>,
-            body,
-            admission: Admission {
-                guard: self,
-                stage: Stage::New,
-            },
-        }
+        BusyCall::new(self, body)
     }
 
     /// Admission now, before the body is made (the tower layer's `call`, which must not call its
@@ -316,23 +307,14 @@ impl TooBusy {
         let held = self.admit()?;
         #[cfg(feature = "metrics")]
         self.meter().admitted(held.slot);
-        // Held before the body is made: a `body` that panics drops it, giving the slot back.
-        let admission = Admission {
-            guard: self,
-            stage: Stage::Running(held),
-        };
-        Ok(BusyCall {
-            output: output::<F::Output>,
-            body: body(),
-            admission,
-        })
+        Ok(BusyCall::admitted(self, held, body))
     }
 
     /// The entry check: `Ok(start)` admits the call (`start` is set when latency is measured).
     /// The common case (the lag signal alone, lag at most `max_lag`) is a few loads and
     /// compares, inlined; everything else is in `admit_slow`.
     #[inline(always)]
-    fn admit(&self) -> Result<Held, Rejected> {
+    pub(super) fn admit(&self) -> Result<Held, Rejected> {
         let own_lag_ns = self.max_lag_ns.load(Relaxed);
         let limits = self.limits();
         let lag_alone = limits.in_flight == 0 && limits.latency_ns == 0;
@@ -607,7 +589,7 @@ pub(super) struct Held {
     /// It took a `max_in_flight` slot (the limit may change while it runs).
     pub(super) slot: bool,
     /// `max_in_flight = "auto"` learns from it.
-    learn: bool,
+    pub(super) learn: bool,
 }
 
 impl Held {
@@ -637,117 +619,4 @@ fn read_ns(setting: &AtomicU64) -> Option<Duration> {
     Some(setting.load(Relaxed))
         .filter(|&ns| ns > 0)
         .map(Duration::from_nanos)
-}
-
-#[derive(Copy, Clone, Debug)]
-enum Stage {
-    New,
-    /// Admitted: what it holds.
-    Running(Held),
-    Done,
-}
-
-/// A call's place in its guard: what it holds while its body runs.
-struct Admission {
-    guard: &'static TooBusy,
-    stage: Stage,
-}
-
-impl Admission {
-    /// The call completed; `failed` when its output is a failure.
-    #[inline(always)]
-    fn finish(&mut self, failed: impl FnOnce() -> bool) {
-        if let Stage::Running(held) = self.stage {
-            self.stage = Stage::Done;
-            self.guard.done(held, held.learn && failed());
-        }
-    }
-}
-
-impl Drop for Admission {
-    /// A call dropped while running (cancelled, or its body panicked) counts as over from here.
-    // Small and inlined into every call's drop glue, where it folds away for a call that
-    // completed or was never admitted.
-    #[inline(always)]
-    fn drop(&mut self) {
-        if let Stage::Running(held) = self.stage {
-            self.guard.abandoned(held);
-        }
-    }
-}
-
-pin_project! {
-    /// The future of a call through a [`TooBusy`] guard.
-    #[must_use = "futures do nothing unless polled"]
-    pub struct BusyCall<F, O> {
-        // `O`'s `Refuse` functions, taken where the call is made (and its bound checked, once),
-        // behind one pointer.
-        output: fn(Output<'_, O>) -> Result<O, bool>,
-        #[pin]
-        body: F,
-        // After `body`: fields are dropped in declaration order, so a call dropped while its body
-        // runs gives its slot back (and counts its time) only once the body is gone.
-        admission: Admission,
-    }
-}
-
-/// What a call asks of its output type's [`Refuse`]: a refusal (`Ok`), or whether an output is a
-/// failure (`Err`).
-enum Output<'a, O> {
-    Refuse(Rejected),
-    Failed(&'a O),
-}
-
-fn output<O: Refuse>(ask: Output<'_, O>) -> Result<O, bool> {
-    match ask {
-        Output::Refuse(rejected) => Ok(O::refused(rejected)),
-        Output::Failed(output) => Err(output.failed()),
-    }
-}
-
-impl<F, O> Future for BusyCall<F, O>
-where
-    F: Future<Output = O>,
-{
-    type Output = O;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
-        let this = self.project();
-        match this.admission.stage {
-            Stage::Running(_) => {}
-            Stage::New => match this.admission.guard.admit() {
-                Ok(held) => {
-                    this.admission.stage = Stage::Running(held);
-                    #[cfg(feature = "metrics")]
-                    this.admission.guard.meter().admitted(held.slot);
-                }
-                Err(rejected) => {
-                    // The task yields first when its cooperative budget is spent; the call
-                    // stays new and asks again at its next poll.
-                    std::task::ready!(poll_refusal(cx));
-                    this.admission.stage = Stage::Done;
-                    if let Ok(refused) = (this.output)(Output::Refuse(rejected)) {
-                        return Poll::Ready(refused);
-                    }
-                    unreachable!("a refusal is an output")
-                }
-            },
-            Stage::Done => panic!("a `#[too_busy]` call was polled after it completed"),
-        }
-        let output = std::task::ready!(this.body.poll(cx));
-        let ask = *this.output;
-        this.admission
-            .finish(|| ask(Output::Failed(&output)).err().unwrap_or(true));
-        Poll::Ready(output)
-    }
-}
-
-impl<F, O> fmt::Debug for BusyCall<F, O> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BusyCall")
-            .field("guard", &self.admission.guard.name())
-            .field("stage", &self.admission.stage)
-            .finish_non_exhaustive()
-    }
 }

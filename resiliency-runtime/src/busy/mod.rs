@@ -149,6 +149,7 @@ mod adaptive;
 mod axum;
 mod blocking;
 mod builder;
+pub mod future;
 mod guard;
 mod in_flight;
 #[cfg(all(test, resiliency_loom))]
@@ -169,9 +170,3 @@ pub use monitor::{
 pub use registry::get;
 pub use rules::{shed_probability, Recovery, Smoothing};
 pub(crate) use settings::{check_value, set_up};
-
-/// The future a guarded call returns ([`TooBusy::call`]). Code rarely spells it out: `.await` the
-/// call.
-pub mod future {
-    pub use super::guard::BusyCall;
-}
