@@ -339,14 +339,8 @@ fn a_subscriber_that_sets_up_a_site_does_not_deadlock_a_change() {
     }
     struct CallsASite(AtomicBool);
     impl tracing::Subscriber for CallsASite {
-        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-            tracing::span::Id::from_u64(1)
-        }
-        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        support::no_spans!();
+
         fn event(&self, event: &tracing::Event<'_>) {
             if event
                 .metadata()
@@ -358,8 +352,6 @@ fn a_subscriber_that_sets_up_a_site_does_not_deadlock_a_change() {
                 assert!(!settings::sites().is_empty());
             }
         }
-        fn enter(&self, _: &tracing::span::Id) {}
-        fn exit(&self, _: &tracing::span::Id) {}
     }
     let _live = Breaker::builder("promises::subscribed").register().unwrap();
     let subscriber = Arc::new(CallsASite(AtomicBool::new(false)));

@@ -109,6 +109,25 @@ impl std::io::Write for Captured {
     }
 }
 
+/// The methods of a `tracing::Subscriber` that keeps no spans (all but `event`), for a test's own
+/// subscriber: `impl tracing::Subscriber for S { no_spans!(); fn event(..) { .. } }`.
+macro_rules! no_spans {
+    () => {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    };
+}
+#[allow(unused_imports)] // Only the binaries with a subscriber of their own name it.
+pub(crate) use no_spans;
+
 /// A `tracing` subscriber with a bug: it panics on the events that `panics_on` picks (given the
 /// event and how many it picked before), and counts those it picked.
 pub struct PanickingSubscriber {
@@ -126,14 +145,8 @@ impl PanickingSubscriber {
 }
 
 impl tracing::Subscriber for PanickingSubscriber {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    no_spans!();
+
     fn event(&self, event: &tracing::Event<'_>) {
         let before = self.picked.load(std::sync::atomic::Ordering::SeqCst);
         if (self.panics_on)(event, before) {
@@ -142,8 +155,6 @@ impl tracing::Subscriber for PanickingSubscriber {
             panic!("expected: a bug in a tracing subscriber");
         }
     }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 /// The event's message, as text.
