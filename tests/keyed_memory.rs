@@ -129,6 +129,11 @@ fn a_layer_wrapping_services_keeps_nothing_per_service() {
         drop(keyed.layer(()));
         let _ = single.clone().layer(());
     }
+    // Less than a byte per service: what is left is the test harness's own (a leak of one
+    // pointer per service kept 240,000 B).
     let kept = live() - before;
-    assert!(kept < 1024, "{kept} B kept after wrapping 30,000 services");
+    assert!(
+        kept < 16 << 10,
+        "{kept} B kept after wrapping 30,000 services"
+    );
 }
