@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use resiliency::race;
 use resiliency::race_retry;
 
 struct Users {
@@ -54,10 +53,10 @@ async fn serve(hang: Arc<AtomicU32>) -> std::io::Result<String> {
     Ok(base)
 }
 
-/// One call, with every attempt `race::observe` saw (winner and cancelled ones).
+/// One call, with every attempt `race_retry::observe` saw (winner and cancelled ones).
 async fn lookup(users: &Users, id: u64) {
     let started = Instant::now();
-    let (result, mut attempts) = race::observe(users.lookup(id)).await;
+    let (result, mut attempts) = race_retry::observe(users.lookup(id)).await;
     match result {
         Ok(user) => println!("lookup({id}) -> Ok({user:?}) in {:.0?}", started.elapsed()),
         Err(error) => println!("lookup({id}) -> Err({error}) in {:.0?}", started.elapsed()),
@@ -89,10 +88,10 @@ async fn main() -> std::io::Result<()> {
     lookup(&users, 3).await;
 
     // Stats per fn, registered by its full path; extra attempts are bounded by the retry budget.
-    for name in race::names() {
-        if let Some(stats) = race::stats(name) {
+    for name in race_retry::names() {
+        if let Some(stats) = race_retry::stats(name) {
             println!(
-                "race::stats({name:?}): {} extra attempts, {} calls won by one, {} refused by the budget, {} deadline(s)",
+                "race_retry::stats({name:?}): {} extra attempts, {} calls won by one, {} refused by the budget, {} deadline(s)",
                 stats.extra_attempts, stats.won_by_extra, stats.budget_refused, stats.deadlines
             );
         }

@@ -12,7 +12,6 @@
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use resiliency::race;
 use resiliency::settings::{self, Policy};
 use resiliency::{breaker, race_retry, too_busy, Rejected};
 
@@ -197,7 +196,7 @@ async fn auto_limit_tour() {
             let limit = resiliency::settings::sites()
                 .into_iter()
                 .find(|(_, name)| name.ends_with("::query_orders"))
-                .and_then(|(_, name)| resiliency::busy::get(&name)?.in_flight_limit());
+                .and_then(|(_, name)| resiliency::too_busy::get(&name)?.in_flight_limit());
             println!(
                 "  limit {:>2}: {admitted:>3} admitted (mean {:>4.0?}), {refused:>3} refused",
                 limit.unwrap_or(0),
@@ -228,7 +227,10 @@ async fn too_busy_tour() {
         let _ = search().await; // the first call starts the lag monitor
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    println!("  idle: busy::lag() = {:.1?}", resiliency::busy::lag());
+    println!(
+        "  idle: too_busy::lag() = {:.1?}",
+        resiliency::too_busy::lag()
+    );
     let job = tokio::spawn(async {
         let started = Instant::now();
         while started.elapsed() < Duration::from_millis(1200) {
@@ -239,7 +241,7 @@ async fn too_busy_tour() {
     });
     let (mut ok, mut refused, mut peak) = (0, 0, Duration::ZERO);
     while !job.is_finished() {
-        peak = peak.max(resiliency::busy::lag());
+        peak = peak.max(resiliency::too_busy::lag());
         match search().await {
             Ok(_) => ok += 1,
             Err(_) => refused += 1,
@@ -247,7 +249,7 @@ async fn too_busy_tour() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     println!(
-        "  during the job: {ok} calls answered, {refused} refused (busy::lag() peaked at {peak:.0?})"
+        "  during the job: {ok} calls answered, {refused} refused (too_busy::lag() peaked at {peak:.0?})"
     );
     let ended = Instant::now();
     loop {
@@ -292,7 +294,7 @@ async fn lookup_user(id: u64) -> Result<String, AppError> {
 
 async fn observe_lookup(id: u64) {
     let started = Instant::now();
-    let (result, mut attempts) = race::observe(lookup_user(id)).await;
+    let (result, mut attempts) = race_retry::observe(lookup_user(id)).await;
     show(&format!("lookup_user({id})"), &result, started.elapsed());
     attempts.sort_by_key(|a| a.number);
     for a in attempts {
@@ -315,13 +317,13 @@ async fn race_retry_tour() {
     observe_lookup(3).await;
 
     // The retry budget (10% of calls plus 10 a second by default) bounds extra attempts.
-    let name = race::names()
+    let name = race_retry::names()
         .into_iter()
         .find(|n| n.ends_with("lookup_user"))
         .expect("registered by its first call");
-    let stats = race::stats(name).expect("stats of a registered fn");
+    let stats = race_retry::stats(name).expect("stats of a registered fn");
     println!(
-        "  race::stats: {} extra attempts, {} calls won by one, {} refused by the budget, {} deadline(s)",
+        "  race_retry::stats: {} extra attempts, {} calls won by one, {} refused by the budget, {} deadline(s)",
         stats.extra_attempts, stats.won_by_extra, stats.budget_refused, stats.deadlines
     );
 }

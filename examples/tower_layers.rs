@@ -21,8 +21,8 @@ use axum::Router;
 use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use resiliency::busy::TooBusy;
-use resiliency::race::{After, RaceRetry};
+use resiliency::race_retry::{After, RaceRetry};
+use resiliency::too_busy::TooBusy;
 use resiliency::tower::{
     authority_of, error_response, BoxError, BreakerLayer, RaceRetryLayer, TooBusyLayer,
 };

@@ -219,8 +219,8 @@ pub use resiliency_macros::breaker;
 ///
 /// | argument | meaning | default |
 /// |---|---|---|
-/// | `name = "checkout"` | calls with one name share one guard (and its settings, metrics and `busy::get`) | the fn's path, e.g. `my_app::api::checkout` |
-/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only | `resiliency::busy::max_lag()`, 70 ms, when no signal is named |
+/// | `name = "checkout"` | calls with one name share one guard (and its settings, metrics and `too_busy::get`) | the fn's path, e.g. `my_app::api::checkout` |
+/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only | `resiliency::too_busy::max_lag()`, 70 ms, when no signal is named |
 /// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | off |
 /// | `max_in_flight = "auto"` | as above, with a limit learned from the calls' latency and failures ([below](#max_in_flight--auto)) | off |
 /// | `auto_min = 4`, `auto_max = 1000`, `auto_initial = 20` | the bounds of the learned limit, and where it starts | 4, 1000, 20 |
@@ -267,7 +267,7 @@ pub use resiliency_macros::breaker;
 /// Named signals combine: a call is refused when any of them says so, at once (no queueing),
 /// with a [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts
 /// by itself on the caller's tokio runtime (only for guards that check lag); configure it from
-/// code with `resiliency::busy`.
+/// code with `resiliency::too_busy`.
 ///
 /// The fn returns `Result<T, E>` with `E: From<Rejected>`; with the `axum` feature it may also
 /// return `axum::response::Response` or `impl IntoResponse`, and a refusal is a
@@ -313,7 +313,7 @@ pub use resiliency_macros::breaker;
 /// whose calls stayed below half the limit never takes it below `auto_initial`, so a quiet
 /// service is never starved. The limit stays between `auto_min` and `auto_max`, and is read from
 /// code with
-/// [`busy::get`](crate::busy::get)`(name)?.`[`in_flight_limit()`](crate::busy::TooBusy::in_flight_limit),
+/// [`too_busy::get`](crate::too_busy::get)`(name)?.`[`in_flight_limit()`](crate::too_busy::TooBusy::in_flight_limit),
 /// in `tracing` events (debug, target `resiliency::too_busy`, at each change) and, with the
 /// `metrics` feature, as the gauge `resiliency_too_busy_in_flight_limit`. Admission costs what a
 /// fixed limit costs; a completed call adds its latency to the window's counters (a clock read
@@ -352,7 +352,7 @@ pub use resiliency_macros::breaker;
 ///     .into_iter()
 ///     .find(|(_, name)| name.ends_with("::query"))
 ///     .unwrap();
-/// let limit = resiliency::busy::get(&name).unwrap().in_flight_limit().unwrap();
+/// let limit = resiliency::too_busy::get(&name).unwrap().in_flight_limit().unwrap();
 /// assert!(limit < 20, "{limit}"); // down from where it started, toward the 4 slots
 /// // Unguarded, 40 callers on 4 slots would wait 10 holds (200 ms) a call; admitted ones wait
 /// // a few (a start far above capacity leaves a queue of a few holds: see above).
@@ -364,7 +364,7 @@ pub use resiliency_macros::breaker;
 /// # Blocking functions
 ///
 /// On a fn that is not `async`, the body runs on the caller's thread through
-/// [`TooBusy::call_blocking`](crate::busy::TooBusy::call_blocking): `max_in_flight` and
+/// [`TooBusy::call_blocking`](crate::too_busy::TooBusy::call_blocking): `max_in_flight` and
 /// `max_latency` work as for an async fn (a panicking body gives its slot back), and no tokio
 /// runtime is needed. The runtime's lag can only be measured by an async runtime, so a blocking
 /// fn needs `max_in_flight` or `max_latency` (`#[too_busy]` alone is a compile error, and so is
@@ -394,7 +394,7 @@ pub use resiliency_macros::breaker;
 /// # Guarantees
 ///
 /// Each line names the test (in `tests/too_busy_guarantees.rs`) that proves it; the
-/// [`busy`](crate::busy) module's docs say more.
+/// [`too_busy`](mod@crate::too_busy) module's docs say more.
 ///
 /// * A body that panics gives its `max_in_flight` slot back once the call is dropped, and the
 ///   time it ran counts toward `max_latency`:
@@ -525,8 +525,8 @@ pub use resiliency_macros::too_busy;
 ///
 /// Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
 /// `resiliency::race_retry`; durations in whole microseconds: `started_us`, `elapsed_us`), as is
-/// each backoff (`backoff_us`), and what [`race::observe`](crate::race::observe) returns to the
-/// caller; [`race::stats`](crate::race::stats) counts extra attempts, wins by them, budget
+/// each backoff (`backoff_us`), and what [`race_retry::observe`](crate::race_retry::observe) returns to the
+/// caller; [`race_retry::stats`](crate::race_retry::stats) counts extra attempts, wins by them, budget
 /// refusals and deadlines.
 ///
 /// **With `#[breaker]`.** Attributes of this crate apply top to bottom (the first written is the
@@ -541,7 +541,7 @@ pub use resiliency_macros::too_busy;
 /// stays consistent and every attempt's future is dropped by the time the call is:
 ///
 /// * **A body that panics** ends the call with that panic, at once: it goes on to the caller,
-///   the other attempts are dropped (cancelled), [`race::observe`](crate::race::observe) reports
+///   the other attempts are dropped (cancelled), [`race_retry::observe`](crate::race_retry::observe) reports
 ///   that attempt as `Outcome::Panicked` and the others as `Abandoned`, the extra attempts that
 ///   started count in the stats, and the next call runs as usual. So does a panic in the copy of
 ///   an argument made for an attempt, and in the destructor of an attempt being cancelled.
@@ -558,9 +558,9 @@ pub use resiliency_macros::too_busy;
 ///   tokio's "timers are disabled" (as `tokio::time::timeout` does there), its attempts dropped
 ///   and the extra ones it started counted.
 /// * **Extreme settings** neither panic nor allocate by their value: `total`, `after` or `each`
-///   too long for an `Instant` (up to `Duration::MAX` through `race::RaceRetry`) mean never,
+///   too long for an `Instant` (up to `Duration::MAX` through `race_retry::RaceRetry`) mean never,
 ///   `retries` is at most 16, a `budget` share below 0.001 counts as 0.001, a backoff's base or
 ///   max up to `Duration::MAX` saturates (a wait past the deadline starts nothing) and a factor
-///   that is NaN, infinite or below 1 (through `race::RaceRetry`) is clamped, and a call spawns no
+///   that is NaN, infinite or below 1 (through `race_retry::RaceRetry`) is clamped, and a call spawns no
 ///   task.
 pub use resiliency_macros::race_retry;

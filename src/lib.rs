@@ -35,7 +35,7 @@
 //!
 //! Everything the attributes use is also usable from code: [`Breaker::builder`], the
 //! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families, and the
-//! [`busy`] module's monitor settings and `TooBusy` guards, the [`race`] module's `RaceRetry`
+//! [`too_busy`](mod@too_busy) module's monitor settings and `TooBusy` guards, the [`race_retry`](mod@race_retry) module's `RaceRetry`
 //! policies, `observe` and stats. With the `axum` feature, the `http` module turns refusals into
 //! 503 and 504 responses whose bodies name nothing inside the service. With the `metrics`
 //! feature, every policy reports counters, gauges and histograms through the `metrics` facade
@@ -61,7 +61,7 @@ pub use resiliency_runtime::metrics;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use resiliency_runtime::tower;
-pub use resiliency_runtime::{breaker, busy, race, settings};
+pub use resiliency_runtime::{breaker, race_retry, settings, too_busy};
 pub use resiliency_runtime::{
     Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind,
 };

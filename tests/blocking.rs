@@ -370,7 +370,7 @@ fn a_blocking_fn_with_a_learned_limit_refuses_beyond_it_and_gets_slots_back() {
         .into_iter()
         .find(|(_, name)| name.ends_with("::render_auto"))
         .unwrap();
-    let guard = resiliency::busy::get(&name).unwrap();
+    let guard = resiliency::too_busy::get(&name).unwrap();
     assert!(guard.learns_in_flight_limit());
     assert_eq!(guard.in_flight(), 0);
 }

@@ -5,8 +5,8 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use resiliency::busy::TooBusy;
-use resiliency::race::{After, RaceRetry, RaceRetryBuilder, MAX_RETRIES};
+use resiliency::race_retry::{After, RaceRetry, RaceRetryBuilder, MAX_RETRIES};
+use resiliency::too_busy::TooBusy;
 use resiliency::{ConfigError, Rejected};
 
 fn ms(n: u64) -> Duration {

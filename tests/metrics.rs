@@ -22,9 +22,9 @@ use metrics::{
 };
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use resiliency::breaker::State;
-use resiliency::busy::TooBusy;
 use resiliency::metrics as series;
-use resiliency::{breaker, race, race_retry, too_busy, Breaker, Rejected};
+use resiliency::too_busy::TooBusy;
+use resiliency::{breaker, race_retry, too_busy, Breaker, Rejected};
 use tokio::sync::oneshot;
 use tokio::time::sleep;
 
@@ -897,7 +897,7 @@ async fn race_counts_calls_attempts_and_wins_by_attempt_number() {
     assert_eq!(wins(&seen, &name, "3"), 2);
     let attempts = seen.value(series::RACE_ATTEMPTS, &[("name", &name)]) as u64;
     assert_eq!(attempts, 1 + 2 + 3 + 3 + 3 + 3);
-    let stats = race::stats(&name).unwrap();
+    let stats = race_retry::stats(&name).unwrap();
     assert_eq!(attempts, 6 + stats.extra_attempts);
     assert_eq!(stats.deadlines, 1);
     assert_eq!(
@@ -931,7 +931,7 @@ async fn race_records_the_duration_of_timed_attempts() {
     install();
     let name = format!("{}::raced_observed", module_path!());
     let script = Script::new(&[Hang, Answer(30)]);
-    let (answer, attempts) = race::observe(raced_observed(&script)).await;
+    let (answer, attempts) = race_retry::observe(raced_observed(&script)).await;
     assert_eq!(answer.unwrap(), 2);
     let mut observed: Vec<f64> = attempts.iter().map(|a| a.elapsed.as_secs_f64()).collect();
     observed.sort_by(f64::total_cmp);
@@ -947,7 +947,7 @@ async fn in_an_outage() -> Result<u32, BoxError> {
 }
 
 /// An outage, 300 calls 10 ms apart: the budget refuses most extra attempts, and the series says
-/// as many as `race::stats`.
+/// as many as `race_retry::stats`.
 #[tokio::test(start_paused = true)]
 async fn race_counts_budget_refusals() {
     install();
@@ -956,7 +956,7 @@ async fn race_counts_budget_refusals() {
         assert!(in_an_outage().await.is_err());
         sleep(ms(10)).await;
     }
-    let stats = race::stats(&name).unwrap();
+    let stats = race_retry::stats(&name).unwrap();
     assert!(stats.budget_refused > 200, "{stats:?}");
     let seen = Seen::now();
     assert_eq!(

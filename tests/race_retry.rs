@@ -2,7 +2,7 @@
 //! retry that races the attempt in flight instead of aborting it, the `total` deadline, `each`,
 //! fast failures, cancellation of losers, the last error, `retry_if`, the retry budget, the learned
 //! percentile, the argument shapes an attempt can copy, `Send`, stacking with `#[breaker]`,
-//! `race::observe`, and calls outside tokio.
+//! `race_retry::observe`, and calls outside tokio.
 //!
 //! Each raced fn has its own static policy (budget, latencies, counters), so every test that reads
 //! stats, spends budget or learns a percentile has a fn of its own. Most bodies are
@@ -19,7 +19,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use resiliency::breaker::{self, State};
-use resiliency::race::{self, observe, Attempt, Outcome, RaceStats};
+use resiliency::race_retry::{observe, Attempt, Outcome, RaceRetryStats};
 use resiliency::{race_retry, Rejected};
 use tokio::time::{sleep, Instant};
 
@@ -165,9 +165,13 @@ fn name(function: &str) -> String {
 }
 
 /// The stats of a raced fn of this file (after its first call).
-fn stats(function: &str) -> RaceStats {
-    race::stats(&name(function))
-        .unwrap_or_else(|| panic!("no stats for {function}; raced fns: {:?}", race::names()))
+fn stats(function: &str) -> RaceRetryStats {
+    race_retry::stats(&name(function)).unwrap_or_else(|| {
+        panic!(
+            "no stats for {function}; raced fns: {:?}",
+            race_retry::names()
+        )
+    })
 }
 
 /// An attempt as `observe` reports it, for a raced fn of this file.
@@ -179,10 +183,10 @@ fn attempt(
     outcome: Outcome,
 ) -> Attempt {
     Attempt {
-        name: race::names()
+        name: race_retry::names()
             .into_iter()
             .find(|n| *n == name(function))
-            .unwrap_or_else(|| panic!("{function} not in {:?}", race::names())),
+            .unwrap_or_else(|| panic!("{function} not in {:?}", race_retry::names())),
         number,
         started: ms(started),
         elapsed: ms(elapsed),
@@ -211,9 +215,9 @@ async fn attempts_start_staggered_by_after() {
     assert_eq!(probe.live(), 0);
 
     assert!(
-        race::names().contains(&"race_retry::staggered"),
+        race_retry::names().contains(&"race_retry::staggered"),
         "{:?}",
-        race::names()
+        race_retry::names()
     );
     let stats = stats("staggered");
     assert_eq!(stats.extra_attempts, 2);
@@ -506,20 +510,20 @@ async fn a_failed_attempt_starts_the_next_after_a_backoff_with_full_jitter() {
 fn built(
     name: &'static str,
     retries: u32,
-    after: race::After,
+    after: race_retry::After,
     total: Duration,
-) -> race::RaceRetryBuilder {
-    race::RaceRetry::builder(name)
+) -> race_retry::RaceRetryBuilder {
+    race_retry::RaceRetry::builder(name)
         .retries(retries)
         .after(after)
         .total(total)
 }
 
-static DEFAULT_BACKOFF: LazyLock<race::RaceRetry> = LazyLock::new(|| {
+static DEFAULT_BACKOFF: LazyLock<race_retry::RaceRetry> = LazyLock::new(|| {
     built(
         "race_retry::default_backoff",
         2,
-        race::After::Fixed(Duration::from_millis(150)),
+        race_retry::After::Fixed(Duration::from_millis(150)),
         Duration::from_millis(450),
     )
     .build()
@@ -527,10 +531,10 @@ static DEFAULT_BACKOFF: LazyLock<race::RaceRetry> = LazyLock::new(|| {
 });
 // `after` at or above `total` is past the builder's rules; the attribute's `const` constructors
 // (through `__private`) build it, as a learned `after` can reach `total`.
-static SEQUENTIAL: race::RaceRetry = resiliency::__private::RaceRetry::new(
+static SEQUENTIAL: race_retry::RaceRetry = resiliency::__private::RaceRetry::new(
     "race_retry::sequential",
     2,
-    race::After::Fixed(Duration::MAX),
+    race_retry::After::Fixed(Duration::MAX),
     Duration::from_millis(400),
 );
 
@@ -614,10 +618,10 @@ async fn a_backoff_never_waits_past_the_next_staggered_start() {
     );
 }
 
-static NEVER_BEFORE_THE_DEADLINE: race::RaceRetry = resiliency::__private::RaceRetry::new(
+static NEVER_BEFORE_THE_DEADLINE: race_retry::RaceRetry = resiliency::__private::RaceRetry::new(
     "race_retry::never_before_the_deadline",
     2,
-    race::After::Fixed(Duration::MAX),
+    race_retry::After::Fixed(Duration::MAX),
     Duration::from_millis(450),
 )
 .backoff(Duration::MAX);
@@ -690,7 +694,7 @@ async fn losers_are_cancelled_when_the_call_returns() {
     // abandoned.
     let probe = Probe::new(&[Hang, Hang, Hang]);
     let (timed_out, attempts) =
-        resiliency::race::observe(tokio::time::timeout(ms(200), losers(&probe))).await;
+        resiliency::race_retry::observe(tokio::time::timeout(ms(200), losers(&probe))).await;
     assert!(timed_out.is_err());
     assert_eq!(probe.live(), 0);
     assert_eq!(probe.cancelled(), [(1, ms(200)), (2, ms(200))]);
@@ -701,8 +705,18 @@ async fn losers_are_cancelled_when_the_call_returns() {
     assert_eq!(
         reported,
         [
-            (1, ms(0), ms(200), resiliency::race::Outcome::Abandoned),
-            (2, ms(150), ms(50), resiliency::race::Outcome::Abandoned)
+            (
+                1,
+                ms(0),
+                ms(200),
+                resiliency::race_retry::Outcome::Abandoned
+            ),
+            (
+                2,
+                ms(150),
+                ms(50),
+                resiliency::race_retry::Outcome::Abandoned
+            )
         ]
     );
 }
@@ -1017,8 +1031,8 @@ async fn a_method_with_self_and_borrowed_args() {
     assert_eq!(start.elapsed(), ms(170));
     assert_eq!(directory.hits.load(SeqCst), 2);
     assert_eq!(
-        race::stats("race_retry::Directory::lookup")
-            .unwrap_or_else(|| panic!("{:?}", race::names()))
+        race_retry::stats("race_retry::Directory::lookup")
+            .unwrap_or_else(|| panic!("{:?}", race_retry::names()))
             .won_by_extra,
         1
     );
@@ -1360,7 +1374,7 @@ async fn observed(probe: &Probe) -> Result<u32, Error> {
     probe.attempt().await
 }
 
-/// `race::observe` reports every attempt in the order they ended, with when each started (after
+/// `race_retry::observe` reports every attempt in the order they ended, with when each started (after
 /// the call started) and how long it ran: attempt 2 failed (150 ms, ran 30 ms), attempt 3 started
 /// at once (`backoff = "off"`) and won (180 ms, 20 ms), attempt 1 lost (0 ms, cancelled after 200 ms). Calls outside
 /// an `observe` report nothing to it.

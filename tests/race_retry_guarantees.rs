@@ -1,4 +1,4 @@
-//! The "Guarantees" of `#[race_retry]` and `resiliency::race`, through the facade: what holds when
+//! The "Guarantees" of `#[race_retry]` and `resiliency::race_retry`, through the facade: what holds when
 //! an attempt's body, its destructor or `retry_if` panics, when a call is dropped at any point,
 //! when the runtime has no time driver, when an observed future panics, and with extreme settings
 //! (durations up to `Duration::MAX`, out-of-range shares and quantiles). On tokio's paused clock.
@@ -19,8 +19,8 @@ use std::sync::LazyLock;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use resiliency::race::{
-    self, observe, After, Attempt, RaceRetry, RaceRetryBuilder, RaceStats, MAX_RETRIES,
+use resiliency::race_retry::{
+    observe, After, Attempt, RaceRetry, RaceRetryBuilder, RaceRetryStats, MAX_RETRIES,
 };
 use resiliency::{race_retry, Rejected};
 use tokio::time::{sleep, timeout, Instant};
@@ -212,14 +212,14 @@ fn step(number: u32, outcome: &str, started: u64, ran: u64) -> (u32, String, u64
 }
 
 /// The stats of a raced fn of this file (after its first call).
-fn stats(function: &str) -> RaceStats {
+fn stats(function: &str) -> RaceRetryStats {
     let name = format!("{}::{function}", module_path!());
-    race::stats(&name).unwrap_or_else(|| panic!("no stats for {name}"))
+    race_retry::stats(&name).unwrap_or_else(|| panic!("no stats for {name}"))
 }
 
 /// The counters of `after` less those of `before`: (extra attempts, wins by them, budget
 /// refusals, deadlines).
-fn counted(before: RaceStats, after: RaceStats) -> (u64, u64, u64, u64) {
+fn counted(before: RaceRetryStats, after: RaceRetryStats) -> (u64, u64, u64, u64) {
     (
         after.extra_attempts - before.extra_attempts,
         after.won_by_extra - before.won_by_extra,
@@ -865,7 +865,7 @@ fn without_a_time_driver_a_call_that_waits_panics_and_leaves_the_policy_consiste
         assert!(message(error.into_panic()).contains("timers are disabled"));
         assert_eq!((script.made(), script.live()), (1, 0));
         assert_eq!(
-            counted(RaceStats::default(), stats("untimed_backoff")),
+            counted(RaceRetryStats::default(), stats("untimed_backoff")),
             (0, 0, 0, 0)
         );
     });

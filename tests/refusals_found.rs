@@ -157,7 +157,7 @@ fn a_tower_refusal_made_into_anyhow_is_a_503() {
 mod busy_signals {
     use std::sync::LazyLock;
 
-    use resiliency::busy::{Signal, TooBusy};
+    use resiliency::too_busy::{Signal, TooBusy};
     use resiliency::Rejected;
 
     static IN_FLIGHT: LazyLock<TooBusy> = LazyLock::new(|| {

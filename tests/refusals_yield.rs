@@ -201,7 +201,7 @@ fn a_probe_admitted_while_a_loop_hammers_the_breaker_completes() {
 #[cfg(feature = "tower")]
 mod layers {
     use super::*;
-    use resiliency::busy::TooBusy;
+    use resiliency::too_busy::TooBusy;
     use resiliency::tower::{BreakerLayer, TooBusyLayer};
     use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 

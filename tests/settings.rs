@@ -393,7 +393,7 @@ async fn a_live_race_takes_its_new_settings_on_the_next_call() {
     assert!(raced(&attempts).await.unwrap_err().is_deadline());
     assert_eq!(start.elapsed(), ms(300));
     assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
-    let stats = resiliency::race::stats(site).unwrap();
+    let stats = resiliency::race_retry::stats(site).unwrap();
     assert_eq!(stats.deadlines, 2, "the counters are kept");
 
     let refused = settings::set(Policy::RaceRetry, site, "after", "2s").unwrap_err();

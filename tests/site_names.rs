@@ -1,6 +1,6 @@
 //! `name = "..."` on `#[too_busy]` and `#[race_retry]`, as on `#[breaker]`: the site is known by
 //! that name to the run-time settings (`set`, `effective`, the environment), `sites()`, the
-//! registries (`busy::get`, `race::get`, `race::stats`) and refusals, and sites of one name share
+//! registries (`too_busy::get`, `race_retry::get`, `race_retry::stats`) and refusals, and sites of one name share
 //! one policy, the first set up giving its options.
 //!
 //! The settings' layers and the environment are process-wide, so every test here runs alone
@@ -11,7 +11,7 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use resiliency::settings::{self, Overrides, Policy, Source, Value};
-use resiliency::{busy, race, race_retry, too_busy, Rejected};
+use resiliency::{race_retry, too_busy, Rejected};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
@@ -78,7 +78,7 @@ async fn refused_of_checkouts(n: usize) -> usize {
     refused
 }
 
-/// The site is called by its name, not by the fn's path: in `sites()`, `effective`, `busy::get`,
+/// The site is called by its name, not by the fn's path: in `sites()`, `effective`, `too_busy::get`,
 /// a refusal's name; `set` by that name reaches the live guard.
 #[tokio::test(start_paused = true)]
 async fn a_named_too_busy_site_is_set_by_its_name() {
@@ -98,7 +98,7 @@ async fn a_named_too_busy_site_is_set_by_its_name() {
         (Some(Value::Int(1)), Source::Attribute)
     );
     assert_eq!(
-        busy::get("names.checkout").unwrap().in_flight_limit(),
+        too_busy::get("names.checkout").unwrap().in_flight_limit(),
         Some(1)
     );
     assert_eq!(refused_of_checkouts(3).await, 2);
@@ -187,12 +187,12 @@ async fn search_to_deadline() -> (std::time::Duration, u32) {
     (start.elapsed(), attempts.load(Ordering::SeqCst))
 }
 
-/// The raced fn is called by its name: in `sites()`, `effective`, `race::get`, `race::stats`, a
+/// The raced fn is called by its name: in `sites()`, `effective`, `race_retry::get`, `race_retry::stats`, a
 /// refusal's name; `set` by that name reaches the live policy on its next call.
 #[tokio::test(start_paused = true)]
 async fn a_named_race_retry_site_is_set_by_its_name() {
     let _serial = serial();
-    let deadlines = || race::stats("names.search").map_or(0, |stats| stats.deadlines);
+    let deadlines = || race_retry::stats("names.search").map_or(0, |stats| stats.deadlines);
     let before = deadlines();
     assert_eq!(search_to_deadline().await, (secs(1), 3));
     let sites = settings::sites();
@@ -208,7 +208,7 @@ async fn a_named_race_retry_site_is_set_by_its_name() {
         effective(Policy::RaceRetry, "names.search", "total"),
         (Some(Value::Duration(secs(1))), Source::Attribute)
     );
-    assert!(race::get("names.search").is_some());
+    assert!(race_retry::get("names.search").is_some());
 
     settings::set(Policy::RaceRetry, "names.search", "total", "300ms").unwrap();
     settings::set(Policy::RaceRetry, "names.search", "retries", 1).unwrap();
@@ -267,7 +267,7 @@ async fn race_retry_sites_of_one_name_share_one_policy() {
     let start = Instant::now();
     assert!(shared_race_b().await.unwrap_err().is_deadline());
     assert_eq!(start.elapsed(), ms(200), "the first site's options");
-    assert_eq!(race::stats("names.shared_race").unwrap().deadlines, 2);
+    assert_eq!(race_retry::stats("names.shared_race").unwrap().deadlines, 2);
     let of_name = settings::sites()
         .into_iter()
         .filter(|site| *site == (Policy::RaceRetry, "names.shared_race".to_owned()))

@@ -10,7 +10,7 @@
 //! (polled first when woken) has had its turn, so a call made right after a stall still sees the
 //! old lag; the tests give the monitor a few milliseconds before they look.
 //!
-//! `busy::lag()` and `busy::on_lag` are process-wide (the highest lag of every monitor; callbacks
+//! `too_busy::lag()` and `too_busy::on_lag` are process-wide (the highest lag of every monitor; callbacks
 //! run by every monitor) while this binary's tests run in parallel: the tests that read the lag
 //! take [`serial`], and callbacks keep only what the test's own thread reports. A guarded call sees
 //! the monitor of its own runtime only, so the other tests cannot refuse each other's calls.
@@ -23,7 +23,7 @@ use std::task::{Context, Poll};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
-use resiliency::{busy, too_busy, Rejected, RejectedKind};
+use resiliency::{too_busy, Rejected, RejectedKind};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
 
@@ -92,13 +92,13 @@ fn a_blocked_current_thread_runtime_refuses_calls_then_recovers_fast() {
                 Ok(()) => accepted += 1,
                 Err(rejected) => refusals.push(rejected),
             }
-            peak_lag = peak_lag.max(busy::lag());
+            peak_lag = peak_lag.max(too_busy::lag());
             sleep(ms(10)).await;
         }
         stalls.await.unwrap();
         assert!(
             peak_lag > ms(20),
-            "busy::lag() never rose above 20 ms during 400 ms stalls (peak {peak_lag:?})"
+            "too_busy::lag() never rose above 20 ms during 400 ms stalls (peak {peak_lag:?})"
         );
         assert!(
             !refusals.is_empty(),
@@ -125,13 +125,13 @@ fn a_blocked_current_thread_runtime_refuses_calls_then_recovers_fast() {
         assert!(
             last_refusal.is_none_or(|at| at < ms(400)),
             "still refusing {last_refusal:?} after the stalls ended (lag now {:?})",
-            busy::lag()
+            too_busy::lag()
         );
         assert!(accepted_after >= 20, "{accepted_after} calls accepted after the stalls");
         assert!(
-            busy::lag() < ms(20),
+            too_busy::lag() < ms(20),
             "the lag stayed at {:?} 0.8 s after the stalls",
-            busy::lag()
+            too_busy::lag()
         );
     });
 }
@@ -144,7 +144,7 @@ async fn on_a_free_worker() -> Result<ThreadId, Rejected> {
 /// A multi-thread runtime with two workers, one blocked for 1.2 s: a caller on the other worker
 /// keeps being accepted all along.
 ///
-/// Observed (and printed): although a guarded call ran on the blocked worker, `busy::lag()` stays
+/// Observed (and printed): although a guarded call ran on the blocked worker, `too_busy::lag()` stays
 /// at 1-3 ms during the block. The runtime's monitor task is not pinned to the worker whose call
 /// started it: the free worker drives the timer and runs the monitor when its timer fires, so it
 /// does not see the blocked worker's lag. That does not matter for shedding here (no call can
@@ -198,7 +198,7 @@ fn a_blocked_worker_does_not_refuse_calls_on_the_free_one() {
             let mut peak_lag = Duration::ZERO;
             while start.elapsed() < ms(1000) {
                 results.push(on_a_free_worker().await);
-                peak_lag = peak_lag.max(busy::lag());
+                peak_lag = peak_lag.max(too_busy::lag());
                 sleep(ms(10)).await;
             }
             (results, peak_lag)
@@ -206,7 +206,7 @@ fn a_blocked_worker_does_not_refuse_calls_on_the_free_one() {
         let (results, peak_lag) = caller.await.unwrap();
         blocker.await.unwrap();
         sleep(ms(30)).await;
-        let lag_after = busy::lag();
+        let lag_after = too_busy::lag();
 
         let refused: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
         assert!(
@@ -223,7 +223,7 @@ fn a_blocked_worker_does_not_refuse_calls_on_the_free_one() {
         );
         eprintln!(
             "multi-thread, one worker (which ran a guarded call) blocked 1.2 s: {} calls on the \
-             free worker, all accepted; peak busy::lag() {peak_lag:?} during the block, \
+             free worker, all accepted; peak too_busy::lag() {peak_lag:?} during the block, \
              {lag_after:?} just after it",
             results.len()
         );
@@ -275,7 +275,7 @@ fn a_per_fn_max_lag_above_twice_the_default_still_sheds_under_sustained_overload
                     default_refused += 1;
                 }
             }
-            peak_lag = peak_lag.max(busy::lag());
+            peak_lag = peak_lag.max(too_busy::lag());
             tokio::task::yield_now().await;
         }
         stalls.await.unwrap();
@@ -283,7 +283,7 @@ fn a_per_fn_max_lag_above_twice_the_default_still_sheds_under_sustained_overload
         assert!(
             tolerant_refused > 0,
             "`max_lag = \"200ms\"` never shed under 450 ms stalls: 0 of {calls} refused (the \
-             default 70 ms fn: {default_refused}); peak busy::lag() {peak_lag:?}: samples are \
+             default 70 ms fn: {default_refused}); peak too_busy::lag() {peak_lag:?}: samples are \
              capped at twice the global default max_lag (140 ms), below this fn's max_lag"
         );
     });
@@ -681,7 +681,7 @@ fn on_lag_fires_when_the_lag_passes_its_threshold() {
     let me = thread::current().id();
     let fired = Arc::new(Mutex::new(Vec::new()));
     let record = fired.clone();
-    busy::on_lag(ms(30), move |lag| {
+    too_busy::on_lag(ms(30), move |lag| {
         if thread::current().id() == me {
             record.lock().unwrap().push(lag);
         }
@@ -704,7 +704,11 @@ fn on_lag_fires_when_the_lag_passes_its_threshold() {
             after_stall.iter().all(|lag| *lag >= ms(30)),
             "{after_stall:?}"
         );
-        assert!(busy::lag() >= ms(30), "busy::lag() {:?}", busy::lag());
+        assert!(
+            too_busy::lag() >= ms(30),
+            "too_busy::lag() {:?}",
+            too_busy::lag()
+        );
 
         // Quiet: each sample cuts the lag by 2/3, so it is under 30 ms after one or two.
         sleep(ms(300)).await;
@@ -795,12 +799,12 @@ async fn stall_and_probe() -> (Duration, bool) {
     stall(ms(400));
     for _ in 0..50 {
         sleep(ms(1)).await;
-        let lag = busy::lag();
+        let lag = too_busy::lag();
         if lag >= ms(30) {
             return (lag, restarted().await.is_err());
         }
     }
-    (busy::lag(), false)
+    (too_busy::lag(), false)
 }
 
 /// The monitor lives and dies with its runtime: a dropped runtime's lag no longer counts, and the
@@ -816,9 +820,9 @@ fn the_monitor_stops_with_its_runtime_and_starts_on_the_next() {
     );
     drop(first);
     assert!(
-        busy::lag() < lag / 2,
-        "the dropped runtime's monitor still counts: busy::lag() {:?}",
-        busy::lag()
+        too_busy::lag() < lag / 2,
+        "the dropped runtime's monitor still counts: too_busy::lag() {:?}",
+        too_busy::lag()
     );
 
     let second = current_thread();
@@ -843,7 +847,7 @@ fn a_runtime_dropped_before_its_monitor_ran_leaves_the_next_one_monitored() {
     let (lag, refused) = second.block_on(stall_and_probe());
     assert!(
         lag >= ms(30) && refused,
-        "the next runtime on this thread is not monitored: busy::lag() {lag:?} right after a \
+        "the next runtime on this thread is not monitored: too_busy::lag() {lag:?} right after a \
          400 ms stall, refused: {refused}"
     );
 }
@@ -948,9 +952,9 @@ fn a_signal_is_on_when_it_is_named() {
         // The lag settles near 90 ms: a bare guard (max_lag 70 ms) refuses about 29% of calls,
         // one with max_lag 20 ms all of them once the lag is past 40 ms.
         assert!(
-            busy::lag() > ms(70),
+            too_busy::lag() > ms(70),
             "the runtime did not lag: {:?}",
-            busy::lag()
+            too_busy::lag()
         );
         assert!(
             bare_refused >= 10,
@@ -971,17 +975,21 @@ fn fast_recovery_needs_one_quiet_sample_where_the_original_rule_needs_several() 
     let max_lag = ms(50);
     // Samples are capped at twice the default max_lag (70 ms): the highest lag a stall leaves.
     let peak = ms(140);
-    let quiet_samples = |smoothing: busy::Smoothing| {
+    let quiet_samples = |smoothing: too_busy::Smoothing| {
         let (mut lag, mut samples) = (peak, 0);
-        while busy::shed_probability(lag, max_lag) > 0.0 && samples < 20 {
+        while too_busy::shed_probability(lag, max_lag) > 0.0 && samples < 20 {
             lag = smoothing.next(lag, Duration::ZERO, ms(70));
             samples += 1;
         }
         samples
     };
-    assert_eq!(busy::shed_probability(peak, max_lag), 1.0, "peak {peak:?}");
-    assert_eq!(quiet_samples(busy::Smoothing::default()), 1);
-    let original = quiet_samples(busy::Smoothing::toobusy());
+    assert_eq!(
+        too_busy::shed_probability(peak, max_lag),
+        1.0,
+        "peak {peak:?}"
+    );
+    assert_eq!(quiet_samples(too_busy::Smoothing::default()), 1);
+    let original = quiet_samples(too_busy::Smoothing::toobusy());
     assert!(
         original > 1,
         "the original rule recovered in {original} sample(s)"

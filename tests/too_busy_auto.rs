@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resiliency::busy::TooBusy;
 use resiliency::settings::{self, Policy};
+use resiliency::too_busy::TooBusy;
 use resiliency::{too_busy, Rejected};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, sleep_until, Instant};
@@ -128,7 +128,7 @@ fn site(suffix: &str) -> Option<String> {
 
 /// That fn's guard, once a call set it up.
 fn guard_if(suffix: &str) -> Option<&'static TooBusy> {
-    resiliency::busy::get(&site(suffix)?)
+    resiliency::too_busy::get(&site(suffix)?)
 }
 
 fn guard_of(suffix: &str) -> &'static TooBusy {

@@ -280,7 +280,7 @@ async fn auto_learns_the_limit_of_a_dependency_over_http() -> anyhow::Result<()>
         .into_iter()
         .find(|(_, name)| name.ends_with("::auto_handler"))
         .context("the handler's site")?;
-    let limit = resiliency::busy::get(&site)
+    let limit = resiliency::too_busy::get(&site)
         .and_then(|guard| guard.in_flight_limit())
         .context("the handler's limit")?;
     accepted.sort();
@@ -347,7 +347,7 @@ async fn auto_refuses_next_to_nothing_where_latency_is_uneven_but_nothing_queues
         .into_iter()
         .find(|(_, name)| name.ends_with("::uneven_handler"))
         .context("the handler's site")?;
-    let limit = resiliency::busy::get(&site)
+    let limit = resiliency::too_busy::get(&site)
         .and_then(|guard| guard.in_flight_limit())
         .context("the handler's limit")?;
     // About 20 calls in flight on average (300/s x 70 ms), more in bursts.

@@ -1,10 +1,10 @@
-//! What `#[too_busy]` (and `resiliency::busy::TooBusy`) guarantee whatever user code does: a body
+//! What `#[too_busy]` (and `resiliency::too_busy::TooBusy`) guarantee whatever user code does: a body
 //! that panics or is dropped mid-flight, a body whose destructor takes its time, an `on_lag`
 //! callback that panics, a runtime without a time driver, a paused clock that is advanced, threads
 //! that come and go, settings at their extremes. Each test proves one line of the `# Guarantees`
-//! sections of `#[too_busy]` and of `resiliency::busy`.
+//! sections of `#[too_busy]` and of `resiliency::too_busy`.
 //!
-//! The tests share process-wide state (`busy::on_lag` callbacks, `busy::set_interval`, a panic
+//! The tests share process-wide state (`too_busy::on_lag` callbacks, `too_busy::set_interval`, a panic
 //! hook that counts tokio's "timers are disabled" panics), so they run one at a time ([`serial`]),
 //! and callbacks act only on the test's own thread.
 
@@ -16,7 +16,7 @@ use std::task::Poll;
 use std::thread;
 use std::time::Duration;
 
-use resiliency::busy::{self, TooBusy};
+use resiliency::too_busy::TooBusy;
 use resiliency::{too_busy, Rejected};
 use tokio::sync::oneshot;
 use tokio::time::sleep;
@@ -54,12 +54,12 @@ fn lines_with<'a>(output: &'a str, needle: &str) -> Vec<&'a str> {
     output.lines().filter(|l| l.contains(needle)).collect()
 }
 
-/// Restores the default `busy::interval` when dropped (even if the test fails).
+/// Restores the default `too_busy::interval` when dropped (even if the test fails).
 struct DefaultInterval;
 
 impl Drop for DefaultInterval {
     fn drop(&mut self) {
-        busy::set_interval(busy::DEFAULT_INTERVAL);
+        too_busy::set_interval(too_busy::DEFAULT_INTERVAL);
     }
 }
 
@@ -345,11 +345,11 @@ fn a_panicking_on_lag_callback_leaves_shedding_on() {
     let _serial = serial();
     let _restore = DefaultInterval;
     // A wide interval, so that the calls below come well before the next (quiet) sample.
-    busy::set_interval(ms(100));
+    too_busy::set_interval(ms(100));
     let me = thread::current().id();
     let called = Arc::new(AtomicUsize::new(0));
     let count = called.clone();
-    busy::on_lag(ms(30), move |lag| {
+    too_busy::on_lag(ms(30), move |lag| {
         if thread::current().id() == me {
             count.fetch_add(1, SeqCst);
             panic!("a bug in an on_lag callback (lag {lag:?})");
@@ -399,7 +399,7 @@ fn a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot() {
     let _serial = serial();
     let _restore = DefaultInterval;
     timer_panics(); // keeps the expected panics off stderr
-    busy::set_interval(ms(100));
+    too_busy::set_interval(ms(100));
     // A subscriber that panics on every event of `resiliency::too_busy`.
     let panics = support::PanickingSubscriber::new(|event, _| {
         event.metadata().target() == "resiliency::too_busy"
@@ -411,9 +411,9 @@ fn a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot() {
             thread::sleep(ms(400));
             sleep(ms(20)).await;
             assert!(
-                busy::lag() >= ms(30),
+                too_busy::lag() >= ms(30),
                 "the monitor stopped: lag {:?} right after a 400 ms stall",
-                busy::lag()
+                too_busy::lag()
             );
 
             let (release, hold) = oneshot::channel::<()>();
@@ -535,7 +535,7 @@ fn threads_that_come_and_go_leave_one_monitor_task() {
             .unwrap();
         }
         // A few intervals: monitors of threads that are gone have had the time to wake.
-        sleep(busy::interval() * 5).await;
+        sleep(too_busy::interval() * 5).await;
     });
     let at_end = alive();
     assert!(
@@ -581,8 +581,8 @@ fn settings_at_their_extremes_neither_panic_nor_wrap() {
             .expect("refused with max_latency of 584 years");
     });
 
-    busy::set_interval(Duration::MAX);
-    assert_eq!(busy::interval(), Duration::from_nanos(u64::MAX));
+    too_busy::set_interval(Duration::MAX);
+    assert_eq!(too_busy::interval(), Duration::from_nanos(u64::MAX));
     current_thread().block_on(async {
         from_any_thread().await.unwrap(); // starts a monitor that sleeps "forever"
         sleep(ms(30)).await;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resiliency::race::{self, After, RaceRetry};
+use resiliency::race_retry::{self, After, RaceRetry};
 use resiliency::settings::{self, Policy};
 use resiliency::tower::RaceRetryLayer;
 use support::ms;
@@ -37,7 +37,7 @@ fn attempts(
 #[tokio::test(start_paused = true)]
 async fn a_slow_first_attempt_is_overtaken_by_the_second() {
     let layer = RaceRetryLayer::new(
-        RaceRetry::builder("tower::race::overtaken")
+        RaceRetry::builder("tower::race_retry::overtaken")
             .retries(2)
             .after(After::Fixed(ms(50)))
             .total(ms(1_000))
@@ -52,7 +52,9 @@ async fn a_slow_first_attempt_is_overtaken_by_the_second() {
     assert_eq!(start.elapsed(), ms(60));
     assert_eq!(count.load(Ordering::Relaxed), 2);
     assert_eq!(
-        race::stats("tower::race::overtaken").unwrap().won_by_extra,
+        race_retry::stats("tower::race_retry::overtaken")
+            .unwrap()
+            .won_by_extra,
         1
     );
 }
@@ -60,7 +62,7 @@ async fn a_slow_first_attempt_is_overtaken_by_the_second() {
 #[tokio::test(start_paused = true)]
 async fn past_the_deadline_the_error_is_a_rejected_deadline() {
     let layer = RaceRetryLayer::new(
-        RaceRetry::builder("tower::race::deadline")
+        RaceRetry::builder("tower::race_retry::deadline")
             .retries(1)
             .after(After::Fixed(ms(50)))
             .total(ms(200))
@@ -76,7 +78,7 @@ async fn past_the_deadline_the_error_is_a_rejected_deadline() {
 #[tokio::test(start_paused = true)]
 async fn retry_if_false_ends_the_call_with_the_inner_error() {
     let layer = RaceRetryLayer::new(
-        RaceRetry::builder("tower::race::retry_if")
+        RaceRetry::builder("tower::race_retry::retry_if")
             .retries(2)
             .after(After::Fixed(ms(50)))
             .total(ms(500))
@@ -110,7 +112,7 @@ async fn retry_if_false_ends_the_call_with_the_inner_error() {
 
 #[tokio::test(start_paused = true)]
 async fn the_policy_is_registered_by_name_and_run_time_settings_reach_it() {
-    let name = "tower::race::settings";
+    let name = "tower::race_retry::settings";
     let layer = RaceRetryLayer::new(
         RaceRetry::builder(name)
             .retries(2)
@@ -119,7 +121,7 @@ async fn the_policy_is_registered_by_name_and_run_time_settings_reach_it() {
             .no_budget(),
     )
     .unwrap();
-    assert!(std::ptr::eq(layer.policy(), race::get(name).unwrap()));
+    assert!(std::ptr::eq(layer.policy(), race_retry::get(name).unwrap()));
     settings::set(Policy::RaceRetry, name, "after", "20ms").unwrap();
     assert_eq!(layer.policy().after(), ms(20));
     let (count, inner) = attempts(&[900, 900, 5]);
@@ -133,7 +135,7 @@ async fn the_policy_is_registered_by_name_and_run_time_settings_reach_it() {
 #[tokio::test(start_paused = true)]
 async fn a_dropped_response_future_drops_every_attempt() {
     let layer = RaceRetryLayer::new(
-        RaceRetry::builder("tower::race::dropped")
+        RaceRetry::builder("tower::race_retry::dropped")
             .retries(2)
             .after(After::Fixed(ms(10)))
             .total(ms(1_000))
@@ -160,7 +162,7 @@ async fn a_dropped_response_future_drops_every_attempt() {
 #[tokio::test(start_paused = true)]
 async fn a_panicking_attempt_ends_the_call_and_the_next_runs() {
     let layer = RaceRetryLayer::new(
-        RaceRetry::builder("tower::race::panics")
+        RaceRetry::builder("tower::race_retry::panics")
             .retries(1)
             .after(After::Fixed(ms(10)))
             .total(ms(1_000))
@@ -178,8 +180,8 @@ async fn a_panicking_attempt_ends_the_call_and_the_next_runs() {
 
 #[test]
 fn invalid_options_are_a_config_error() {
-    let error =
-        RaceRetryLayer::new(RaceRetry::builder("tower::race::invalid").retries(2)).unwrap_err();
+    let error = RaceRetryLayer::new(RaceRetry::builder("tower::race_retry::invalid").retries(2))
+        .unwrap_err();
     assert!(error.to_string().contains("total"), "{error}");
 }
 
@@ -191,7 +193,7 @@ async fn over_a_breaker_a_refusal_is_an_answer_when_retry_if_says_so() {
     let mut svc = tower::ServiceBuilder::new()
         .layer(
             RaceRetryLayer::new(
-                RaceRetry::builder("tower::race::over_breaker")
+                RaceRetry::builder("tower::race_retry::over_breaker")
                     .retries(2)
                     .after(After::Fixed(ms(50)))
                     .total(ms(500))
@@ -203,7 +205,7 @@ async fn over_a_breaker_a_refusal_is_an_answer_when_retry_if_says_so() {
         )
         .layer(
             BreakerLayer::from_builder(
-                Breaker::builder("tower::race::over_breaker").error_threshold(1),
+                Breaker::builder("tower::race_retry::over_breaker").error_threshold(1),
             )
             .unwrap(),
         )
@@ -233,7 +235,7 @@ async fn shared_with_a_layer(n: u32) -> Result<u32, support::BoxError> {
 #[tokio::test(start_paused = true)]
 async fn a_layer_of_an_attribute_sites_name_drives_its_policy() {
     assert_eq!(shared_with_a_layer(1).await.unwrap(), 1);
-    let policy = race::get("tower_race.shared").expect("found after its first call");
+    let policy = race_retry::get("tower_race.shared").expect("found after its first call");
     assert_eq!(policy.total(), Duration::from_secs(1));
     let layer =
         RaceRetryLayer::new(RaceRetry::builder("tower_race.shared").total(ms(300))).unwrap();
@@ -241,7 +243,7 @@ async fn a_layer_of_an_attribute_sites_name_drives_its_policy() {
         |n: u32| async move { Ok::<_, support::BoxError>(n) },
     ));
     assert_eq!(service.ready().await.unwrap().call(2).await.unwrap(), 2);
-    let via_layer = race::get("tower_race.shared").unwrap();
+    let via_layer = race_retry::get("tower_race.shared").unwrap();
     assert!(std::ptr::eq(policy, via_layer), "one policy for the name");
     assert_eq!(
         via_layer.total(),
@@ -250,6 +252,6 @@ async fn a_layer_of_an_attribute_sites_name_drives_its_policy() {
     );
     settings::set(Policy::RaceRetry, "tower_race.shared", "total", "700ms").unwrap();
     assert_eq!(policy.total(), ms(700));
-    assert!(race::names().contains(&"tower_race.shared"));
-    assert!(race::stats("tower_race.shared").is_some());
+    assert!(race_retry::names().contains(&"tower_race.shared"));
+    assert!(race_retry::stats("tower_race.shared").is_some());
 }

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use resiliency::busy::{self, TooBusy};
 use resiliency::settings::{self, Policy};
+use resiliency::too_busy::{self, TooBusy};
 use resiliency::tower::TooBusyLayer;
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -29,7 +29,7 @@ fn slow(
 async fn a_refused_request_fails_at_once_with_a_rejected_and_never_reaches_the_inner_service() {
     let called = Arc::new(AtomicU32::new(0));
     let layer =
-        TooBusyLayer::new(TooBusy::builder("tower::busy::refuse").max_in_flight(1)).unwrap();
+        TooBusyLayer::new(TooBusy::builder("tower::too_busy::refuse").max_in_flight(1)).unwrap();
     let mut svc = layer.layer(slow(called.clone()));
     let mut first = Box::pin(svc.ready().await.unwrap().call(100));
     assert!(support::poll_once(first.as_mut()).await.is_pending());
@@ -47,7 +47,7 @@ async fn a_refused_request_fails_at_once_with_a_rejected_and_never_reaches_the_i
 #[tokio::test(start_paused = true)]
 async fn a_dropped_response_future_gives_its_slot_back() {
     let layer =
-        TooBusyLayer::new(TooBusy::builder("tower::busy::dropped").max_in_flight(1)).unwrap();
+        TooBusyLayer::new(TooBusy::builder("tower::too_busy::dropped").max_in_flight(1)).unwrap();
     let mut svc = layer.layer(slow(Arc::default()));
     let mut first = Box::pin(svc.ready().await.unwrap().call(1_000));
     assert!(support::poll_once(first.as_mut()).await.is_pending());
@@ -65,7 +65,7 @@ async fn a_dropped_response_future_gives_its_slot_back() {
 #[tokio::test(start_paused = true)]
 async fn a_panicking_inner_service_gives_its_slot_back() {
     let layer =
-        TooBusyLayer::new(TooBusy::builder("tower::busy::panics").max_in_flight(1)).unwrap();
+        TooBusyLayer::new(TooBusy::builder("tower::too_busy::panics").max_in_flight(1)).unwrap();
     let mut svc = layer.layer(service_fn(|panics: bool| async move {
         assert!(!panics, "the inner future panics");
         Ok::<_, std::io::Error>(())
@@ -78,9 +78,9 @@ async fn a_panicking_inner_service_gives_its_slot_back() {
 
 #[tokio::test(start_paused = true)]
 async fn the_guard_is_registered_by_name_and_run_time_settings_reach_it() {
-    let name = "tower::busy::settings";
+    let name = "tower::too_busy::settings";
     let layer = TooBusyLayer::new(TooBusy::builder(name).max_in_flight(8)).unwrap();
-    assert!(std::ptr::eq(layer.guard(), busy::get(name).unwrap()));
+    assert!(std::ptr::eq(layer.guard(), too_busy::get(name).unwrap()));
     // The first registration's options win.
     let again = TooBusyLayer::new(TooBusy::builder(name).max_in_flight(2)).unwrap();
     assert!(std::ptr::eq(again.guard(), layer.guard()));
@@ -97,15 +97,15 @@ async fn the_guard_is_registered_by_name_and_run_time_settings_reach_it() {
 
 #[test]
 fn invalid_options_are_a_config_error() {
-    let error =
-        TooBusyLayer::new(TooBusy::builder("tower::busy::invalid").max_in_flight(0)).unwrap_err();
+    let error = TooBusyLayer::new(TooBusy::builder("tower::too_busy::invalid").max_in_flight(0))
+        .unwrap_err();
     assert!(
         error
             .to_string()
             .contains("`max_in_flight` must be at least 1"),
         "{error}"
     );
-    assert!(busy::get("tower::busy::invalid").is_none());
+    assert!(too_busy::get("tower::too_busy::invalid").is_none());
 }
 
 /// `max_in_flight = "auto"` through the layer: 24 callers at once on a service that serves 3 at a
@@ -115,7 +115,7 @@ fn invalid_options_are_a_config_error() {
 async fn an_auto_limit_is_learned_through_the_layer() {
     let slots = Arc::new(tokio::sync::Semaphore::new(3));
     let layer = TooBusyLayer::new(
-        TooBusy::builder("tower::busy::auto")
+        TooBusy::builder("tower::too_busy::auto")
             .max_in_flight_auto()
             .auto_min(1),
     )

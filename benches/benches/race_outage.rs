@@ -37,8 +37,8 @@
 //! # What is counted, and how
 //!
 //! Attempts are counted twice: at the service (a counter per contender, bumped when an attempt
-//! starts) and by `resiliency::race::observe` around each call (every attempt, with when it
-//! started), which also gives the per-window timeline; `resiliency::race::stats` gives the budget's
+//! starts) and by `resiliency::race_retry::observe` around each call (every attempt, with when it
+//! started), which also gives the per-window timeline; `resiliency::race_retry::stats` gives the budget's
 //! refusals. The **extra load** is extra attempts / calls. The goal: with the defaults, the extra
 //! attempts of the outage stay within what the default budget allows: `0.1 x calls` (the share),
 //! plus a full bank (100), plus the floor. The floor (`budget.rs`) grants 10 a second only while the
@@ -55,8 +55,8 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use resiliency::race::{observe, Attempt, RaceStats};
 use resiliency::race_retry;
+use resiliency::race_retry::{observe, Attempt, RaceRetryStats};
 use tokio::time::Instant;
 
 mod common;
@@ -130,11 +130,11 @@ const NAMES: [&str; CONTENDERS] = [
 const SHORT: [&str; CONTENDERS] = ["the defaults", "budget off", "budget and backoff off"];
 const SUFFIXES: [&str; CONTENDERS] = ["::defaults", "::budget_off", "::both_off"];
 
-fn stats(contender: usize) -> RaceStats {
-    resiliency::race::names()
+fn stats(contender: usize) -> RaceRetryStats {
+    resiliency::race_retry::names()
         .into_iter()
         .find(|name| name.ends_with(SUFFIXES[contender]))
-        .and_then(resiliency::race::stats)
+        .and_then(resiliency::race_retry::stats)
         .unwrap_or_default()
 }
 
@@ -154,8 +154,8 @@ struct Call {
 struct Run {
     calls: Vec<Call>,
     /// `stats` when the outage began, and after its last call.
-    before: RaceStats,
-    after: RaceStats,
+    before: RaceRetryStats,
+    after: RaceRetryStats,
     /// From the outage's first call's start to its last call's end.
     outage: Duration,
     /// How late the generator started calls, max.
@@ -291,7 +291,7 @@ fn main() {
         );
     }
     outln!(
-        "\n`resiliency::race::stats` over the outage, extra attempts: {}; as counted at the \
+        "\n`resiliency::race_retry::stats` over the outage, extra attempts: {}; as counted at the \
          service. The generator started calls at most {} late.",
         (0..CONTENDERS)
             .map(|c| format!(
@@ -311,7 +311,7 @@ fn main() {
     outln!(
         "\n### When the extra attempts started\n\nFrom the end of the attempt before (its failure) \
          to the start of the next, over the outage's calls (attempts observed by \
-         `resiliency::race::observe`):\n"
+         `resiliency::race_retry::observe`):\n"
     );
     outln!("| contender | waits | 2nd attempt: median / max | 3rd attempt: median / max |");
     outln!("|---|---:|---:|---:|");

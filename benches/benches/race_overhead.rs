@@ -48,7 +48,7 @@
 //! calls inside that runtime's `block_on`, so the calls run in a runtime's context as in a server
 //! (tokio's clock and timers are usable; a race whose first attempt answers at once never makes
 //! a timer, tower's hedge makes one per call and drops it unpolled). Every contender runs in
-//! exactly the same setting. After the measurements, `resiliency::race::stats` is read to check
+//! exactly the same setting. After the measurements, `resiliency::race_retry::stats` is read to check
 //! that no call made an extra attempt (every first attempt won at once).
 //!
 //! # How time is measured
@@ -337,11 +337,11 @@ fn hedged_attempts(calls: u64) -> u64 {
 }
 
 /// The stats of the raced fn whose name ends with `suffix`.
-fn stats_of(suffix: &str) -> Option<resiliency::race::RaceStats> {
-    let name = resiliency::race::names()
+fn stats_of(suffix: &str) -> Option<resiliency::race_retry::RaceRetryStats> {
+    let name = resiliency::race_retry::names()
         .into_iter()
         .find(|name| name.ends_with(suffix))?;
-    resiliency::race::stats(name)
+    resiliency::race_retry::stats(name)
 }
 
 fn measure_all(lock: &str, plan: &Plan) {
@@ -432,7 +432,7 @@ fn measure_all(lock: &str, plan: &Plan) {
     );
 
     outln!(
-        "\nCheck, from `resiliency::race::stats` after every call above (warm-ups, samples, \
+        "\nCheck, from `resiliency::race_retry::stats` after every call above (warm-ups, samples, \
          allocation counts):\n"
     );
     outln!("| raced fn | extra attempts | won by extra | deadlines | `after` now | latency samples recorded |");

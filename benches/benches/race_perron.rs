@@ -329,13 +329,13 @@ fn main() {
         );
         summaries.push((*contender, s));
     }
-    if let Some(s) = resiliency::race::names()
+    if let Some(s) = resiliency::race_retry::names()
         .into_iter()
         .find(|name| name.ends_with("::raced"))
-        .and_then(resiliency::race::stats)
+        .and_then(resiliency::race_retry::stats)
     {
         outln!(
-            "\n`resiliency::race::stats` of the raced fn: {} extra attempts, {} calls won by an \
+            "\n`resiliency::race_retry::stats` of the raced fn: {} extra attempts, {} calls won by an \
              extra attempt, {} refused by the budget, {} deadlines.",
             s.extra_attempts,
             s.won_by_extra,

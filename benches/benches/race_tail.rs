@@ -304,7 +304,7 @@ where
 async fn probe(t0: Instant) -> (Vec<Duration>, Vec<Duration>) {
     let (from, end) = (t0 + WARMUP, t0 + WARMUP + MEASURE);
     tokio::time::sleep_until(from).await;
-    let ours = resiliency::race::names()
+    let ours = resiliency::race_retry::names()
         .into_iter()
         .find(|name| name.ends_with("::ours_p95"));
     let (mut late, mut after) = (Vec::new(), Vec::new());
@@ -312,7 +312,7 @@ async fn probe(t0: Instant) -> (Vec<Duration>, Vec<Duration>) {
         let due = Instant::now() + Duration::from_millis(1);
         tokio::time::sleep_until(due).await;
         late.push(Instant::now().saturating_duration_since(due));
-        if let Some(stats) = ours.and_then(resiliency::race::stats) {
+        if let Some(stats) = ours.and_then(resiliency::race_retry::stats) {
             after.push(stats.after);
         }
     }
@@ -522,13 +522,13 @@ fn main() {
         (Contender::OursP95, "::ours_p95"),
         (Contender::OursFixed, "::ours_fixed"),
     ] {
-        let stats = resiliency::race::names()
+        let stats = resiliency::race_retry::names()
             .into_iter()
             .find(|name| name.ends_with(suffix))
-            .and_then(resiliency::race::stats);
+            .and_then(resiliency::race_retry::stats);
         if let Some(s) = stats {
             outln!(
-                "\n{} (warm-up included): `resiliency::race::stats` counts {} extra attempts, {} \
+                "\n{} (warm-up included): `resiliency::race_retry::stats` counts {} extra attempts, {} \
                  won by them, {} refused by the budget, {} deadlines.",
                 contender.name(),
                 s.extra_attempts,

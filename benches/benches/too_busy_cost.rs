@@ -64,7 +64,7 @@
 //! times slower and the runtime's timers fire late by valgrind's doing, which the lag signal
 //! would take for lag (looking at the clock at every call, refusing some): in those runs
 //! `max_lag` is raised to an hour and the monitor's interval to 1 s
-//! (`resiliency::busy::set_max_lag`, `set_interval`), so that the guard takes the path it takes
+//! (`resiliency::too_busy::set_max_lag`, `set_interval`), so that the guard takes the path it takes
 //! natively (admitted, a look at the monitor's timer every 64 calls).
 //!
 //! `BENCH_QUICK=1` makes a quick run for development (3 samples of 50 ms, N = 20,000) and
@@ -142,7 +142,7 @@ const SERVICE_FN: usize = 7;
 const LOAD_SHED: usize = 8;
 
 fn contenders(lock: &str) -> Vec<Contender> {
-    let lag = resiliency::busy::max_lag().as_millis();
+    let lag = resiliency::too_busy::max_lag().as_millis();
     // tower's usual shedding stack: `load_shed` answers at once with `Overloaded` when the
     // concurrency limit below it is not ready. Clones share the limit's semaphore.
     let shedding = ServiceBuilder::new()
@@ -297,14 +297,14 @@ fn measure_all(lock: &str, plan: &Plan) {
     outln!("Best of the same samples:\n");
     print_table(&all, &best, None);
     let expected = guarded_runtimes as u128 * plan.sample.as_millis()
-        / resiliency::busy::interval().as_millis().max(1);
+        / resiliency::too_busy::interval().as_millis().max(1);
     outln!(
         "\nLag monitors took {lag_samples} samples during the guarded measurements (about \
          {expected} if on time: {guarded_runtimes} runtimes of the two contenders on the lag \
          signal, each living about {} ms, a monitor sampling every {} ms), so the lag signal \
          was live.\n",
         plan.sample.as_millis(),
-        resiliency::busy::interval().as_millis()
+        resiliency::too_busy::interval().as_millis()
     );
     let sizes: Vec<String> = all
         .iter()
@@ -359,8 +359,8 @@ fn profile(lock: &str, which: &str) {
         // at every call and refuse some. Raised far above what callgrind adds, `max_lag` and the
         // monitor's interval keep the guard on its native path: admitted, one look at the
         // monitor's timer (a clock read) every 64 calls.
-        resiliency::busy::set_max_lag(Duration::from_secs(3600));
-        resiliency::busy::set_interval(Duration::from_secs(1));
+        resiliency::too_busy::set_max_lag(Duration::from_secs(3600));
+        resiliency::too_busy::set_interval(Duration::from_secs(1));
     }
     let all = contenders(lock);
     common::cost::profile(&all, which, run_in_runtime);
@@ -374,7 +374,7 @@ fn main() {
         return profile(&lock, &which);
     }
     let plan = Plan::from_env(SAMPLES, SAMPLE, CALLGRIND_CALLS);
-    resiliency::busy::on_lag(Duration::ZERO, |_| {
+    resiliency::too_busy::on_lag(Duration::ZERO, |_| {
         LAG_SAMPLES.fetch_add(1, Relaxed);
     });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -73,7 +73,7 @@ use std::time::Duration;
 mod common;
 use common::{out, outln};
 
-use resiliency::busy::{shed_probability, Smoothing};
+use resiliency::too_busy::{shed_probability, Smoothing};
 
 /// One millisecond, in the model's microseconds.
 const MS: u64 = 1_000;

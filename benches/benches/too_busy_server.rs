@@ -56,7 +56,7 @@
 //! interval, 10 ms, when the runtime keeps up). Then the goal at 5x (guarded
 //! accepted p99 under 250 ms and goodput at least 80% of capacity, with the unguarded p99 at
 //! least 10 times the guarded), and a timeline of the 5x runs per 500 ms window (by scheduled
-//! send time) with the monitor's lag (`resiliency::busy::lag()`, read every 100 ms by a sampler
+//! send time) with the monitor's lag (`resiliency::too_busy::lag()`, read every 100 ms by a sampler
 //! thread; the last reading in the window), the refusal rate and the accepted p99: the same data
 //! as the plot.
 
@@ -88,7 +88,7 @@ const CAPACITY_CLIENTS: usize = 4;
 const CAPACITY_RUN: Duration = Duration::from_secs(2);
 /// Offered loads, as multiples of the measured capacity.
 const LOADS: [f64; 3] = [1.0, 2.0, 5.0];
-/// How often the sampler reads `resiliency::busy::lag()`, and the plot's window for rates and p99.
+/// How often the sampler reads `resiliency::too_busy::lag()`, and the plot's window for rates and p99.
 const LAG_EVERY: Duration = Duration::from_millis(100);
 const WINDOW: Duration = Duration::from_millis(500);
 /// The goal at 5x.
@@ -164,7 +164,7 @@ fn start_server(variant: Variant) -> Server {
 struct Run {
     rate: f64,
     outcomes: Vec<Outcome>,
-    /// `(time from the run's start, resiliency::busy::lag())`, every `LAG_EVERY`.
+    /// `(time from the run's start, resiliency::too_busy::lag())`, every `LAG_EVERY`.
     lag: Vec<(Duration, Duration)>,
     /// How late the generator started requests, p99 and max.
     send_late_p99: Duration,
@@ -238,7 +238,7 @@ fn run(variant: Variant, rate: f64) -> Run {
                     let mut lag = Vec::new();
                     let mut next = t0;
                     while sampling.load(Relaxed) {
-                        lag.push((next - t0, resiliency::busy::lag()));
+                        lag.push((next - t0, resiliency::too_busy::lag()));
                         next += LAG_EVERY;
                         std::thread::sleep(next.saturating_duration_since(Instant::now()));
                     }
@@ -387,7 +387,7 @@ fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
         legend_x += 220.0;
     }
 
-    let max_lag_ms = resiliency::busy::max_lag().as_secs_f64() * 1e3;
+    let max_lag_ms = resiliency::too_busy::max_lag().as_secs_f64() * 1e3;
     let lag_top = (2.0 * max_lag_ms * 1.25).max(
         runs.iter()
             .flat_map(|(_, r)| r.lag.iter().map(|l| l.1.as_secs_f64() * 1e3))
@@ -406,7 +406,7 @@ fn plot(runs: &[(Variant, &Run)], capacity: f64) -> String {
         width: PLOT_W,
         height: PANEL_H,
         seconds: RUN.as_secs_f64(),
-        title: "Monitor's smoothed lag, resiliency::busy::lag(), read every 100 ms",
+        title: "Monitor's smoothed lag, resiliency::too_busy::lag(), read every 100 ms",
         scale: &lag_scale,
         ticks: &lag_ticks,
     };
@@ -492,7 +492,7 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported and ignored.
     let started = Instant::now();
     let open_files = raise_open_files();
-    resiliency::busy::on_lag(Duration::ZERO, |_| {
+    resiliency::too_busy::on_lag(Duration::ZERO, |_| {
         MONITOR_SAMPLES.fetch_add(1, Relaxed);
     });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -556,7 +556,7 @@ fn main() {
         "\n\"monitor samples\": lag samples the server's lag monitor took during the {} s of load \
          ({} if its timer ran on time).",
         RUN.as_secs(),
-        RUN.as_millis() / resiliency::busy::interval().as_millis().max(1)
+        RUN.as_millis() / resiliency::too_busy::interval().as_millis().max(1)
     );
     outln!(
         "\"generator late\": how long after its scheduled time the generator started a request \

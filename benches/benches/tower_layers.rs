@@ -332,7 +332,7 @@ impl<S: Service<R>, R> Service<R> for Locked<S> {
 /// Ours: `resiliency::tower::RaceRetryLayer` (the first attempt answers at once), set as tower's
 /// hedge is: one extra attempt at most, after the p95 of recent latencies.
 fn ours_race() -> Vec<Contender> {
-    use resiliency::race::{After, RaceRetry};
+    use resiliency::race_retry::{After, RaceRetry};
     let layer = resiliency::tower::RaceRetryLayer::new(
         RaceRetry::builder("tower_layers.race")
             .retries(1)
@@ -363,7 +363,7 @@ fn ours_breaker() -> Vec<Contender> {
 /// Ours: `resiliency::tower::TooBusyLayer`, never refusing (`max_in_flight`), and on its default
 /// lag signal.
 fn ours_shedding() -> Vec<Contender> {
-    use resiliency::busy::TooBusy;
+    use resiliency::too_busy::TooBusy;
     let in_flight = resiliency::tower::TooBusyLayer::new(
         TooBusy::builder("tower_layers.in_flight").max_in_flight(MAX_IN_FLIGHT as u32),
     )
@@ -384,7 +384,7 @@ fn ours_shedding() -> Vec<Contender> {
                 "`TooBusyLayer` (defaults: lag, max_lag {} ms)",
                 lag.guard()
                     .lag_limit()
-                    .unwrap_or_else(resiliency::busy::max_lag)
+                    .unwrap_or_else(resiliency::too_busy::max_lag)
                     .as_millis()
             ),
             Role::Ours(SHEDDING),
@@ -450,7 +450,7 @@ fn measure(lock: &str) {
         "Lag monitors took {} samples while contenders were measured (a monitor samples every {} \
          ms on each runtime that a lag-guarded request started it on){}.\n",
         group(lag_samples),
-        resiliency::busy::interval().as_millis(),
+        resiliency::too_busy::interval().as_millis(),
         if lag_samples > 0 {
             ", so the lag signal was live"
         } else {
@@ -544,7 +544,7 @@ fn main() {
     if let Ok(which) = std::env::var("BENCH_PROFILE") {
         return profile(&lock, &which);
     }
-    resiliency::busy::on_lag(Duration::ZERO, |_| {
+    resiliency::too_busy::on_lag(Duration::ZERO, |_| {
         LAG_SAMPLES.fetch_add(1, Relaxed);
     });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -12,7 +12,7 @@ use crate::driver::{Errors, Stacking};
 pub(crate) enum Returns {
     /// `Result<T, E>` with `E: From<Rejected>` only.
     Result,
-    /// Also a response type (`impl IntoResponse`, `Response`, anything `resiliency::busy::Refuse`).
+    /// Also a response type (`impl IntoResponse`, `Response`, anything `resiliency::too_busy::Refuse`).
     Refusable,
 }
 

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use proc_macro2::TokenStream;
-use resiliency_runtime::busy::TooBusy as BusyGuard;
-use resiliency_runtime::race::{After, RaceRetry as Raced};
+use resiliency_runtime::race_retry::{After, RaceRetry as Raced};
+use resiliency_runtime::too_busy::TooBusy as BusyGuard;
 use resiliency_runtime::{Breaker as RtBreaker, ConfigError};
 
 use crate::breaker::ast::Breaker;

@@ -14,8 +14,8 @@ use crate::breaker::{
     Breaker, BreakerBuilder, BreakerKey, Closed, ClosedRule, ClosedTimed, CountRule, KeyedBreaker,
     RateRule,
 };
-use crate::busy::future::BusyCall;
-use crate::busy::Refuse;
+use crate::too_busy::future::TooBusyCall;
+use crate::too_busy::Refuse;
 
 pub use crate::rejected::FromRejected;
 
@@ -318,8 +318,8 @@ impl fmt::Debug for KeyedSite {
     }
 }
 
-pub use crate::busy::TooBusy;
-use crate::busy::TooBusyBuilder;
+pub use crate::too_busy::TooBusy;
+use crate::too_busy::TooBusyBuilder;
 
 /// A `#[too_busy]` site: its guard, set up on first use from the attribute's arguments
 /// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
@@ -358,7 +358,7 @@ impl TooBusySite {
     fn set_up(&'static self) -> BusySite {
         BusySite(
             self.guard
-                .get_or_init(|| crate::busy::set_up((self.name)(), self.configure)),
+                .get_or_init(|| crate::too_busy::set_up((self.name)(), self.configure)),
         )
     }
 }
@@ -376,7 +376,7 @@ impl fmt::Debug for TooBusySite {
 /// type's requirement spelled out for the compiler's message (through [`Refuse`], an error type
 /// without `From<Rejected>` would be reported as a bare `From` bound).
 ///
-/// [`Refuse`]: crate::busy::Refuse
+/// [`Refuse`]: crate::too_busy::Refuse
 #[derive(Debug)]
 pub struct BusySite(pub &'static TooBusy);
 
@@ -397,7 +397,7 @@ impl BusySite {
 
     /// The call: [`TooBusy::call`].
     #[inline(always)]
-    pub fn call<T, E, F>(self, body: F) -> BusyCall<F, Result<T, E>>
+    pub fn call<T, E, F>(self, body: F) -> TooBusyCall<F, Result<T, E>>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
@@ -419,7 +419,7 @@ impl BusySite {
     /// [`TooBusy::call`], its bound on the fn's return type rather than on the body's future, so
     /// that the compiler reports it at the return type.
     #[inline(always)]
-    pub fn respond<R, F>(self, body: F) -> BusyCall<F, R>
+    pub fn respond<R, F>(self, body: F) -> TooBusyCall<F, R>
     where
         F: Future<Output = R>,
         R: Refuse,
@@ -428,8 +428,8 @@ impl BusySite {
     }
 }
 
-use crate::race::RaceRetryBuilder;
-pub use crate::race::{After, RaceRetry};
+use crate::race_retry::RaceRetryBuilder;
+pub use crate::race_retry::{After, RaceRetry};
 
 /// A `#[race_retry]` site: its policy, set up on first use from the attribute's arguments
 /// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
@@ -468,7 +468,7 @@ impl RaceSite {
     #[cold]
     fn set_up(&'static self) -> &'static RaceRetry {
         self.race
-            .get_or_init(|| crate::race::set_up((self.name)(), self.configure))
+            .get_or_init(|| crate::race_retry::set_up((self.name)(), self.configure))
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use resiliency_rules::Violation;
 
 /// Why a builder ([`BreakerBuilder`](crate::BreakerBuilder),
-/// [`RaceRetryBuilder`](crate::race::RaceRetryBuilder),
-/// [`TooBusyBuilder`](crate::busy::TooBusyBuilder)) refused its options. Its Display names the
+/// [`RaceRetryBuilder`](crate::race_retry::RaceRetryBuilder),
+/// [`TooBusyBuilder`](crate::too_busy::TooBusyBuilder)) refused its options. Its Display names the
 /// policy and its name, then every rule broken (the same words as the attribute's compile errors):
 /// "breaker `payments`: `capacity` must lie between 0 and 1 (exclusive), got 1.5: ...".
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The engines behind the `resiliency` attributes, usable without them: circuit breakers
 //! ([`breaker`]: Semian's rules, `capacity`, a rate rule, keyed families and a registry by name),
-//! load shedding ([`busy`]: the runtime's lag as toobusy-js measures it, a cap on calls in
-//! flight, recent latency), raced retries under one deadline ([`race`]: staggered attempts that
+//! load shedding ([`too_busy`]: the runtime's lag as toobusy-js measures it, a cap on calls in
+//! flight, recent latency), raced retries under one deadline ([`race_retry`]: staggered attempts that
 //! race instead of aborting, a shared retry budget, backoff), and the [`Rejected`] error every
 //! policy refuses a call with. With the `axum` feature, `http` turns refusals into responses;
 //! with the `metrics` feature, `metrics` lists the series every policy reports.
@@ -24,7 +24,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod breaker;
-pub mod busy;
 mod config_error;
 #[cfg(feature = "axum")]
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
@@ -33,11 +32,12 @@ pub mod http;
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
 mod named;
-pub mod race;
+pub mod race_retry;
 mod random;
 mod rejected;
 pub mod settings;
 mod sync;
+pub mod too_busy;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;

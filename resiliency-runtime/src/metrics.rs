@@ -54,9 +54,9 @@
 //! | `resiliency_too_busy_call_duration_seconds` | histogram | `name` | the time each admitted call ran, for guards with `max_latency` (the ones that measure it) |
 //! | `resiliency_race_calls_total` | counter | `name`, `outcome` | once per raced call that returns: `success`; `error` (the error of an attempt not worth another, or the last one); `deadline` (the call's `Rejected` for its deadline). A call dropped or ended by a panic is not counted |
 //! | `resiliency_race_attempts_total` | counter | `name` | every attempt started, the first included |
-//! | `resiliency_race_wins_total` | counter | `name`, `attempt` | once per successful call, by the number of the attempt that won, `"1"` to `"17"` ([`MAX_RETRIES`](crate::race::MAX_RETRIES) + 1) |
+//! | `resiliency_race_wins_total` | counter | `name`, `attempt` | once per successful call, by the number of the attempt that won, `"1"` to `"17"` ([`MAX_RETRIES`](crate::race_retry::MAX_RETRIES) + 1) |
 //! | `resiliency_race_budget_refused_total` | counter | `name` | every extra attempt the retry budget did not allow |
-//! | `resiliency_race_attempt_duration_seconds` | histogram | `name` | the time an attempt ran, for each attempt the engine times: every attempt that fails, runs past `each` or panics; and, in the calls whose attempts are timed, the winner and the attempts cancelled (with the time they ran). Attempts are timed in the calls sampled for an `after = "pNN"` percentile, and in every call while attempts are reported ([`race::observe`](crate::race::observe), or a `tracing` subscriber at debug level) |
+//! | `resiliency_race_attempt_duration_seconds` | histogram | `name` | the time an attempt ran, for each attempt the engine times: every attempt that fails, runs past `each` or panics; and, in the calls whose attempts are timed, the winner and the attempts cancelled (with the time they ran). Attempts are timed in the calls sampled for an `after = "pNN"` percentile, and in every call while attempts are reported ([`race_retry::observe`](crate::race_retry::observe), or a `tracing` subscriber at debug level) |
 //!
 //! # Keyed families
 //!
@@ -83,8 +83,8 @@
 //!   branch, no dependency.
 
 pub(crate) mod breaker;
-pub(crate) mod busy;
-pub(crate) mod race;
+pub(crate) mod race_retry;
+pub(crate) mod too_busy;
 
 use std::collections::HashMap;
 use std::panic::{self, AssertUnwindSafe};

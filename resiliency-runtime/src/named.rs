@@ -1,6 +1,6 @@
 //! Policies registered by name for the life of the process, leaked once per name: what
 //! `TooBusyBuilder::register`, `RaceRetryBuilder::register` and the sites of `#[too_busy]` and
-//! `#[race_retry]` keep, and `busy::get` and `race::get` read.
+//! `#[race_retry]` keep, and `too_busy::get` and `race_retry::get` read.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -287,7 +287,7 @@ impl Rejected {
     /// Which signal refused the call, when `#[too_busy]` shed it (else `None`).
     ///
     /// ```
-    /// use resiliency::busy::{Signal, TooBusy};
+    /// use resiliency::too_busy::{Signal, TooBusy};
     /// # use resiliency::Rejected;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {

@@ -55,7 +55,7 @@ pub fn paused_runtime() -> tokio::runtime::Runtime {
 }
 
 /// Runs the tests of one binary that call it one at a time (those that read or set process-wide
-/// state such as `busy::lag()`); a test that panicked does not poison the others.
+/// state such as `too_busy::lag()`); a test that panicked does not poison the others.
 pub fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())

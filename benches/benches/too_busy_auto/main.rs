@@ -92,14 +92,14 @@
 //!   other way to read the limit, so this wrapper is how its limit is plotted.
 //! * `ours auto`: `#[resiliency::too_busy(max_in_flight = "auto")]`, the in-flight limit learned
 //!   from the guard's own calls; its limit is read with
-//!   `resiliency::busy::get(site).in_flight_limit()`. `ours auto` and `fixed` are declared once per
+//!   `resiliency::too_busy::get(site).in_flight_limit()`. `ours auto` and `fixed` are declared once per
 //!   run slot (a scenario and load: `server::s01::ours_auto`, ...), so that each run starts from a
 //!   fresh guard, as each run starts from a fresh tower-acc limiter; `lag only` learns nothing
 //!   (the lag monitor belongs to the server's runtime, which each run makes afresh).
 //!
 //! **What each limiter sees of a fast failure.** Under `#[too_busy]`, a handler returning
 //! `impl IntoResponse` has its body's output turned into an axum `Response`
-//! (`__private::into_response`); the guard refuses through `busy::Refuse for Response` (a 503
+//! (`__private::into_response`); the guard refuses through `too_busy::Refuse for Response` (a 503
 //! with `Retry-After`) and counts a completed call as **failed** when the response's status is a
 //! 5xx (`Refuse::failed`: `status().is_server_error()`). So the 502 of a fast failure is a failed
 //! call, with its (short) latency, for `max_in_flight = "auto"`; so is a call dropped before it

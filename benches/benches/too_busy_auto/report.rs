@@ -458,7 +458,7 @@ pub(crate) fn checks(results: &[ScenarioRuns<'_>]) {
          finished or timed out. \"in flight\": the handlers admitted and not yet finished \
          (waiting for or holding a slot), sampled every {} ms over each phase's measured window. \
          \"one limiter\": every update of tower-acc's algorithm in the run reached the same \
-         limiter. `ours auto`'s limit {} through `resiliency::busy::get`.\n",
+         limiter. `ours auto`'s limit {} through `resiliency::too_busy::get`.\n",
         SAMPLE_EVERY.as_millis(),
         if ours_readable {
             "was read"

@@ -40,7 +40,7 @@ impl LimitSource {
             LimitSource::None => None,
             LimitSource::Fixed(limit) => Some(*limit),
             LimitSource::Ours(site) => {
-                resiliency::busy::get(site).and_then(|g| g.in_flight_limit())
+                resiliency::too_busy::get(site).and_then(|g| g.in_flight_limit())
             }
             LimitSource::Acc(probe) => Some(probe.limit.load(Relaxed) as u32),
         }

@@ -100,7 +100,7 @@ fn fixed_limit() -> u32 {
 pub(crate) struct RunSlot {
     ours: MethodRouter<Arc<App>>,
     fixed: MethodRouter<Arc<App>>,
-    /// `ours auto`'s guard's name (`resiliency::busy::get`).
+    /// `ours auto`'s guard's name (`resiliency::too_busy::get`).
     pub(crate) site: &'static str,
 }
 

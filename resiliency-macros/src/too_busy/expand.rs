@@ -36,7 +36,7 @@
 //! body */ })`, with no `.await`.
 //!
 //! A return type other than `Result<T, E>` (`impl IntoResponse`, `Response`) is refused through
-//! `resiliency::busy::Refuse`: the call is `.respond(..)`.
+//! `resiliency::too_busy::Refuse`: the call is `.respond(..)`.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};

@@ -524,8 +524,8 @@ fn checked(
         let probe = |why: String| SettingError::new(policy, site, setting, source.clone(), why);
         match policy {
             Policy::Breaker => crate::breaker::check_value(name, value).map_err(probe)?,
-            Policy::RaceRetry => crate::race::check_value(name, value).map_err(probe)?,
-            Policy::TooBusy => crate::busy::check_value(name, value).map_err(probe)?,
+            Policy::RaceRetry => crate::race_retry::check_value(name, value).map_err(probe)?,
+            Policy::TooBusy => crate::too_busy::check_value(name, value).map_err(probe)?,
         }
     }
     Ok(name)

@@ -2,8 +2,8 @@
 //! [`TooBusyLayer`] and [`RaceRetryLayer`].
 //!
 //! Each layer drives the policy registered under its name, the one the attribute of that name,
-//! [`breaker::get`](crate::breaker::get), [`busy::get`](crate::busy::get) and
-//! [`race::get`](crate::race::get) return: the run-time [`settings`](crate::settings) by name
+//! [`breaker::get`](crate::breaker::get), [`too_busy::get`](crate::too_busy::get) and
+//! [`race_retry::get`](crate::race_retry::get) return: the run-time [`settings`](crate::settings) by name
 //! and the `metrics` series by name apply to it with no code of yours.
 //!
 //! # A circuit breaker
@@ -79,7 +79,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use resiliency::busy::TooBusy;
+//! use resiliency::too_busy::TooBusy;
 //! use resiliency::tower::TooBusyLayer;
 //! use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 //!
@@ -102,7 +102,7 @@
 //!
 //! The guard is asked in `call`, so a refused request never reaches the inner service; an admitted
 //! request's slot is held from then until its response future completes or is dropped (a client
-//! gone, a timeout), as [`TooBusy::call`](crate::busy::TooBusy::call) holds it.
+//! gone, a timeout), as [`TooBusy::call`](crate::too_busy::TooBusy::call) holds it.
 //!
 //! # Raced retries
 //!
@@ -110,7 +110,7 @@
 //! use std::sync::atomic::{AtomicU32, Ordering};
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use resiliency::race::{After, RaceRetry};
+//! use resiliency::race_retry::{After, RaceRetry};
 //! use resiliency::tower::RaceRetryLayer;
 //! use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
 //!
@@ -193,7 +193,7 @@
 //! use axum::error_handling::HandleErrorLayer;
 //! use axum::routing::get;
 //! use axum::Router;
-//! use resiliency::busy::TooBusy;
+//! use resiliency::too_busy::TooBusy;
 //! use resiliency::tower::{error_response, TooBusyLayer};
 //! use tower::ServiceBuilder;
 //!
@@ -216,7 +216,7 @@
 //! # Guarantees
 //!
 //! The layers add no state of their own to the engines', whose guarantees hold
-//! ([`breaker`](crate::breaker), [`busy`](crate::busy), [`race`](crate::race)):
+//! ([`breaker`](crate::breaker), [`too_busy`](crate::too_busy), [`race_retry`](crate::race_retry)):
 //!
 //! * **A response future dropped** at any point (before its first poll too) gives back what it
 //!   holds: a breaker's probe slot or a guard's slot (both taken in `call`), counting neither
@@ -230,7 +230,7 @@
 //!   boxed by the engine, as for `#[race_retry]`.
 
 mod breaker;
-mod race;
+mod race_retry;
 mod too_busy;
 
 /// The error of every layer's service: a [`Rejected`](crate::Rejected) when the policy refused
@@ -241,7 +241,7 @@ pub use breaker::{
     server_errors, AnyError, BreakerLayer, BreakerService, Classify, FailureIf, KeyBy, PerKey,
     ServerErrors, Unkeyed,
 };
-pub use race::{
+pub use race_retry::{
     AttemptRequest, AttemptService, RaceRetryLayer, RaceRetryService, RetryIf, RetryWith,
 };
 pub use too_busy::{TooBusyLayer, TooBusyService};
@@ -249,7 +249,7 @@ pub use too_busy::{TooBusyLayer, TooBusyService};
 /// The response futures of the layers' services. Code rarely spells them out.
 pub mod future {
     pub use super::breaker::BreakerFuture;
-    pub use super::race::RaceFuture;
+    pub use super::race_retry::RaceFuture;
     pub use super::too_busy::TooBusyFuture;
 }
 

@@ -10,8 +10,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::BoxError;
-use crate::busy::future::BusyCall;
-use crate::busy::{TooBusy, TooBusyBuilder};
+use crate::too_busy::future::TooBusyCall;
+use crate::too_busy::{TooBusy, TooBusyBuilder};
 use crate::{ConfigError, Rejected};
 
 /// A [`Layer`] that sheds load at a service's entry with the [`TooBusy`] guard registered under
@@ -149,7 +149,7 @@ pin_project! {
     enum State<F, Res> {
         Admitted {
             #[pin]
-            call: BusyCall<ErrInto<F>, Result<Res, BoxError>>,
+            call: TooBusyCall<ErrInto<F>, Result<Res, BoxError>>,
         },
         Refused {
             rejected: Option<Rejected>,

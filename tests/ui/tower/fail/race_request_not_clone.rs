@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use resiliency::race::RaceRetry;
+use resiliency::race_retry::RaceRetry;
 use resiliency::tower::RaceRetryLayer;
 use tower::{service_fn, Layer, Service};
 

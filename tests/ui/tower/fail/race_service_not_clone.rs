@@ -2,7 +2,7 @@ use std::future::Ready;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use resiliency::race::RaceRetry;
+use resiliency::race_retry::RaceRetry;
 use resiliency::tower::RaceRetryLayer;
 use tower::{Layer, Service};
 

@@ -18,10 +18,10 @@ impl RaceRetryBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resiliency::race::{self, RaceRetry};
+    /// use resiliency::race_retry::{RaceRetry};
     ///
     /// let policy = RaceRetry::builder("search").total(Duration::from_millis(300)).register().unwrap();
-    /// assert!(std::ptr::eq(policy, race::get("search").unwrap()));
+    /// assert!(std::ptr::eq(policy, race_retry::get("search").unwrap()));
     /// ```
     pub fn register(self) -> Result<&'static RaceRetry, ConfigError> {
         // Checked first, registered or not: invalid options are an error wherever they are given.

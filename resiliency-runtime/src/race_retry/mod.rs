@@ -83,7 +83,7 @@ mod timers;
 
 pub use builder::RaceRetryBuilder;
 pub use observe::{observe, Attempt, Observed, Outcome};
-pub use policy::{names, stats, After, RaceRetry, RaceStats, MAX_RETRIES};
+pub use policy::{names, stats, After, RaceRetry, RaceRetryStats, MAX_RETRIES};
 pub use registry::get;
 pub use resiliency_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 pub(crate) use settings::{check_value, set_up};

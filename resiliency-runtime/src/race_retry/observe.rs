@@ -93,7 +93,7 @@ pub(crate) fn report(attempt: Attempt) {
 /// ```
 /// use std::sync::LazyLock;
 /// use std::time::Duration;
-/// use resiliency::race::{observe, After, Outcome, RaceRetry};
+/// use resiliency::race_retry::{observe, After, Outcome, RaceRetry};
 /// use resiliency::Rejected;
 ///
 /// static LOOKUP: LazyLock<RaceRetry> = LazyLock::new(|| {

@@ -1,7 +1,7 @@
 //! The future a guarded call returns ([`TooBusy::call`]). Code rarely spells it out: `.await` the
 //! call.
 //!
-//! A [`BusyCall`] asks for admission at its first poll, and holds what it was given (a slot, the
+//! A [`TooBusyCall`] asks for admission at its first poll, and holds what it was given (a slot, the
 //! time it started) until it completes or is dropped.
 
 use std::fmt;
@@ -54,7 +54,7 @@ impl Drop for Admission {
 pin_project! {
     /// The future of a call through a [`TooBusy`] guard.
     #[must_use = "futures do nothing unless polled"]
-    pub struct BusyCall<F, O> {
+    pub struct TooBusyCall<F, O> {
         // `O`'s `Refuse` functions, taken where the call is made (and its bound checked, once),
         // behind one pointer.
         output: fn(Output<'_, O>) -> Result<O, bool>,
@@ -80,14 +80,14 @@ fn output<O: Refuse>(ask: Output<'_, O>) -> Result<O, bool> {
     }
 }
 
-impl<F, O> BusyCall<F, O>
+impl<F, O> TooBusyCall<F, O>
 where
     F: Future<Output = O>,
     O: Refuse,
 {
     /// A call through `guard`, admitted (or refused) at its first poll.
     pub(super) fn new(guard: &'static TooBusy, body: F) -> Self {
-        BusyCall {
+        TooBusyCall {
             output: output::<O>,
             body,
             admission: Admission {
@@ -106,7 +106,7 @@ where
             guard,
             stage: Stage::Running(held),
         };
-        BusyCall {
+        TooBusyCall {
             output: output::<O>,
             body: body(),
             admission,
@@ -114,7 +114,7 @@ where
     }
 }
 
-impl<F, O> Future for BusyCall<F, O>
+impl<F, O> Future for TooBusyCall<F, O>
 where
     F: Future<Output = O>,
 {
@@ -152,9 +152,9 @@ where
     }
 }
 
-impl<F, O> fmt::Debug for BusyCall<F, O> {
+impl<F, O> fmt::Debug for TooBusyCall<F, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BusyCall")
+        f.debug_struct("TooBusyCall")
             .field("guard", &self.admission.guard.name())
             .field("stage", &self.admission.stage)
             .finish_non_exhaustive()

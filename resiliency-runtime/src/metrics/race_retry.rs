@@ -9,7 +9,7 @@ use super::{
     quietly, register, Sites, RACE_ATTEMPTS, RACE_ATTEMPT_DURATION, RACE_BUDGET_REFUSED,
     RACE_CALLS, RACE_WINS,
 };
-use crate::race::{RaceRetry, MAX_RETRIES};
+use crate::race_retry::{RaceRetry, MAX_RETRIES};
 
 /// Attempt numbers a call can have: 1 to `MAX_RETRIES + 1`.
 const ATTEMPTS: usize = MAX_RETRIES as usize + 1;

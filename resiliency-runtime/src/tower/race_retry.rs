@@ -11,8 +11,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::BoxError;
-use crate::race::future::{Always, MakeAttempt, Race, Retryable};
-use crate::race::{RaceRetry, RaceRetryBuilder};
+use crate::race_retry::future::{Always, MakeAttempt, Race, Retryable};
+use crate::race_retry::{RaceRetry, RaceRetryBuilder};
 use crate::{ConfigError, Rejected};
 
 /// Each attempt's own copy of the request: implemented by every `Clone` type. It exists for the
@@ -54,7 +54,7 @@ impl<F> fmt::Debug for RetryIf<F> {
 
 /// A [`Layer`] that races attempts of each request under one deadline, by the [`RaceRetry`]
 /// policy registered under the builder's name ([`RaceRetryBuilder::register`]): the run-time
-/// settings by name apply to it, and its stats are [`race::stats`](crate::race::stats).
+/// settings by name apply to it, and its stats are [`race_retry::stats`](crate::race_retry::stats).
 ///
 /// Each attempt clones the request and the inner service, waits for that service to be ready and
 /// calls it (attempt 1 uses the service that `poll_ready` readied). Past `total`, the call

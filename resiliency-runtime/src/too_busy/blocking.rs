@@ -19,7 +19,7 @@ impl TooBusy {
     ///
     /// ```
     /// use std::sync::LazyLock;
-    /// use resiliency::{busy::TooBusy, Rejected};
+    /// use resiliency::{too_busy::TooBusy, Rejected};
     ///
     /// static GUARD: LazyLock<TooBusy> =
     ///     LazyLock::new(|| TooBusy::builder("render").max_in_flight(1).build().unwrap());
@@ -75,7 +75,7 @@ impl Drop for Holding<'_> {
 mod tests {
     use std::time::Duration;
 
-    use crate::busy::TooBusy;
+    use crate::too_busy::TooBusy;
     use crate::Rejected;
 
     #[test]

@@ -10,8 +10,8 @@ use super::{
     quietly, register, Sites, TOO_BUSY_CALLS, TOO_BUSY_CALL_DURATION, TOO_BUSY_IN_FLIGHT,
     TOO_BUSY_IN_FLIGHT_LIMIT, TOO_BUSY_LAG, TOO_BUSY_REFUSED,
 };
-use crate::busy::TooBusy;
 use crate::rejected::BusySignal;
+use crate::too_busy::TooBusy;
 
 /// The handles of every guard called `name`.
 pub(crate) struct BusyMetrics {

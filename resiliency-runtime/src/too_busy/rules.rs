@@ -20,7 +20,7 @@ pub enum Recovery {
 ///
 /// ```
 /// use std::time::Duration;
-/// use resiliency::busy::{Recovery, Smoothing};
+/// use resiliency::too_busy::{Recovery, Smoothing};
 ///
 /// let ms = Duration::from_millis;
 /// let max_lag = ms(70);
@@ -104,7 +104,7 @@ impl Smoothing {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resiliency::busy::Smoothing;
+    /// use resiliency::too_busy::Smoothing;
     ///
     /// let ms = Duration::from_millis;
     /// let fast = Smoothing::default();
@@ -153,7 +153,7 @@ impl Smoothing {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resiliency::busy::Smoothing;
+    /// use resiliency::too_busy::Smoothing;
     ///
     /// let ms = Duration::from_millis;
     /// let fast = Smoothing::default();
@@ -199,7 +199,7 @@ impl Smoothing {
 ///
 /// ```
 /// use std::time::Duration;
-/// use resiliency::busy::shed_probability;
+/// use resiliency::too_busy::shed_probability;
 ///
 /// let ms = Duration::from_millis;
 /// assert_eq!(shed_probability(ms(70), ms(70)), 0.0);

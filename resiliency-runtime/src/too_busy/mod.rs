@@ -122,7 +122,7 @@
 //!   whatever threads make its guarded calls: `threads_that_come_and_go_leave_one_monitor_task`.
 //!   A runtime's monitor retires when it shuts down and is reused by the next, so there are never
 //!   more monitors than runtimes alive at once:
-//!   `runtimes_that_come_and_go_reuse_retired_monitors` (`busy::monitor`'s unit tests).
+//!   `runtimes_that_come_and_go_reuse_retired_monitors` (`too_busy::monitor`'s unit tests).
 //! * **`max_in_flight = "auto"`** (in `tests/too_busy_auto.rs`). A body that panics and a call
 //!   dropped while it runs give their slots back and count as failed calls, and the learned
 //!   limit goes on refusing beyond it:
@@ -141,7 +141,7 @@
 //!   (584 years) is as good as infinite (it does not wrap), and an [`interval`] of
 //!   `Duration::MAX` panics nowhere: `settings_at_their_extremes_neither_panic_nor_wrap`. A
 //!   `Retry-After` of centuries is `u64::MAX` seconds (the `axum` feature):
-//!   `a_retry_after_of_centuries_is_the_largest_header_not_an_overflow` (`busy::axum`'s unit
+//!   `a_retry_after_of_centuries_is_the_largest_header_not_an_overflow` (`too_busy::axum`'s unit
 //!   tests).
 
 mod adaptive;

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::adaptive::{Adaptive, Verdict};
 use super::builder::TooBusyBuilder;
-use super::future::BusyCall;
+use super::future::TooBusyCall;
 use super::in_flight;
 use super::monitor::{current_lag_ns, nanos, LagCap, MAX_LAG_NS};
 use super::rules::shed_probability;
@@ -23,7 +23,7 @@ use crate::rejected::{BusySignal, FromRejected, Reason, Rejected};
 #[diagnostic::on_unimplemented(
     message = "`#[too_busy]` cannot refuse a call through `{Self}`",
     label = "the guard refuses by returning this type",
-    note = "supported: `Result<T, E>` with `E: From<resiliency::Rejected>`; with the `axum` feature, `axum::response::Response` and `impl IntoResponse`; or implement `resiliency::busy::Refuse`"
+    note = "supported: `Result<T, E>` with `E: From<resiliency::Rejected>`; with the `axum` feature, `axum::response::Response` and `impl IntoResponse`; or implement `resiliency::too_busy::Refuse`"
 )]
 pub trait Refuse {
     /// The value a refused call returns.
@@ -59,7 +59,7 @@ impl<T, E: FromRejected> Refuse for Result<T, E> {
 /// ```
 /// use std::sync::LazyLock;
 /// use std::time::Duration;
-/// use resiliency::busy::TooBusy;
+/// use resiliency::too_busy::TooBusy;
 ///
 /// static GUARD: LazyLock<TooBusy> =
 ///     LazyLock::new(|| TooBusy::builder("search").max_in_flight(2).build().unwrap());
@@ -103,7 +103,7 @@ pub struct TooBusy {
     counters: Counters,
     base: OnceLock<Instant>,
     #[cfg(feature = "metrics")]
-    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::busy::BusyMetrics>>,
+    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::too_busy::BusyMetrics>>,
 }
 
 #[repr(align(128))]
@@ -283,12 +283,12 @@ impl TooBusy {
     /// once, without running the body. An admitted call holds its `max_in_flight` slot until it
     /// completes or, dropped before (cancelled, or its body panicked), until its body has been
     /// dropped; either way the time it ran counts toward `max_latency`.
-    pub fn call<F>(&'static self, body: F) -> BusyCall<F, F::Output>
+    pub fn call<F>(&'static self, body: F) -> TooBusyCall<F, F::Output>
     where
         F: Future,
         F::Output: Refuse,
     {
-        BusyCall::new(self, body)
+        TooBusyCall::new(self, body)
     }
 
     /// Admission now, before the body is made (the tower layer's `call`, which must not call its
@@ -299,7 +299,7 @@ impl TooBusy {
     pub(crate) fn admit_now<F>(
         &'static self,
         body: impl FnOnce() -> F,
-    ) -> Result<BusyCall<F, F::Output>, Rejected>
+    ) -> Result<TooBusyCall<F, F::Output>, Rejected>
     where
         F: Future,
         F::Output: Refuse,
@@ -307,7 +307,7 @@ impl TooBusy {
         let held = self.admit()?;
         #[cfg(feature = "metrics")]
         self.meter().admitted(held.slot);
-        Ok(BusyCall::admitted(self, held, body))
+        Ok(TooBusyCall::admitted(self, held, body))
     }
 
     /// The entry check: `Ok(start)` admits the call (`start` is set when latency is measured).

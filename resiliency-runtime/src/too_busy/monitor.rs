@@ -531,7 +531,7 @@ impl Drop for Alive {
 /// Whether the current runtime has a time driver. tokio has no way to ask: creating a timer
 /// without one panics ("timers are disabled"), so this creates one and catches the panic, with
 /// the panic hook told to print nothing for it ([`quietly`]). Under `panic = "abort"` that
-/// panic ends the process (see the `busy` module's docs).
+/// panic ends the process (see the `too_busy` module's docs).
 fn has_time_driver() -> bool {
     quietly(|| drop(tokio::time::sleep(Duration::ZERO))).is_some()
 }
@@ -647,7 +647,7 @@ impl Probe {
     /// The sample's `tracing` events and the `on_lag` callbacks.
     fn report(&mut self, sample: Duration, lag: Duration) {
         #[cfg(feature = "metrics")]
-        crate::metrics::busy::lag(lag);
+        crate::metrics::too_busy::lag(lag);
         let max_lag = max_lag();
         tracing::trace!(target: "resiliency::too_busy", ?sample, ?lag, "runtime lag sample");
         if (lag > max_lag) != self.above {
@@ -709,8 +709,8 @@ mod tests {
     /// calls refused). Guards of other tests of this crate check at most the default 70 ms.
     #[test]
     fn the_sample_cap_follows_the_max_lag_in_force_both_ways() {
-        use crate::busy::TooBusy;
         use crate::settings::{self, Policy};
+        use crate::too_busy::TooBusy;
         use crate::Rejected;
 
         let ms = Duration::from_millis;

@@ -42,12 +42,12 @@ impl TooBusyBuilder {
 
     /// `max_in_flight = "auto"`: refuses a call when as many calls are in flight as a limit
     /// learned from the latency and failures of the guard's calls (see the
-    /// [`busy`](super#max_in_flight--auto) module), between [`auto_min`](Self::auto_min) and
+    /// [`too_busy`](super#max_in_flight--auto) module), between [`auto_min`](Self::auto_min) and
     /// [`auto_max`](Self::auto_max), from [`auto_initial`](Self::auto_initial). Without
     /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
     ///
     /// ```
-    /// use resiliency::busy::TooBusy;
+    /// use resiliency::too_busy::TooBusy;
     ///
     /// let guard = TooBusy::builder("db").max_in_flight_auto().auto_max(64).build().unwrap();
     /// assert!(guard.learns_in_flight_limit());

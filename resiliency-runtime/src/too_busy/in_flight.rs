@@ -1,6 +1,6 @@
 //! The `max_in_flight` count: a slot is taken with one `fetch_add` (given back at once when the
 //! count was already at the limit) and given back with one `fetch_sub`. Written once for the
-//! guard's std atomic and, under `--cfg resiliency_loom`, for loom's, which `busy/loom.rs` checks.
+//! guard's std atomic and, under `--cfg resiliency_loom`, for loom's, which `too_busy/loom.rs` checks.
 
 use std::sync::atomic::Ordering::Relaxed;
 

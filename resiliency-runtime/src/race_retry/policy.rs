@@ -42,7 +42,7 @@ pub enum After {
 /// ```
 /// use std::sync::LazyLock;
 /// use std::time::Duration;
-/// use resiliency::race::{After, RaceRetry};
+/// use resiliency::race_retry::{After, RaceRetry};
 /// use resiliency::Rejected;
 ///
 /// static FETCH: LazyLock<RaceRetry> = LazyLock::new(|| {
@@ -72,7 +72,7 @@ pub enum After {
 ///
 /// ```
 /// # use std::time::Duration;
-/// # use resiliency::race::{After, RaceRetry};
+/// # use resiliency::race_retry::{After, RaceRetry};
 /// let unbounded: &'static RaceRetry = Box::leak(Box::new(
 ///     RaceRetry::builder("unbounded")
 ///         .after(After::Fixed(Duration::from_millis(150)))
@@ -120,7 +120,7 @@ pub struct RaceRetry {
     pub(crate) budget_refused: AtomicU64,
     pub(crate) deadlines: AtomicU64,
     #[cfg(feature = "metrics")]
-    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::race::RaceMetrics>>,
+    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::race_retry::RaceMetrics>>,
 }
 
 impl fmt::Debug for RaceRetry {
@@ -141,7 +141,7 @@ impl fmt::Debug for RaceRetry {
 /// What a raced function's calls did so far (see [`RaceRetry::stats`], [`stats`](super::stats)).
 #[non_exhaustive]
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
-pub struct RaceStats {
+pub struct RaceRetryStats {
     /// Attempts started after the first of their call.
     pub extra_attempts: u64,
     /// Calls answered by an attempt other than the first.
@@ -388,8 +388,8 @@ impl RaceRetry {
     }
 
     /// What this function's calls did so far.
-    pub fn stats(&self) -> RaceStats {
-        RaceStats {
+    pub fn stats(&self) -> RaceRetryStats {
+        RaceRetryStats {
             extra_attempts: self.extra_attempts.load(Relaxed),
             won_by_extra: self.won_by_extra.load(Relaxed),
             budget_refused: self.budget_refused.load(Relaxed),
@@ -456,7 +456,7 @@ impl RaceRetry {
 
 /// The stats of the raced function called `name` (its path, e.g. `my_app::db::lookup`), once it
 /// has been called.
-pub fn stats(name: &str) -> Option<RaceStats> {
+pub fn stats(name: &str) -> Option<RaceRetryStats> {
     let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     registry
         .iter()

@@ -18,12 +18,12 @@ impl TooBusyBuilder {
     /// registration's options win).
     ///
     /// ```
-    /// use resiliency::busy::{self, TooBusy};
+    /// use resiliency::too_busy::{TooBusy};
     ///
     /// let guard = TooBusy::builder("checkout").max_in_flight(64).register().unwrap();
     /// let again = TooBusy::builder("checkout").max_in_flight(8).register().unwrap();
     /// assert!(std::ptr::eq(guard, again));
-    /// assert_eq!(busy::get("checkout").unwrap().in_flight_limit(), Some(64));
+    /// assert_eq!(too_busy::get("checkout").unwrap().in_flight_limit(), Some(64));
     /// ```
     pub fn register(self) -> Result<&'static TooBusy, ConfigError> {
         ConfigError::from_violations("too_busy", self.name, self.violations())?;
