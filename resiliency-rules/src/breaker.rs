@@ -1,51 +1,98 @@
 //! The rules of a circuit breaker's options (`#[breaker(...)]`, `Breaker::builder`).
 
-use std::time::Duration;
 
 use crate::{above_zero, name_rule, Violation};
 
 /// The most `error_threshold`, `success_threshold` and `half_open_calls` may be.
 pub const MAX_COUNT: u32 = u16::MAX as u32;
 
-/// A breaker's options as given; `None` where left out.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct BreakerOptions<'a> {
-    /// The breaker's name, when one is given.
-    pub name: Option<&'a str>,
-    /// Whether the breaker is keyed (`key = ...`, or a keyed build).
-    pub key: bool,
-    /// `error_threshold`: errors within the window that open the breaker (count rule).
-    pub error_threshold: Option<u32>,
-    /// `error_window`: the window the rule looks back over.
-    pub error_window: Option<Duration>,
-    /// `error_timeout`: how long the breaker stays open.
-    pub error_timeout: Option<Duration>,
-    /// `success_threshold`: successful probes that close the breaker.
-    pub success_threshold: Option<u32>,
-    /// `capacity`: the share of time a worker stays free, in (0, 1).
-    pub capacity: Option<f64>,
-    /// `timeout`: the bound on every call.
-    pub timeout: Option<Duration>,
-    /// `half_open_timeout`: the bound on a probe call.
-    pub half_open_timeout: Option<Duration>,
-    /// `failure_rate`: the rate rule's share of failed calls, in (0, 1].
-    pub failure_rate: Option<f64>,
-    /// `min_calls`: the rate rule's minimum number of calls.
-    pub min_calls: Option<u32>,
-    /// `half_open_calls`: probe calls at once while half-open.
-    pub half_open_calls: Option<u32>,
-    /// `backoff`: the growth of the open time after each failed probe.
-    pub backoff: Option<f64>,
-    /// `max_error_timeout`: the cap on the open time grown by `backoff`.
-    pub max_error_timeout: Option<Duration>,
-    /// `idle_timeout`: keyed only, how long an unused key is kept.
-    pub idle_timeout: Option<Duration>,
-    /// `max_keys`: keyed only, the most keys held at once.
-    pub max_keys: Option<u64>,
-    /// Arguments written whose value could not be read (malformed, or an expression checked at
-    /// first use): they count as given.
-    pub written: &'a [&'a str],
+/// `#[breaker]`'s settings: the table that the attribute's arguments, the builder's methods, the
+/// settings by name and the docs come from (see the crate's `table` module).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! breaker_settings {
+    ($($then:ident)::+ ! { $($before:tt)* }) => {
+        $($then)::+! { $($before)*
+            /// Count rule (the default, as in Semian): opens when this many errors fall within `error_window`.
+            /// Successes in between do not reset the count. At most 65535 (the breaker keeps the
+            /// time of each of the last `error_threshold` errors, 8 bytes each, from its first
+            /// error on; for many calls, the rate rule's `failure_rate` counts in fixed memory).
+            error_threshold: u32 as Count, e.g. 3, default "3";
+            /// The window errors (or calls) are counted in.
+            /// When left out: `error_timeout`, but at least `error_threshold` (or `min_calls`)
+            /// times `timeout`, so that a worker whose calls all time out can still meet the rule.
+            error_window: ::core::time::Duration as Duration, e.g. "10s", default "`error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout`";
+            /// How long it stays open, from the last error.
+            error_timeout: ::core::time::Duration as Duration, e.g. "30s", default "10 s";
+            /// Instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` (so `async fn` only).
+            /// The share of time a worker stays free while it keeps probing an endpoint that only
+            /// times out; it lies in (0, 1).
+            capacity: f64 as Number, e.g. 0.75, default "none";
+            /// Bounds every call, from its first wait; an expired call counts as an error and returns a timeout `Rejected`; `async fn` only.
+            timeout: ::core::time::Duration as Timeout, e.g. "60s", default "none";
+            /// A shorter bound for probes while half-open; `async fn` only.
+            /// Semian's `half_open_resource_timeout`.
+            half_open_timeout: ::core::time::Duration as Timeout, e.g. "1s", default "`timeout`";
+            /// Successful probes that close it, at most 65535.
+            success_threshold: u32 as Count, e.g. 2, default "1";
+            /// Probes allowed at once while half-open, at most 65535; further calls are refused.
+            half_open_calls: u32 as Count, e.g. 1, default "1";
+            /// Rate rule instead: opens on an error when `errors / calls >= rate` ...
+            /// ... and at least `min_calls` calls completed within `error_window`. It lies in (0, 1].
+            failure_rate: f64 as Number, e.g. 0.5, default "none";
+            /// ... and at least this many calls completed within `error_window`.
+            min_calls: u32 as Count, e.g. 20, default "20";
+            /// Each failed probe multiplies the open time by this.
+            /// The n-th consecutive re-open stays open for `error_timeout * backoff^n`, capped at
+            /// `max_error_timeout`. At least 1.
+            backoff: f64 as Factor, e.g. 2.0, default "1 (off)";
+            /// Caps the open time grown by `backoff`.
+            max_error_timeout: ::core::time::Duration as Duration, e.g. "5m", default "10 × `error_timeout`";
+            /// Keyed: a key unused this long may be evicted if closed with no errors, or open past its open time.
+            idle_timeout: ::core::time::Duration as Duration, e.g. "10m", default "10 min";
+            /// Keyed: the most keys held at once (about 0.3 to 2.5 KB each).
+            /// When full, a new key evicts the longest-unused keys among those holding nothing
+            /// worth keeping (see `idle_timeout`), however recently used; if there are none, it
+            /// gets a fresh breaker that is not remembered.
+            ///
+            /// Each key costs memory once its breaker has seen an error: about 300 bytes plus 8
+            /// per unit of `error_threshold` under the count rule, and about 300 bytes plus 128
+            /// per stripe of the rate window under the rate rule (one stripe per CPU, from 4 to
+            /// 16). The default therefore bounds a family at about 5 MB under the count rule and
+            /// 13 to 40 MB under the rate rule.
+            max_keys: usize as Keys, e.g. 100000, default "16,384";
+        }
+    };
 }
+
+breaker_settings!(crate::table::options! {
+    /// A breaker's options as given; `None` where left out.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    pub struct BreakerOptions<'a> {
+        /// The breaker's name, when one is given.
+        pub name: Option<&'a str>,
+        /// Whether the breaker is keyed (`key = ...`, or a keyed build).
+        pub key: bool,
+        /// Arguments written whose value could not be read (malformed, or an expression checked
+        /// at first use): they count as given.
+        pub written: &'a [&'a str],
+    }
+});
+
+/// Pairs of settings that exclude each other, and why: setting both breaks a rule, and a
+/// run-time override of one drops the attribute's other.
+pub const BREAKER_EXCLUSIVE: &[(&str, &str, &str)] = &[
+    (
+        "error_timeout",
+        "capacity",
+        "`error_timeout` and `capacity` both set how long the breaker stays open; keep one",
+    ),
+    (
+        "error_threshold",
+        "failure_rate",
+        "`error_threshold` (count rule) and `failure_rate` (rate rule) exclude each other; keep one",
+    ),
+];
 
 /// Every rule `options` breaks, in argument order.
 ///
@@ -89,10 +136,7 @@ pub fn breaker(options: &BreakerOptions<'_>) -> Vec<Violation> {
     }
     if given("capacity", o.capacity.is_some()) {
         if given("error_timeout", o.error_timeout.is_some()) {
-            out.push(Violation::presence(
-                "error_timeout",
-                "`error_timeout` and `capacity` both set how long the breaker stays open; keep one",
-            ).involving(&["capacity"]));
+            out.push(exclusive(&BREAKER_EXCLUSIVE[0]));
         } else if !given("timeout", o.timeout.is_some()) {
             out.push(Violation::presence(
                 "capacity",
@@ -124,10 +168,7 @@ pub fn breaker(options: &BreakerOptions<'_>) -> Vec<Violation> {
     }
     if given("failure_rate", o.failure_rate.is_some()) {
         if given("error_threshold", o.error_threshold.is_some()) {
-            out.push(Violation::presence(
-                "error_threshold",
-                "`error_threshold` (count rule) and `failure_rate` (rate rule) exclude each other; keep one",
-            ).involving(&["failure_rate"]));
+            out.push(exclusive(&BREAKER_EXCLUSIVE[1]));
         }
     } else if given("min_calls", o.min_calls.is_some()) {
         out.push(
@@ -179,6 +220,11 @@ pub fn breaker(options: &BreakerOptions<'_>) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// The violation of a pair of [`BREAKER_EXCLUSIVE`] settings both given, at the first.
+fn exclusive(pair: &'static (&'static str, &'static str, &'static str)) -> Violation {
+    Violation::presence(pair.0, pair.2).involving(std::slice::from_ref(&pair.1))
 }
 
 fn at_least_one(argument: &'static str) -> Violation {

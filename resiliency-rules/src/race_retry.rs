@@ -21,35 +21,104 @@ pub enum After {
     Percentile(f64),
 }
 
-/// A raced function's options as given; `None` (or `false`) where left out.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RaceRetryOptions<'a> {
-    /// The function's name, when one is given.
-    pub name: Option<&'a str>,
-    /// `retries`: extra attempts on top of the first.
-    pub retries: Option<u32>,
-    /// `after`: when the next attempt starts.
-    pub after: Option<After>,
-    /// `total`: the one deadline over every attempt (required).
-    pub total: Option<Duration>,
-    /// `each`: the bound on one attempt.
-    pub each: Option<Duration>,
-    /// `budget`: the share of load extra attempts may add.
-    pub budget: Option<f64>,
-    /// `no_budget` (`budget = "off"`): no budget.
-    pub no_budget: bool,
-    /// `backoff`: the bound of the first wait after a failure.
-    pub backoff: Option<Duration>,
-    /// `no_backoff` (`backoff = "off"`): no wait after a failure.
-    pub no_backoff: bool,
-    /// `backoff_factor`: how much each wait's bound grows.
-    pub backoff_factor: Option<f64>,
-    /// `backoff_max`: the most one wait may be.
-    pub backoff_max: Option<Duration>,
-    /// Arguments written whose value could not be read (malformed, or an expression checked at
-    /// first use): they count as given.
-    pub written: &'a [&'a str],
+/// A retry budget: a share of the calls' load that extra attempts may add, or none.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Budget {
+    /// Extra attempts may add at most this share of the calls' load.
+    Share(f64),
+    /// No budget (`budget = "off"`).
+    Off,
 }
+
+impl From<f64> for Budget {
+    fn from(share: f64) -> Self {
+        Budget::Share(share)
+    }
+}
+
+/// The wait before an attempt that replaces a failed one: exponential backoff from a bound, or
+/// none.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Backoff {
+    /// The bound of the first wait.
+    Base(Duration),
+    /// No wait (`backoff = "off"`): the replacement starts at once.
+    Off,
+}
+
+impl From<Duration> for Backoff {
+    fn from(base: Duration) -> Self {
+        Backoff::Base(base)
+    }
+}
+
+impl From<Duration> for After {
+    fn from(after: Duration) -> Self {
+        After::Fixed(after)
+    }
+}
+
+/// `#[race_retry]`'s settings: the table that the attribute's arguments, the builder's methods,
+/// the settings by name and the docs come from (see the crate's `table` module).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! race_retry_settings {
+    ($($then:ident)::+ ! { $($before:tt)* }) => {
+        $($then)::+! { $($before)*
+            /// Extra attempts at most, on top of the first: from 1 to 16.
+            retries: u32 as Count, e.g. 2, default "2";
+            /// When the next attempt starts while none has succeeded: a delay after the previous one started, or `"p95"` (any `"pNN"` or `"pNN.N"`), that percentile of this fn's recent attempt latencies, learned as it runs (`total / (retries + 1)` until 32 attempts were seen).
+            /// A fixed delay must lie below `total`; a percentile is a quantile strictly between
+            /// 0 and 1.
+            after: $crate::After as After, e.g. "150ms", default "`\"p95\"`";
+            /// One deadline over everything: then the call returns `Err(E::from(Rejected))` (`Rejected::is_deadline`) and every attempt is cancelled.
+            /// Above zero. Required.
+            total: ::core::time::Duration as Duration, e.g. "450ms", default "required";
+            /// Bound on one attempt: an attempt past it is cancelled and has failed.
+            /// Above zero and below `total`.
+            each: ::core::time::Duration as Timeout, e.g. "300ms", default "none";
+            /// Extra attempts may add at most this share of the calls of this fn (plus 10 per second, so that a rarely called fn can still race; at most 100 banked), shared by all its calls; `"off"`: no budget.
+            /// Each call deposits the share of a token, each extra attempt takes a whole one, and
+            /// while deposits come slower than 10 tokens a second the floor makes up the
+            /// difference. From 0.001 to 1. Without a budget every extra attempt that `retries`,
+            /// `after` and failures call for starts, however many calls fail (an outage then meets
+            /// `retries + 1` times its load).
+            budget: $crate::Budget as Budget, e.g. 0.1, default "`0.1`";
+            /// An attempt that replaces a failed one (an error worth another, or past `each`) waits a random time below this, then below twice it, and so on (exponential backoff with full jitter), but starts no later than `after` would have started it, and not at all at or past `total`; `"off"`: at once.
+            /// The call's n-th such wait (n from 0) is uniform in `[0, min(max, base * factor^n))`;
+            /// `base` must be above zero. A call with no attempt left running at the deadline
+            /// returns the last error at once.
+            ///
+            /// Why the default (a quarter of `min(after, total)`, of the `after` learned so far
+            /// with a percentile): the wait scales with the call, as a fixed one cannot (perron's
+            /// retries, node-retry's defaults, wait 1 s and then 2 s: longer than a 450 ms
+            /// deadline). `after` is how long an attempt is expected to take; a quarter of it,
+            /// doubling, means that with the default two retries a call whose attempts all fail
+            /// fast waits at most three quarters of `after` in all: a transient error is retried
+            /// well before the staggered start would have, while the retries of many failing
+            /// calls are spread over that window instead of arriving together.
+            backoff: $crate::Backoff as Backoff, e.g. "10ms", default "a quarter of `after` (of `total` if `after` is not below it)";
+            /// How much each wait's bound grows over the one before; at least 1.
+            backoff_factor: f64 as Factor, e.g. 2, default "`2`";
+            /// The most one wait may be.
+            /// At least `backoff`. `Duration::MAX` works (a wait that long never ends before the
+            /// deadline).
+            backoff_max: ::core::time::Duration as Duration, e.g. "100ms", default "none (the next staggered start bounds it)";
+        }
+    };
+}
+
+race_retry_settings!(crate::table::options! {
+    /// A raced function's options as given; `None` where left out.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    pub struct RaceRetryOptions<'a> {
+        /// The function's name, when one is given.
+        pub name: Option<&'a str>,
+        /// Arguments written whose value could not be read (malformed, or an expression checked
+        /// at first use): they count as given.
+        pub written: &'a [&'a str],
+    }
+});
 
 /// Every rule `options` breaks, in argument order.
 ///
@@ -117,21 +186,19 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
             ).involving(&["total"]).ordered(Less));
         }
     }
-    if let Some(share) = o.budget {
+    if let Some(Budget::Share(share)) = o.budget {
         if !(MIN_BUDGET_SHARE..=MAX_BUDGET_SHARE).contains(&share) {
             out.push(Violation::value(
                 "budget",
                 format!("`budget` is the share of load extra attempts may add: from {MIN_BUDGET_SHARE} to {MAX_BUDGET_SHARE}, got {share}, such as `budget = 0.1` (10%, the default), or `budget = \"off\"` for no budget"),
             ));
         }
-        if o.no_budget {
-            out.push(Violation::presence(
-                "no_budget",
-                "`no_budget` turns off the `budget` also given; keep one",
-            ));
-        }
     }
-    if o.backoff.is_some_and(|b| b.is_zero()) {
+    let base = match o.backoff {
+        Some(Backoff::Base(base)) => Some(base),
+        _ => None,
+    };
+    if base.is_some_and(|b| b.is_zero()) {
         out.push(Violation::value(
             "backoff",
             "`backoff` must be above zero; to start the next attempt at once after a failure, write `backoff = \"off\"`",
@@ -146,9 +213,8 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
         }
     }
     above_zero("backoff_max", o.backoff_max, &mut out);
-    if o.no_backoff {
+    if o.backoff == Some(Backoff::Off) {
         for (argument, is_some) in [
-            ("backoff", o.backoff.is_some()),
             ("backoff_factor", o.backoff_factor.is_some()),
             ("backoff_max", o.backoff_max.is_some()),
         ] {
@@ -159,7 +225,7 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
                 ).involving(&["backoff"]));
             }
         }
-    } else if let (Some(base), Some(max)) = (o.backoff.filter(|b| !b.is_zero()), o.backoff_max) {
+    } else if let (Some(base), Some(max)) = (base.filter(|b| !b.is_zero()), o.backoff_max) {
         if max < base && !max.is_zero() {
             out.push(Violation::value(
                 "backoff_max",

@@ -426,10 +426,10 @@ fn race_each_is_above_zero_and_below_total() {
 }
 
 #[test]
-fn race_budget_share_lies_in_its_range_and_excludes_no_budget() {
+fn race_budget_share_lies_in_its_range() {
     for share in [0.0, 0.0009, 1.01, -1.0, f64::NAN, f64::INFINITY] {
         let v = only(race_retry(&RaceRetryOptions {
-            budget: Some(share),
+            budget: Some(Budget::Share(share)),
             ..r()
         }));
         assert_eq!((v.0, v.1), ("budget", About::Value));
@@ -438,23 +438,22 @@ fn race_budget_share_lies_in_its_range_and_excludes_no_budget() {
     }
     for share in [MIN_BUDGET_SHARE, MAX_BUDGET_SHARE, 0.1] {
         assert!(race_retry(&RaceRetryOptions {
-            budget: Some(share),
+            budget: Some(Budget::Share(share)),
             ..r()
         })
         .is_empty());
     }
-    let o = RaceRetryOptions {
-        budget: Some(0.1),
-        no_budget: true,
+    assert!(race_retry(&RaceRetryOptions {
+        budget: Some(Budget::Off),
         ..r()
-    };
-    assert_eq!(only(race_retry(&o)).0, "no_budget");
+    })
+    .is_empty());
 }
 
 #[test]
 fn race_backoff_rules() {
     let v = only(race_retry(&RaceRetryOptions {
-        backoff: Some(Duration::ZERO),
+        backoff: Some(Backoff::Base(Duration::ZERO)),
         ..r()
     }));
     assert_eq!((v.0, v.1), ("backoff", About::Value));
@@ -471,7 +470,7 @@ fn race_backoff_rules() {
     }));
     assert_eq!((v.0, v.1), ("backoff_max", About::Value));
     let o = RaceRetryOptions {
-        backoff: Some(ms(20)),
+        backoff: Some(Backoff::Base(ms(20))),
         backoff_max: Some(ms(10)),
         ..r()
     };
@@ -481,7 +480,7 @@ fn race_backoff_rules() {
         .2
         .starts_with("`backoff_max` (10ms) is below `backoff` (20ms)"));
     let o = RaceRetryOptions {
-        backoff: Some(ms(10)),
+        backoff: Some(Backoff::Base(ms(10))),
         backoff_max: Some(ms(10)),
         backoff_factor: Some(1.0),
         ..r()
@@ -492,10 +491,6 @@ fn race_backoff_rules() {
 #[test]
 fn race_no_backoff_excludes_the_backoff_settings() {
     for o in [
-        RaceRetryOptions {
-            backoff: Some(ms(5)),
-            ..r()
-        },
         RaceRetryOptions {
             backoff_factor: Some(2.0),
             ..r()
@@ -510,7 +505,7 @@ fn race_no_backoff_excludes_the_backoff_settings() {
         },
     ] {
         let v = only(race_retry(&RaceRetryOptions {
-            no_backoff: true,
+            backoff: Some(Backoff::Off),
             ..o
         }));
         assert_eq!(v.1, About::Presence);
@@ -547,14 +542,14 @@ fn too_busy_rules() {
         );
     }
     let v = only(too_busy(&TooBusyOptions {
-        max_in_flight: Some(0),
+        max_in_flight: Some(InFlight::Fixed(0)),
         ..none()
     }));
     assert_eq!((v.0, v.1), ("max_in_flight", About::Value));
     assert!(v.2.contains("e.g. `max_in_flight = 256`"));
     let o = TooBusyOptions {
         max_lag: Some(ms(70)),
-        max_in_flight: Some(1),
+        max_in_flight: Some(InFlight::Fixed(1)),
         max_latency: Some(ms(1)),
         name: Some("x"),
         ..none()
@@ -566,7 +561,7 @@ fn too_busy_rules() {
 fn too_busy_auto_rules() {
     let none = TooBusyOptions::default;
     let auto = || TooBusyOptions {
-        max_in_flight_auto: true,
+        max_in_flight: Some(InFlight::Auto),
         ..none()
     };
     assert!(too_busy(&auto()).is_empty());
@@ -582,7 +577,7 @@ fn too_busy_auto_rules() {
         auto_min: Some(0),
         auto_max: Some(1),
         auto_initial: Some(9),
-        max_in_flight: Some(8),
+        max_in_flight: Some(InFlight::Fixed(8)),
         ..none()
     })
     .is_empty());

@@ -1,29 +1,58 @@
 //! The rules of a load-shedding guard's options (`#[too_busy(...)]`, `TooBusy::builder`).
 
-use std::time::Duration;
 
 use crate::{above_zero, name_rule, Violation};
 
-/// A guard's options as given; `None` where left out.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TooBusyOptions<'a> {
-    /// The guard's name, when one is given.
-    pub name: Option<&'a str>,
-    /// `max_lag`: the runtime lag above which calls are shed.
-    pub max_lag: Option<Duration>,
-    /// `max_in_flight`: the most calls running at once.
-    pub max_in_flight: Option<u32>,
-    /// `max_in_flight = "auto"`: the most calls running at once is learned.
-    pub max_in_flight_auto: bool,
-    /// `auto_min`: the lowest limit `"auto"` learns.
-    pub auto_min: Option<u32>,
-    /// `auto_max`: the highest limit `"auto"` learns.
-    pub auto_max: Option<u32>,
-    /// `auto_initial`: the limit `"auto"` starts from.
-    pub auto_initial: Option<u32>,
-    /// `max_latency`: the recent mean latency above which calls are shed.
-    pub max_latency: Option<Duration>,
+/// A limit on calls in flight: a number, or learned from the calls' latency.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum InFlight {
+    /// At most this many calls at once.
+    Fixed(u32),
+    /// A limit learned from the calls' latency and failures (`max_in_flight = "auto"`).
+    Auto,
 }
+
+impl From<u32> for InFlight {
+    fn from(limit: u32) -> Self {
+        InFlight::Fixed(limit)
+    }
+}
+
+/// `#[too_busy]`'s settings: the table that the attribute's arguments, the builder's methods, the
+/// settings by name and the docs come from (see the crate's `table` module).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! too_busy_settings {
+    ($($then:ident)::+ ! { $($before:tt)* }) => {
+        $($then)::+! { $($before)*
+            /// Refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only.
+            /// The runtime's smoothed lag is compared with it; above zero. On beside any other
+            /// signal.
+            max_lag: ::core::time::Duration as Duration, e.g. "70ms", default "`resiliency::too_busy::max_lag()`, 70 ms, when no signal is named";
+            /// At most this many calls of this fn at once, the next refused; `"auto"`: a limit learned from the calls' latency and failures, between `auto_min` and `auto_max`.
+            /// At least 1. Without `max_lag`, the guard then ignores the runtime's lag.
+            max_in_flight: $crate::InFlight as InFlight, e.g. 256, default "off";
+            /// The lowest limit `max_in_flight = "auto"` learns; at least 1.
+            auto_min: u32 as Count, e.g. 4, default "4";
+            /// The highest limit `max_in_flight = "auto"` learns.
+            auto_max: u32 as Count, e.g. 1000, default "1000";
+            /// The limit `max_in_flight = "auto"` starts from, within the bounds.
+            auto_initial: u32 as Count, e.g. 20, default "20";
+            /// Refuse while this fn's recent mean latency is above it.
+            /// Above zero. Without `max_lag`, the guard then ignores the runtime's lag.
+            max_latency: ::core::time::Duration as Duration, e.g. "200ms", default "off";
+        }
+    };
+}
+
+too_busy_settings!(crate::table::options! {
+    /// A guard's options as given; `None` where left out.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    pub struct TooBusyOptions<'a> {
+        /// The guard's name, when one is given.
+        pub name: Option<&'a str>,
+    }
+});
 
 /// `auto_min`'s default: the lowest limit `max_in_flight = "auto"` learns.
 pub const DEFAULT_AUTO_MIN: u32 = 4;
@@ -35,7 +64,7 @@ pub const DEFAULT_AUTO_MAX: u32 = 1000;
 /// Every rule `options` breaks, in argument order.
 ///
 /// ```
-/// use resiliency_rules::{too_busy, TooBusyOptions};
+/// use resiliency_rules::{too_busy, InFlight, TooBusyOptions};
 ///
 /// let options = TooBusyOptions { max_in_flight: Some(0), ..TooBusyOptions::default() };
 /// assert_eq!(too_busy(&options)[0].argument(), "max_in_flight");
@@ -43,7 +72,7 @@ pub const DEFAULT_AUTO_MAX: u32 = 1000;
 /// // The bounds of a learned limit apply with `max_in_flight = "auto"` only.
 /// let options = TooBusyOptions { auto_max: Some(2), ..TooBusyOptions::default() };
 /// assert!(too_busy(&options).is_empty());
-/// let options = TooBusyOptions { max_in_flight_auto: true, ..options };
+/// let options = TooBusyOptions { max_in_flight: Some(InFlight::Auto), ..options };
 /// assert_eq!(
 ///     too_busy(&options)[0].to_string(),
 ///     "`auto_max` (2) must be at least `auto_min` (4, its default)"
@@ -53,7 +82,7 @@ pub fn too_busy(options: &TooBusyOptions<'_>) -> Vec<Violation> {
     let mut out = Vec::new();
     name_rule(options.name, &mut out);
     above_zero("max_lag", options.max_lag, &mut out);
-    if options.max_in_flight == Some(0) {
+    if options.max_in_flight == Some(InFlight::Fixed(0)) {
         out.push(Violation::value(
             "max_in_flight",
             "`max_in_flight` must be at least 1 (leave it out for no limit), e.g. `max_in_flight = 256`, or `max_in_flight = \"auto\"` to learn it",
@@ -68,7 +97,7 @@ pub fn too_busy(options: &TooBusyOptions<'_>) -> Vec<Violation> {
 /// every site (`"*"`) may set them on sites with a fixed limit. (`#[too_busy]` refuses a bound
 /// written without `"auto"`, a rule about the attribute's text.)
 fn auto_rules(o: &TooBusyOptions<'_>, out: &mut Vec<Violation>) {
-    if !o.max_in_flight_auto {
+    if o.max_in_flight != Some(InFlight::Auto) {
         return;
     }
     if o.auto_min == Some(0) {
