@@ -66,7 +66,10 @@ pub const DEFAULT_AUTO_MAX: u32 = 1000;
 /// ```
 /// use resiliency_rules::{too_busy, InFlight, TooBusyOptions};
 ///
-/// let options = TooBusyOptions { max_in_flight: Some(0), ..TooBusyOptions::default() };
+/// let options = TooBusyOptions {
+///     max_in_flight: Some(InFlight::Fixed(0)),
+///     ..TooBusyOptions::default()
+/// };
 /// assert_eq!(too_busy(&options)[0].argument(), "max_in_flight");
 ///
 /// // The bounds of a learned limit apply with `max_in_flight = "auto"` only.
