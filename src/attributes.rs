@@ -1,566 +1,584 @@
 //! The attributes, re-exported with their documentation (tested here, against the facade).
 
-/// A circuit breaker around an `async fn` or a blocking fn, with Semian's semantics.
-///
-/// ```
-/// use resiliency::{breaker, Rejected};
-///
-/// type BoxError = Box<dyn std::error::Error + Send + Sync>;
-///
-/// #[breaker(error_threshold = 2, error_timeout = "30s")]
-/// async fn fetch(ok: bool) -> Result<&'static str, BoxError> {
-///     if ok { Ok("data") } else { Err("upstream failed".into()) }
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// assert!(fetch(false).await.is_err());
-/// assert!(fetch(false).await.is_err()); // the second error within 30 s opens it
-/// let refused = fetch(true).await.unwrap_err();
-/// assert!(refused.downcast_ref::<Rejected>().unwrap().is_circuit_open());
-///
-/// tokio::time::sleep(std::time::Duration::from_secs(30)).await;
-/// assert_eq!(fetch(true).await.unwrap(), "data"); // the probe succeeds and closes it
-/// # }
-/// ```
-///
-/// # Arguments
-///
-/// | argument | meaning | default |
-/// |---|---|---|
-/// | `name = "payments"` | calls with one name share one breaker | the fn's path, e.g. `my_app::Client::get` |
-/// | `key = host` | an expression over the arguments (a string, number, address or `format_args!(..)`: see `BreakerKey`): one breaker per value | none |
-/// | `error_threshold = 3` | count rule: opens when this many errors fall within `error_window` | 3 |
-/// | `error_window = "10s"` | the window errors (or calls) are counted in | `error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout` |
-/// | `error_timeout = "30s"` | how long it stays open, from the last error | 10 s |
-/// | `capacity = 0.75` | instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` (so `async fn` only) | none |
-/// | `timeout = "60s"` | bounds every call, from its first wait; an expired call counts as an error and returns a timeout `Rejected`; `async fn` only | none |
-/// | `half_open_timeout = "1s"` | a shorter bound for probes while half-open; `async fn` only | `timeout` |
-/// | `success_threshold = 2` | successful probes that close it | 1 |
-/// | `half_open_calls = 1` | probes allowed at once while half-open | 1 |
-/// | `failure_rate = 0.5` | rate rule instead: opens on an error when `errors / calls >= rate` ... | none |
-/// | `min_calls = 20` | ... and at least this many calls completed within `error_window` | 20 |
-/// | `backoff = 2.0` | each failed probe multiplies the open time by this | 1 (off) |
-/// | `max_error_timeout = "5m"` | caps the open time grown by `backoff` | 10 × `error_timeout` |
-/// | `count_if = is_transient` | `fn(&E) -> bool`: only errors it accepts count | every error |
-/// | `idle_timeout = "10m"` | keyed: a key unused this long may be evicted if closed with no errors, or open past its open time | 10 min |
-/// | `max_keys = 100000` | keyed: the most keys held at once (about 0.3 to 2.5 KB each) | 16,384 |
-/// | `crate = "::resiliency"` | the path to this crate, when re-exported | `::resiliency` |
-///
-/// Durations, here and in the other attributes, are strings: a number and a unit (`ns`, `us` or
-/// `µs`, `ms`, `s`, `m`, `h`), such as `"450ms"`, `"1.5s"` or `"250us"`, or several such parts
-/// from the largest unit to the smallest, each once, such as `"1m30s"` or `"2m 30s"` (only the
-/// last part may have a fraction: `"1m30.5s"`).
-///
-/// **Settings from code.** A number or a duration, here and in the other attributes, may also be
-/// a `const`, a `static`, a path or any other expression (a call, `2 * BASE`, a block) of the type
-/// the builder method of the argument's name takes: `u32` for counts, `f64` for `capacity`,
-/// `failure_rate` and `backoff`, `usize` for `max_keys`, `std::time::Duration` for durations.
-///
-/// ```
-/// use std::time::Duration;
-/// use resiliency::{breaker, Rejected};
-///
-/// const THRESHOLD: u32 = 5;
-///
-/// #[breaker(error_threshold = THRESHOLD, timeout = Duration::from_secs(2))]
-/// async fn charge(cents: u64) -> Result<u64, Rejected> {
-///     Ok(cents)
-/// }
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// # assert_eq!(charge(250).await.unwrap(), 250);
-/// # }
-/// ```
-///
-/// Such an expression is passed as written to the [`BreakerBuilder`](crate::BreakerBuilder)
-/// method (`.error_threshold(THRESHOLD)`) and evaluated once, at the first call: it may name
-/// consts, statics and functions, but not the fn's arguments (a compile error says so) nor `Self`
-/// (name the type). A literal is checked at compile time; an expression's value is checked at
-/// the first call, by the same rules with the same message, and a value they refuse is reported
-/// as an error-level `tracing` event while the calls go on (each setting refused falls back to
-/// its default). The rules about which arguments go together still hold at compile time:
-/// `capacity = CAP` needs `timeout`, whatever `CAP` is.
-///
-/// **Settings at run time.** The arguments are the defaults of the breaker's named site: the
-/// [`settings`](mod@crate::settings) module overrides each of them by the same name, for this
-/// breaker or for every one, from code, a configuration file or the environment
-/// (`RESILIENCY_BREAKER__<NAME>__<SETTING>`), without a rebuild; a change reaches the live
-/// breaker and keeps its state.
-///
-/// Stacked attributes of this crate apply top to bottom: the first written is the outermost, so
-/// `#[too_busy]` above `#[breaker]` sheds load before the breaker counts anything.
-///
-/// The function is an `async fn` or a blocking fn (free or a method; generics, `&self` and
-/// `impl Trait` arguments are fine) returning `Result<T, E>` with `E: From<resiliency::Rejected>`.
-/// While the breaker is open the body does not run and the call returns `Err(E::from(Rejected))`.
-///
-/// The expansion is short; `cargo expand` shows something like:
-///
-/// ```ignore
-/// async fn fetch(ok: bool) -> Result<&'static str, BoxError> {
-///     match (
-///         {
-///             fn breaker_site() {}
-///             static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
-///                 || ::resiliency::__private::name_of(breaker_site),
-///                 |breaker| breaker.error_threshold(2).error_timeout(::core::time::Duration::from_secs(30)),
-///             );
-///             BREAKER.breaker()
-///         }
-///         .admit_closed(),
-///         async move { if ok { Ok("data") } else { Err("upstream failed".into()) } },
-///     ) {
-///         (Ok(admitted), body) => admitted.call(body).await,
-///         (Err(site), body) => site.call(body).await,
-///     }
-/// }
-/// ```
-///
-/// `breaker_site` only marks where the fn is: its path (`my_app::fetch`, or
-/// `my_app::Client::fetch` in an `impl`) is the breaker's default name. A closed breaker admits
-/// the call as it is made, which is its first poll, and the body runs with nothing else to keep;
-/// in any other state (open, half-open, forced) the call asks at its first poll, as
-/// [`Breaker::call`](crate::Breaker::call) does.
-///
-/// # Blocking functions
-///
-/// On a fn that is not `async` (a client such as `ureq`, `postgres` or `diesel`), the body runs
-/// on the caller's thread through [`Breaker::call_blocking`](crate::Breaker::call_blocking),
-/// with the same rules, arguments, names, run-time settings and metrics: a blocking
-/// `#[breaker(name = "db")]` and an async one share the breaker `db`. No tokio runtime is
-/// needed. The body becomes a closure called at once (`.call_blocking(move || -> Result<T, E> {
-/// .. })`), so `return`, `?`, `&self` and borrowed arguments work as in the fn.
-///
-/// ```
-/// use resiliency::{breaker, Rejected};
-///
-/// type BoxError = Box<dyn std::error::Error + Send + Sync>;
-///
-/// #[breaker(error_threshold = 2, error_timeout = "30s")]
-/// fn query(id: u32) -> Result<u32, BoxError> {
-///     if id == 0 {
-///         return Err("no such row".into());
-///     }
-///     let row: u32 = "42".parse()?;
-///     Ok(row + id)
-/// }
-///
-/// assert_eq!(query(1).unwrap(), 43);
-/// assert!(query(0).is_err());
-/// assert!(query(0).is_err()); // the second error within 30 s opens it
-/// let refused = query(1).unwrap_err();
-/// assert!(refused.downcast_ref::<Rejected>().unwrap().is_circuit_open());
-/// ```
-///
-/// Nothing can interrupt a blocking call, so `timeout` and `half_open_timeout` (and `capacity`,
-/// which needs `timeout`) are compile errors on a blocking fn: bound the work inside it (a socket
-/// or client timeout), or make the fn `async`. A `timeout` given to such a site at run time, or
-/// to a breaker shared with async fns, does not apply to its blocking calls. A blocking body that
-/// panics counts as an error (a probe that panics re-opens the breaker and gives its slot back),
-/// and the panic goes on to the caller (`tests/blocking.rs`).
-///
-/// # Guarantees
-///
-/// Whatever the code around it does, the breaker's own state stays consistent and no slot is lost
-/// (each line is a test in `tests/breaker_guarantees.rs`):
-///
-/// * **The body panics**: the call counts as an error (a probe that panics re-opens the breaker;
-///   `count_if` is not asked, there is no error value), and the panic goes on to the caller.
-/// * **`count_if` panics**: the error counts as an error, and the panic goes on to the caller.
-/// * **The call is dropped** before it was polled, or while its body runs (cancelled, or abandoned
-///   by the caller's own timeout): it counts neither way, and a probe's slot comes back only once
-///   the body has been dropped, so `half_open_calls = 1` never lets two probe bodies live at once.
-/// * **A subscriber or a `tracing` layer panics** on a state change: the change stands and the
-///   call goes on; the panic is caught, and only that announcement is lost.
-/// * **No time driver**: a breaker without `timeout` runs on any executor. With `timeout`, a call
-///   that waits outside a tokio runtime, or on one built without `enable_time`, panics with
-///   tokio's message at its first wait (as `tokio::time::timeout` does) and gives its slot back; a
-///   call that answers on its first poll needs no timer and runs anywhere.
-/// * **Keyed families** never evict a breaker that calls in flight still hold: their outcomes land
-///   on the breaker that the key's later calls use. A lookup racing a sweep never gets a breaker
-///   the family no longer holds, and concurrent inserts never take it past `max_keys`. At most
-///   one eviction sweep waits at a time.
-/// * **Settings**: `error_threshold`, `success_threshold` and `half_open_calls` are at most 65535;
-///   the count rule's ring of error times (8 bytes per unit of `error_threshold`) is allocated at a
-///   breaker's first error.
-/// * **`RESILIENCY_DISABLED`** accepts `1`, `true`, `yes`, `on` (any case); `0`, `false`, `no`,
-///   `off` or empty leave breakers on, and any other value is reported once as a warning.
-pub use resiliency_macros::breaker;
+/// Writes an attribute's docs: `before`, then one row of the arguments table per setting of the
+/// policy's table in `resiliency_rules` (its example, the first line of its docs, its default),
+/// then `after`, on `item`.
+macro_rules! documented {
+    (
+        before { $(#[doc = $before:literal])* }
+        after { $(#[doc = $after:literal])* }
+        item { $item:item }
+        $(
+            #[doc = $first:literal]
+            $(#[doc = $rest:literal])*
+            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $default:literal;
+        )*
+    ) => {
+        $(#[doc = $before])*
+        $(
+            #[doc = concat!(
+                "| `", stringify!($setting), " = ", stringify!($example), "` |", $first, " | ",
+                $default, " |"
+            )]
+        )*
+        $(#[doc = $after])*
+        $item
+    };
+}
+use documented;
 
-/// Load shedding at an `async fn`'s entry when the runtime lags, as toobusy-js does for Node's
-/// event loop, with the signals its users asked for; at a blocking fn's entry, by calls in flight
-/// and latency.
-///
-/// ```
-/// use resiliency::{too_busy, Rejected};
-///
-/// #[too_busy]                                  // the runtime's lag, max_lag 70 ms
-/// async fn ping() -> Result<&'static str, Rejected> {
-///     Ok("pong")
-/// }
-///
-/// #[too_busy(max_in_flight = 1)]               // one call at a time; the next is refused
-/// async fn exclusive() -> Result<(), Rejected> {
-///     tokio::task::yield_now().await;
-///     Ok(())
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// assert_eq!(ping().await.unwrap(), "pong");
-/// let (a, b) = tokio::join!(exclusive(), exclusive());
-/// assert!(a.is_ok());
-/// assert!(b.unwrap_err().is_too_busy());
-/// # }
-/// ```
-///
-/// # Arguments
-///
-/// | argument | meaning | default |
-/// |---|---|---|
-/// | `name = "checkout"` | calls with one name share one guard (and its settings, metrics and `too_busy::get`) | the fn's path, e.g. `my_app::api::checkout` |
-/// | `max_lag = "70ms"` | refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only | `resiliency::too_busy::max_lag()`, 70 ms, when no signal is named |
-/// | `max_in_flight = 256` | at most this many calls of this fn at once; the next is refused | off |
-/// | `max_in_flight = "auto"` | as above, with a limit learned from the calls' latency and failures ([below](#max_in_flight--auto)) | off |
-/// | `auto_min = 4`, `auto_max = 1000`, `auto_initial = 20` | the bounds of the learned limit, and where it starts | 4, 1000, 20 |
-/// | `max_latency = "200ms"` | refuse while this fn's recent mean latency is above it | off |
-/// | `crate = "::resiliency"` | the path to this crate, when re-exported | `::resiliency` |
-///
-/// `max_in_flight` may also be a `u32` expression and the durations `Duration` expressions, such
-/// as a `const`, evaluated once, at the first call, and checked then by the rules the literals
-/// are checked by at compile time (see [`#[breaker]`](macro@crate::breaker), "Settings from
-/// code"): a value they refuse is an error-level `tracing` event, and that signal is left out
-/// (with none left, the guard checks the lag, as `#[too_busy]` does). Each setting can also be
-/// overridden by name at run time ([`settings`](mod@crate::settings),
-/// `RESILIENCY_TOO_BUSY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
-/// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
-/// guard, the first called giving its options, as a guard registered from code by that name does.
-///
-/// ```
-/// use std::time::Duration;
-/// use resiliency::{too_busy, Rejected};
-///
-/// const LIMIT: u32 = 256;
-///
-/// #[too_busy(max_in_flight = LIMIT, max_latency = Duration::from_millis(200))]
-/// async fn handler() -> Result<(), Rejected> {
-///     Ok(())
-/// }
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// # handler().await.unwrap();
-/// # }
-/// ```
-///
-/// A signal is on when it is named:
-///
-/// | attribute | lag | in flight | latency |
-/// |---|---|---|---|
-/// | `#[too_busy]` | on, 70 ms | off | off |
-/// | `#[too_busy(max_lag = "20ms")]` | on, 20 ms | off | off |
-/// | `#[too_busy(max_in_flight = 100)]` | off | on | off |
-/// | `#[too_busy(max_latency = "200ms")]` | off | off | on |
-/// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | on | on | off |
-/// | `#[too_busy(max_in_flight = "auto")]` | off | on, learned | off |
-///
-/// Named signals combine: a call is refused when any of them says so, at once (no queueing),
-/// with a [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts
-/// by itself on the caller's tokio runtime (only for guards that check lag); configure it from
-/// code with `resiliency::too_busy`.
-///
-/// The fn returns `Result<T, E>` with `E: From<Rejected>`; with the `axum` feature it may also
-/// return `axum::response::Response` or `impl IntoResponse`, and a refusal is a
-/// `503 Service Unavailable` with a `Retry-After` header and a body that names nothing inside the
-/// service (the full message goes to `tracing`; see `resiliency::http`, which also turns a
-/// `Rejected` kept inside an `anyhow::Error` or any error's `source()` chain into that response).
-///
-/// # `max_in_flight = "auto"`
-///
-/// Most handlers wait on something with a capacity of its own, a database pool or an upstream,
-/// and the runtime never lags while they do: latency grows until every caller times out. A
-/// fixed `max_in_flight` helps if it matches today's capacity. `"auto"` learns it instead, as
-/// TCP learns a congestion window: calls beyond the limit are refused at once, and after each
-/// window of calls (at least 100 ms and twice what calls take, 40 calls or fewer where few come)
-/// the limit moves on what that window showed.
-///
-/// **What it reacts to: queueing.** A call that waits for a busy dependency waits before its own
-/// service starts, so a queue delays fast calls as much as slow ones. The limit reads the
-/// queue, in calls, from the rise of the successful calls' 10th percentile latency over what it
-/// is when nothing waits (or the rise of their mean beyond its noise, for a queue only some
-/// calls meet), times the rate at which they complete (Little's law). A queue above a tenth of
-/// the limit, twice in a row, cuts the limit to what the dependency served, plus a little; with
-/// no queue and calls pressing against the limit (one refused, or as many running as it
-/// allows), it grows, toward the demand at first.
-///
-/// **What it ignores.** Uneven latency: a dependency whose calls take 5 ms or 400 ms, or have a
-/// lognormal or heavy tail, shows no queue where nothing waits, whatever the concurrency, so the
-/// limit only grows until nothing is refused. Failed calls: an `Err` or a 5xx response that
-/// comes back at once says nothing of how long the dependency takes, so failed calls never feed
-/// the latency; a steady share of them (a handler's `404`s) moves nothing, and only a spike (at
-/// least 25% of a window, 20 points above the usual share) cuts the limit by a quarter. A
-/// dependency that became slower for good: each cut is checked against the next window; had the
-/// wait been a queue, the cut would have taken it away, so a wait that stays is the calls
-/// becoming slower, and the limit goes back to what the dependency serves at the new latency
-/// within a couple of windows.
-///
-/// A limit that starts above the dependency's capacity is brought down by the queue it makes,
-/// but the latency measured first then already held a queue: where service times are even and
-/// the slots few (4 slots of exactly 20 ms below, started at 20), the limit settles around three
-/// times the slots, a queue of a few holds, until probes (a window at a lower limit: after the
-/// first 10 windows that pressed against the limit, then one in 50) find lower. Set
-/// `auto_initial` near the capacity where it is known. A window
-/// whose calls stayed below half the limit never takes it below `auto_initial`, so a quiet
-/// service is never starved. The limit stays between `auto_min` and `auto_max`, and is read from
-/// code with
-/// [`too_busy::get`](crate::too_busy::get)`(name)?.`[`in_flight_limit()`](crate::too_busy::TooBusy::in_flight_limit),
-/// in `tracing` events (debug, target `resiliency::too_busy`, at each change) and, with the
-/// `metrics` feature, as the gauge `resiliency_too_busy_in_flight_limit`. Admission costs what a
-/// fixed limit costs; a completed call adds its latency to the window's counters (a clock read
-/// and a few atomic adds), and the call that ends a window computes the next limit.
-///
-/// ```
-/// use std::time::Duration;
-/// use resiliency::{too_busy, Rejected};
-///
-/// // A dependency with 4 slots: each call holds one for 20 ms.
-/// static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
-///
-/// #[too_busy(max_in_flight = "auto", auto_min = 2)]
-/// async fn query() -> Result<(), Rejected> {
-///     let _slot = SLOTS.acquire().await.unwrap();
-///     tokio::time::sleep(Duration::from_millis(20)).await;
-///     Ok(())
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// // 40 callers at once, for 3 seconds: far more than the 4 slots serve without a queue.
-/// let callers = (0..40).map(|_| async {
-///     let (mut waited, end) = (Vec::new(), tokio::time::Instant::now() + Duration::from_secs(3));
-///     while tokio::time::Instant::now() < end {
-///         let sent = tokio::time::Instant::now();
-///         match query().await {
-///             Ok(()) => waited.push(sent.elapsed()),
-///             Err(_) => tokio::time::sleep(Duration::from_millis(5)).await, // refused: back off
-///         }
-///     }
-///     waited.split_off(waited.len() / 2) // the second half: once the limit was learned
-/// });
-/// let waited: Vec<Duration> = futures::future::join_all(callers).await.concat();
-/// let (_, name) = resiliency::settings::sites()
-///     .into_iter()
-///     .find(|(_, name)| name.ends_with("::query"))
-///     .unwrap();
-/// let limit = resiliency::too_busy::get(&name).unwrap().in_flight_limit().unwrap();
-/// assert!(limit < 20, "{limit}"); // down from where it started, toward the 4 slots
-/// // Unguarded, 40 callers on 4 slots would wait 10 holds (200 ms) a call; admitted ones wait
-/// // a few (a start far above capacity leaves a queue of a few holds: see above).
-/// let mean = waited.iter().sum::<Duration>() / waited.len() as u32;
-/// assert!(mean < Duration::from_millis(150), "{mean:?}");
-/// # }
-/// ```
-///
-/// # Blocking functions
-///
-/// On a fn that is not `async`, the body runs on the caller's thread through
-/// [`TooBusy::call_blocking`](crate::too_busy::TooBusy::call_blocking): `max_in_flight` and
-/// `max_latency` work as for an async fn (a panicking body gives its slot back), and no tokio
-/// runtime is needed. The runtime's lag can only be measured by an async runtime, so a blocking
-/// fn needs `max_in_flight` or `max_latency` (`#[too_busy]` alone is a compile error, and so is
-/// `max_lag`), and it returns `Result<T, E>`.
-///
-/// ```
-/// use std::sync::Barrier;
-/// use resiliency::{too_busy, Rejected};
-///
-/// #[too_busy(max_in_flight = 1)]
-/// fn render(inside: &Barrier, done: &Barrier) -> Result<&'static str, Rejected> {
-///     inside.wait();
-///     done.wait();
-///     Ok("pdf")
-/// }
-///
-/// let (inside, done) = (Barrier::new(2), Barrier::new(2));
-/// std::thread::scope(|s| {
-///     let first = s.spawn(|| render(&inside, &done));
-///     inside.wait(); // the first call holds the one slot
-///     assert!(render(&inside, &done).unwrap_err().is_too_busy());
-///     done.wait();
-///     assert_eq!(first.join().unwrap().unwrap(), "pdf");
-/// });
-/// ```
-///
-/// # Guarantees
-///
-/// Each line names the test (in `tests/too_busy_guarantees.rs`) that proves it; the
-/// [`too_busy`](mod@crate::too_busy) module's docs say more.
-///
-/// * A body that panics gives its `max_in_flight` slot back once the call is dropped, and the
-///   time it ran counts toward `max_latency`:
-///   `a_panicking_body_gives_its_slot_back_once_dropped_and_counts_toward_max_latency`.
-/// * A call dropped while it runs gives its slot back only after its body has been dropped (never
-///   more than `max_in_flight` bodies at once):
-///   `a_cancelled_call_keeps_its_slot_until_its_body_is_dropped`; the time it ran counts toward
-///   `max_latency`: `abandoned_calls_count_toward_max_latency`.
-/// * On a runtime without a time driver the lag signal is off, said once by a `tracing` warning;
-///   `max_in_flight` and `max_latency` still refuse:
-///   `a_runtime_without_timers_stands_the_lag_signal_down_once_and_keeps_the_others`. (tokio
-///   panics when a timer is created there; the monitor catches that once per runtime, with no
-///   message printed, which under
-///   `panic = "abort"` ends the process: enable time on runtimes that run guarded calls.)
-/// * An `on_lag` callback or a `tracing` subscriber that panics does not stop the lag monitor,
-///   which keeps its lag: `a_panicking_on_lag_callback_leaves_shedding_on`,
-///   `a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot`.
-/// * Under a paused clock, `tokio::time::advance` is no lag: `advancing_a_paused_clock_is_not_lag`.
-/// * Threads that come and go leave one monitor task per runtime, not one per thread:
-///   `threads_that_come_and_go_leave_one_monitor_task`.
-/// * With `max_in_flight = "auto"`, panicking and cancelled calls give their slots back and count
-///   as failures, a subscriber that panics as a window closes (even in an unwinding call's drop)
-///   loses only its event, and the limit is learned on a runtime without a time driver too
-///   (`tests/too_busy_auto.rs`):
-///   `panicking_and_cancelled_calls_give_their_slots_back_and_count_as_failures`,
-///   `a_subscriber_that_panics_as_a_window_closes_in_an_unwinding_call_loses_only_its_event`,
-///   `a_runtime_without_timers_learns_as_any`.
-/// * Durations too long for nanoseconds in a `u64` saturate instead of wrapping or panicking:
-///   `settings_at_their_extremes_neither_panic_nor_wrap`.
-pub use resiliency_macros::too_busy;
+resiliency_runtime::__private::breaker_settings!(crate::attributes::documented! {
+    before {
+        /// A circuit breaker around an `async fn` or a blocking fn, with Semian's semantics.
+        ///
+        /// ```
+        /// use resiliency::{breaker, Rejected};
+        ///
+        /// type BoxError = Box<dyn std::error::Error + Send + Sync>;
+        ///
+        /// #[breaker(error_threshold = 2, error_timeout = "30s")]
+        /// async fn fetch(ok: bool) -> Result<&'static str, BoxError> {
+        ///     if ok { Ok("data") } else { Err("upstream failed".into()) }
+        /// }
+        ///
+        /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+        /// # async fn main() {
+        /// assert!(fetch(false).await.is_err());
+        /// assert!(fetch(false).await.is_err()); // the second error within 30 s opens it
+        /// let refused = fetch(true).await.unwrap_err();
+        /// assert!(refused.downcast_ref::<Rejected>().unwrap().is_circuit_open());
+        ///
+        /// tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        /// assert_eq!(fetch(true).await.unwrap(), "data"); // the probe succeeds and closes it
+        /// # }
+        /// ```
+        ///
+        /// # Arguments
+        ///
+        /// | argument | meaning | default |
+        /// |---|---|---|
+        /// | `name = "payments"` | calls with one name share one breaker | the fn's path, e.g. `my_app::Client::get` |
+        /// | `key = host` | an expression over the arguments (a string, number, address or `format_args!(..)`: see `BreakerKey`): one breaker per value | none |
+    }
+    after {
+        /// | `count_if = is_transient` | `fn(&E) -> bool`: only errors it accepts count | every error |
+        /// | `crate = "::resiliency"` | the path to this crate, when re-exported | `::resiliency` |
+        ///
+        /// Durations, here and in the other attributes, are strings: a number and a unit (`ns`, `us` or
+        /// `µs`, `ms`, `s`, `m`, `h`), such as `"450ms"`, `"1.5s"` or `"250us"`, or several such parts
+        /// from the largest unit to the smallest, each once, such as `"1m30s"` or `"2m 30s"` (only the
+        /// last part may have a fraction: `"1m30.5s"`).
+        ///
+        /// **Settings from code.** A number or a duration, here and in the other attributes, may also be
+        /// a `const`, a `static`, a path or any other expression (a call, `2 * BASE`, a block) of the type
+        /// the builder method of the argument's name takes: `u32` for counts, `f64` for `capacity`,
+        /// `failure_rate` and `backoff`, `usize` for `max_keys`, `std::time::Duration` for durations.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resiliency::{breaker, Rejected};
+        ///
+        /// const THRESHOLD: u32 = 5;
+        ///
+        /// #[breaker(error_threshold = THRESHOLD, timeout = Duration::from_secs(2))]
+        /// async fn charge(cents: u64) -> Result<u64, Rejected> {
+        ///     Ok(cents)
+        /// }
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// # assert_eq!(charge(250).await.unwrap(), 250);
+        /// # }
+        /// ```
+        ///
+        /// Such an expression is passed as written to the [`BreakerBuilder`](crate::BreakerBuilder)
+        /// method (`.error_threshold(THRESHOLD)`) and evaluated once, at the first call: it may name
+        /// consts, statics and functions, but not the fn's arguments (a compile error says so) nor `Self`
+        /// (name the type). A literal is checked at compile time; an expression's value is checked at
+        /// the first call, by the same rules with the same message, and a value they refuse is reported
+        /// as an error-level `tracing` event while the calls go on (each setting refused falls back to
+        /// its default). The rules about which arguments go together still hold at compile time:
+        /// `capacity = CAP` needs `timeout`, whatever `CAP` is.
+        ///
+        /// **Settings at run time.** The arguments are the defaults of the breaker's named site: the
+        /// [`settings`](mod@crate::settings) module overrides each of them by the same name, for this
+        /// breaker or for every one, from code, a configuration file or the environment
+        /// (`RESILIENCY_BREAKER__<NAME>__<SETTING>`), without a rebuild; a change reaches the live
+        /// breaker and keeps its state.
+        ///
+        /// Stacked attributes of this crate apply top to bottom: the first written is the outermost, so
+        /// `#[too_busy]` above `#[breaker]` sheds load before the breaker counts anything.
+        ///
+        /// The function is an `async fn` or a blocking fn (free or a method; generics, `&self` and
+        /// `impl Trait` arguments are fine) returning `Result<T, E>` with `E: From<resiliency::Rejected>`.
+        /// While the breaker is open the body does not run and the call returns `Err(E::from(Rejected))`.
+        ///
+        /// The expansion is short; `cargo expand` shows something like:
+        ///
+        /// ```ignore
+        /// async fn fetch(ok: bool) -> Result<&'static str, BoxError> {
+        ///     match (
+        ///         {
+        ///             fn breaker_site() {}
+        ///             static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
+        ///                 || ::resiliency::__private::name_of(breaker_site),
+        ///                 |breaker| breaker.error_threshold(2).error_timeout(::core::time::Duration::from_secs(30)),
+        ///             );
+        ///             BREAKER.breaker()
+        ///         }
+        ///         .admit_closed(),
+        ///         async move { if ok { Ok("data") } else { Err("upstream failed".into()) } },
+        ///     ) {
+        ///         (Ok(admitted), body) => admitted.call(body).await,
+        ///         (Err(site), body) => site.call(body).await,
+        ///     }
+        /// }
+        /// ```
+        ///
+        /// `breaker_site` only marks where the fn is: its path (`my_app::fetch`, or
+        /// `my_app::Client::fetch` in an `impl`) is the breaker's default name. A closed breaker admits
+        /// the call as it is made, which is its first poll, and the body runs with nothing else to keep;
+        /// in any other state (open, half-open, forced) the call asks at its first poll, as
+        /// [`Breaker::call`](crate::Breaker::call) does.
+        ///
+        /// # Blocking functions
+        ///
+        /// On a fn that is not `async` (a client such as `ureq`, `postgres` or `diesel`), the body runs
+        /// on the caller's thread through [`Breaker::call_blocking`](crate::Breaker::call_blocking),
+        /// with the same rules, arguments, names, run-time settings and metrics: a blocking
+        /// `#[breaker(name = "db")]` and an async one share the breaker `db`. No tokio runtime is
+        /// needed. The body becomes a closure called at once (`.call_blocking(move || -> Result<T, E> {
+        /// .. })`), so `return`, `?`, `&self` and borrowed arguments work as in the fn.
+        ///
+        /// ```
+        /// use resiliency::{breaker, Rejected};
+        ///
+        /// type BoxError = Box<dyn std::error::Error + Send + Sync>;
+        ///
+        /// #[breaker(error_threshold = 2, error_timeout = "30s")]
+        /// fn query(id: u32) -> Result<u32, BoxError> {
+        ///     if id == 0 {
+        ///         return Err("no such row".into());
+        ///     }
+        ///     let row: u32 = "42".parse()?;
+        ///     Ok(row + id)
+        /// }
+        ///
+        /// assert_eq!(query(1).unwrap(), 43);
+        /// assert!(query(0).is_err());
+        /// assert!(query(0).is_err()); // the second error within 30 s opens it
+        /// let refused = query(1).unwrap_err();
+        /// assert!(refused.downcast_ref::<Rejected>().unwrap().is_circuit_open());
+        /// ```
+        ///
+        /// Nothing can interrupt a blocking call, so `timeout` and `half_open_timeout` (and `capacity`,
+        /// which needs `timeout`) are compile errors on a blocking fn: bound the work inside it (a socket
+        /// or client timeout), or make the fn `async`. A `timeout` given to such a site at run time, or
+        /// to a breaker shared with async fns, does not apply to its blocking calls. A blocking body that
+        /// panics counts as an error (a probe that panics re-opens the breaker and gives its slot back),
+        /// and the panic goes on to the caller (`tests/blocking.rs`).
+        ///
+        /// # Guarantees
+        ///
+        /// Whatever the code around it does, the breaker's own state stays consistent and no slot is lost
+        /// (each line is a test in `tests/breaker_guarantees.rs`):
+        ///
+        /// * **The body panics**: the call counts as an error (a probe that panics re-opens the breaker;
+        ///   `count_if` is not asked, there is no error value), and the panic goes on to the caller.
+        /// * **`count_if` panics**: the error counts as an error, and the panic goes on to the caller.
+        /// * **The call is dropped** before it was polled, or while its body runs (cancelled, or abandoned
+        ///   by the caller's own timeout): it counts neither way, and a probe's slot comes back only once
+        ///   the body has been dropped, so `half_open_calls = 1` never lets two probe bodies live at once.
+        /// * **A subscriber or a `tracing` layer panics** on a state change: the change stands and the
+        ///   call goes on; the panic is caught, and only that announcement is lost.
+        /// * **No time driver**: a breaker without `timeout` runs on any executor. With `timeout`, a call
+        ///   that waits outside a tokio runtime, or on one built without `enable_time`, panics with
+        ///   tokio's message at its first wait (as `tokio::time::timeout` does) and gives its slot back; a
+        ///   call that answers on its first poll needs no timer and runs anywhere.
+        /// * **Keyed families** never evict a breaker that calls in flight still hold: their outcomes land
+        ///   on the breaker that the key's later calls use. A lookup racing a sweep never gets a breaker
+        ///   the family no longer holds, and concurrent inserts never take it past `max_keys`. At most
+        ///   one eviction sweep waits at a time.
+        /// * **Settings**: `error_threshold`, `success_threshold` and `half_open_calls` are at most 65535;
+        ///   the count rule's ring of error times (8 bytes per unit of `error_threshold`) is allocated at a
+        ///   breaker's first error.
+        /// * **`RESILIENCY_DISABLED`** accepts `1`, `true`, `yes`, `on` (any case); `0`, `false`, `no`,
+        ///   `off` or empty leave breakers on, and any other value is reported once as a warning.
+    }
+    item { pub use resiliency_macros::breaker; }
+});
 
-/// Raced retries under one deadline (proposed for Zalando's perron client): a retry does not
-/// abort the attempt in flight but races it.
-///
-/// ```
-/// use std::time::Duration;
-/// use resiliency::{race_retry, Rejected};
-///
-/// struct Directory;
-///
-/// impl Directory {
-///     #[race_retry(retries = 2, after = "150ms", total = "450ms")]
-///     async fn lookup(&self, id: u64, region: &str) -> Result<String, Rejected> {
-///         // The first attempt hangs on a slow replica; the second answers in 20 ms.
-///         let slow = ATTEMPTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
-///         let wait = if slow { 5_000 } else { 20 };
-///         tokio::time::sleep(Duration::from_millis(wait)).await;
-///         Ok(format!("user {id} in {region}"))
-///     }
-/// }
-/// static ATTEMPTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-///
-/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let started = tokio::time::Instant::now();
-/// let user = Directory.lookup(7, "eu").await.unwrap();
-/// assert_eq!(user, "user 7 in eu");
-/// // The second attempt started at 150 ms, answered at 170 ms; the first was cancelled.
-/// assert_eq!(started.elapsed(), Duration::from_millis(170));
-/// # }
-/// ```
-///
-/// | argument | meaning | default |
-/// |---|---|---|
-/// | `name = "users.lookup"` | calls with one name share one policy (its budget, learned latencies, stats, settings and metrics) | the fn's path, e.g. `my_app::db::lookup` |
-/// | `retries = 2` | extra attempts at most (3 attempts in all), up to 16 | 2 |
-/// | `after = "150ms"` | start the next attempt this long after the previous one started, while none has succeeded; `"p95"` (any `"pNN"` or `"pNN.N"`) = that percentile of this fn's recent attempt latencies, learned as it runs (`total / (retries + 1)` until 32 attempts were seen) | `"p95"` |
-/// | `total = "450ms"` | one deadline over everything: then the call returns `Err(E::from(Rejected))` ([`Rejected::is_deadline`](crate::Rejected::is_deadline)) and every attempt is cancelled | required |
-/// | `each = "300ms"` | bound on one attempt: an attempt past it is cancelled and has failed | none |
-/// | `budget = 0.1` | extra attempts may add at most this share of the calls of this fn (plus 10 per second, so that a rarely called fn can still race; at most 100 banked), shared by all its calls; a share below 0.001 counts as 0.001; `"off"`: no budget | `0.1` |
-/// | `backoff = "10ms"` | an attempt that replaces a failed one (an error worth another, or past `each`) waits a random time below this, then below twice it, and so on (exponential backoff with full jitter), but starts no later than `after` would have started it, and not at all at or past `total`; `"off"`: at once | a quarter of `after` (of `total` if `after` is not below it) |
-/// | `backoff_factor = 2` | how much each wait's bound grows over the one before; at least 1 | `2` |
-/// | `backoff_max = "100ms"` | the most one wait may be | none (the next staggered start bounds it) |
-/// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
-/// | `crate = "..."` | the path of this crate, if renamed | `::resiliency` |
-///
-/// `retries` may also be a `u32` expression, `budget` and `backoff_factor` `f64` expressions, and
-/// `after`, `total`, `each`, `backoff` and `backoff_max` `Duration` expressions (an `after`
-/// expression is a fixed delay; a percentile is a literal, as is `"off"`), such as a `const`,
-/// evaluated once, at the first call, and checked then by the rules the literals are checked by
-/// at compile time (see [`#[breaker]`](macro@crate::breaker), "Settings from code"): a value they
-/// refuse is an error-level `tracing` event and falls back to its default (`total` has none: with
-/// `total` refused, each call runs its body once, with no deadline). Each setting can also be
-/// overridden by name at run time ([`settings`](mod@crate::settings),
-/// `RESILIENCY_RACE_RETRY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
-/// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
-/// policy, the first called giving its options, as a policy registered from code by that name
-/// does.
-///
-/// ```
-/// use std::time::Duration;
-/// use resiliency::{race_retry, Rejected};
-///
-/// const TOTAL: Duration = Duration::from_millis(450);
-///
-/// #[race_retry(after = TOTAL / 3, total = TOTAL)]
-/// async fn lookup(id: u64) -> Result<u64, Rejected> {
-///     Ok(id)
-/// }
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// # assert_eq!(lookup(7).await.unwrap(), 7);
-/// # }
-/// ```
-///
-/// Semantics: attempt 1 starts at once; attempt k + 1 starts `after` after attempt k started, or
-/// sooner when an attempt fails: after that failure's backoff; the first `Ok` is returned and
-/// every other attempt is dropped (cancelled) before the call returns; when all attempts fail, the
-/// last error is returned (at once when the next backoff would end past the deadline).
-///
-/// The defaults keep extra load bounded without asking: the budget (Finagle's retry budget, on by
-/// default there too) stops an outage from multiplying the load by `retries + 1`, and the backoff
-/// spreads the retries of failing calls instead of sending them at once. With the defaults and
-/// `after = "150ms"`, a call whose attempts fail fast waits up to 37.5 ms, then up to 75 ms; with
-/// `backoff = "off"` it would send all three within milliseconds. The backoff's scale follows the
-/// call's own `after` (the time an attempt is expected to take): with two retries its waits add at
-/// most three quarters of `after`, three eighths on average, so a retry after one transient error
-/// still comes well before the staggered start. `budget = "off"` and `backoff = "off"` restore
-/// every extra attempt, at once.
-///
-/// Attempts run concurrently inside the caller's task (no `tokio::spawn`), so borrowed arguments
-/// and `&self` methods work. Every attempt gets its own copy of each argument: references and
-/// `&self` are copied, owned values cloned (so they must be `Clone`), an owned `self` too (`self`,
-/// `mut self`, `self: Arc<Self>`). `&mut self` (`Pin<&mut Self>` too) and `&mut` arguments cannot
-/// be shared by attempts running at once and are compile errors that name the argument. For the
-/// same reason the fn must be `async`: a blocking fn is a compile error (call blocking code with
-/// `tokio::task::spawn_blocking` inside an `async fn`, or put `#[breaker]` alone on it).
-///
-/// Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
-/// `resiliency::race_retry`; durations in whole microseconds: `started_us`, `elapsed_us`), as is
-/// each backoff (`backoff_us`), and what [`race_retry::observe`](crate::race_retry::observe) returns to the
-/// caller; [`race_retry::stats`](crate::race_retry::stats) counts extra attempts, wins by them, budget
-/// refusals and deadlines.
-///
-/// **With `#[breaker]`.** Attributes of this crate apply top to bottom (the first written is the
-/// outermost). `#[breaker]` above `#[race_retry]` puts the breaker around the whole race: one
-/// outcome per call, and an open breaker refuses the call before any attempt. `#[race_retry]`
-/// above `#[breaker]` puts the breaker around each attempt: each attempt's error counts, and
-/// once it opens, the remaining attempts fail at once with `Rejected` (the call ends with it).
-///
-/// # Guarantees
-///
-/// Whatever the attempts do, the fn's shared state (its budget, stats and learned latencies)
-/// stays consistent and every attempt's future is dropped by the time the call is:
-///
-/// * **A body that panics** ends the call with that panic, at once: it goes on to the caller,
-///   the other attempts are dropped (cancelled), [`race_retry::observe`](crate::race_retry::observe) reports
-///   that attempt as `Outcome::Panicked` and the others as `Abandoned`, the extra attempts that
-///   started count in the stats, and the next call runs as usual. So does a panic in the copy of
-///   an argument made for an attempt, and in the destructor of an attempt being cancelled.
-/// * **A `retry_if` that panics** on an attempt's error does the same, that attempt reported as
-///   panicked.
-/// * A call whose poll panicked is over: polling it again panics at once, and runs nothing.
-/// * **A call dropped** at any await point (an outer timeout, `select!`) drops its attempts then,
-///   reported as abandoned; one dropped before its first poll made no attempt and counts nothing.
-///   An attempt's destructor that takes long delays the call's return by as long, nothing more.
-/// * **Without a time driver**: outside a tokio runtime there are no timers (attempts start only
-///   when one fails, at once, and there is no deadline). On a runtime built without
-///   `enable_time`, a call whose attempts answer without waiting (or fail without waiting, with
-///   `backoff = "off"`) runs; one that has to wait (for an attempt or a backoff) panics with
-///   tokio's "timers are disabled" (as `tokio::time::timeout` does there), its attempts dropped
-///   and the extra ones it started counted.
-/// * **Extreme settings** neither panic nor allocate by their value: `total`, `after` or `each`
-///   too long for an `Instant` (up to `Duration::MAX` through `race_retry::RaceRetry`) mean never,
-///   `retries` is at most 16, a `budget` share below 0.001 counts as 0.001, a backoff's base or
-///   max up to `Duration::MAX` saturates (a wait past the deadline starts nothing) and a factor
-///   that is NaN, infinite or below 1 (through `race_retry::RaceRetry`) is clamped, and a call spawns no
-///   task.
-pub use resiliency_macros::race_retry;
+resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented! {
+    before {
+        /// Load shedding at an `async fn`'s entry when the runtime lags, as toobusy-js does for Node's
+        /// event loop, with the signals its users asked for; at a blocking fn's entry, by calls in flight
+        /// and latency.
+        ///
+        /// ```
+        /// use resiliency::{too_busy, Rejected};
+        ///
+        /// #[too_busy]                                  // the runtime's lag, max_lag 70 ms
+        /// async fn ping() -> Result<&'static str, Rejected> {
+        ///     Ok("pong")
+        /// }
+        ///
+        /// #[too_busy(max_in_flight = 1)]               // one call at a time; the next is refused
+        /// async fn exclusive() -> Result<(), Rejected> {
+        ///     tokio::task::yield_now().await;
+        ///     Ok(())
+        /// }
+        ///
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// assert_eq!(ping().await.unwrap(), "pong");
+        /// let (a, b) = tokio::join!(exclusive(), exclusive());
+        /// assert!(a.is_ok());
+        /// assert!(b.unwrap_err().is_too_busy());
+        /// # }
+        /// ```
+        ///
+        /// # Arguments
+        ///
+        /// | argument | meaning | default |
+        /// |---|---|---|
+        /// | `name = "checkout"` | calls with one name share one guard (and its settings, metrics and `too_busy::get`) | the fn's path, e.g. `my_app::api::checkout` |
+    }
+    after {
+        /// | `crate = "::resiliency"` | the path to this crate, when re-exported | `::resiliency` |
+        ///
+        /// `max_in_flight` may also be a `u32` expression and the durations `Duration` expressions, such
+        /// as a `const`, evaluated once, at the first call, and checked then by the rules the literals
+        /// are checked by at compile time (see [`#[breaker]`](macro@crate::breaker), "Settings from
+        /// code"): a value they refuse is an error-level `tracing` event, and that signal is left out
+        /// (with none left, the guard checks the lag, as `#[too_busy]` does). Each setting can also be
+        /// overridden by name at run time ([`settings`](mod@crate::settings),
+        /// `RESILIENCY_TOO_BUSY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
+        /// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
+        /// guard, the first called giving its options, as a guard registered from code by that name does.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resiliency::{too_busy, Rejected};
+        ///
+        /// const LIMIT: u32 = 256;
+        ///
+        /// #[too_busy(max_in_flight = LIMIT, max_latency = Duration::from_millis(200))]
+        /// async fn handler() -> Result<(), Rejected> {
+        ///     Ok(())
+        /// }
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// # handler().await.unwrap();
+        /// # }
+        /// ```
+        ///
+        /// A signal is on when it is named:
+        ///
+        /// | attribute | lag | in flight | latency |
+        /// |---|---|---|---|
+        /// | `#[too_busy]` | on, 70 ms | off | off |
+        /// | `#[too_busy(max_lag = "20ms")]` | on, 20 ms | off | off |
+        /// | `#[too_busy(max_in_flight = 100)]` | off | on | off |
+        /// | `#[too_busy(max_latency = "200ms")]` | off | off | on |
+        /// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | on | on | off |
+        /// | `#[too_busy(max_in_flight = "auto")]` | off | on, learned | off |
+        ///
+        /// Named signals combine: a call is refused when any of them says so, at once (no queueing),
+        /// with a [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts
+        /// by itself on the caller's tokio runtime (only for guards that check lag); configure it from
+        /// code with `resiliency::too_busy`.
+        ///
+        /// The fn returns `Result<T, E>` with `E: From<Rejected>`; with the `axum` feature it may also
+        /// return `axum::response::Response` or `impl IntoResponse`, and a refusal is a
+        /// `503 Service Unavailable` with a `Retry-After` header and a body that names nothing inside the
+        /// service (the full message goes to `tracing`; see `resiliency::http`, which also turns a
+        /// `Rejected` kept inside an `anyhow::Error` or any error's `source()` chain into that response).
+        ///
+        /// # `max_in_flight = "auto"`
+        ///
+        /// Most handlers wait on something with a capacity of its own, a database pool or an upstream,
+        /// and the runtime never lags while they do: latency grows until every caller times out. A
+        /// fixed `max_in_flight` helps if it matches today's capacity. `"auto"` learns it instead, as
+        /// TCP learns a congestion window: calls beyond the limit are refused at once, and after each
+        /// window of calls (at least 100 ms and twice what calls take, 40 calls or fewer where few come)
+        /// the limit moves on what that window showed.
+        ///
+        /// **What it reacts to: queueing.** A call that waits for a busy dependency waits before its own
+        /// service starts, so a queue delays fast calls as much as slow ones. The limit reads the
+        /// queue, in calls, from the rise of the successful calls' 10th percentile latency over what it
+        /// is when nothing waits (or the rise of their mean beyond its noise, for a queue only some
+        /// calls meet), times the rate at which they complete (Little's law). A queue above a tenth of
+        /// the limit, twice in a row, cuts the limit to what the dependency served, plus a little; with
+        /// no queue and calls pressing against the limit (one refused, or as many running as it
+        /// allows), it grows, toward the demand at first.
+        ///
+        /// **What it ignores.** Uneven latency: a dependency whose calls take 5 ms or 400 ms, or have a
+        /// lognormal or heavy tail, shows no queue where nothing waits, whatever the concurrency, so the
+        /// limit only grows until nothing is refused. Failed calls: an `Err` or a 5xx response that
+        /// comes back at once says nothing of how long the dependency takes, so failed calls never feed
+        /// the latency; a steady share of them (a handler's `404`s) moves nothing, and only a spike (at
+        /// least 25% of a window, 20 points above the usual share) cuts the limit by a quarter. A
+        /// dependency that became slower for good: each cut is checked against the next window; had the
+        /// wait been a queue, the cut would have taken it away, so a wait that stays is the calls
+        /// becoming slower, and the limit goes back to what the dependency serves at the new latency
+        /// within a couple of windows.
+        ///
+        /// A limit that starts above the dependency's capacity is brought down by the queue it makes,
+        /// but the latency measured first then already held a queue: where service times are even and
+        /// the slots few (4 slots of exactly 20 ms below, started at 20), the limit settles around three
+        /// times the slots, a queue of a few holds, until probes (a window at a lower limit: after the
+        /// first 10 windows that pressed against the limit, then one in 50) find lower. Set
+        /// `auto_initial` near the capacity where it is known. A window
+        /// whose calls stayed below half the limit never takes it below `auto_initial`, so a quiet
+        /// service is never starved. The limit stays between `auto_min` and `auto_max`, and is read from
+        /// code with
+        /// [`too_busy::get`](crate::too_busy::get)`(name)?.`[`in_flight_limit()`](crate::too_busy::TooBusy::in_flight_limit),
+        /// in `tracing` events (debug, target `resiliency::too_busy`, at each change) and, with the
+        /// `metrics` feature, as the gauge `resiliency_too_busy_in_flight_limit`. Admission costs what a
+        /// fixed limit costs; a completed call adds its latency to the window's counters (a clock read
+        /// and a few atomic adds), and the call that ends a window computes the next limit.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resiliency::{too_busy, Rejected};
+        ///
+        /// // A dependency with 4 slots: each call holds one for 20 ms.
+        /// static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+        ///
+        /// #[too_busy(max_in_flight = "auto", auto_min = 2)]
+        /// async fn query() -> Result<(), Rejected> {
+        ///     let _slot = SLOTS.acquire().await.unwrap();
+        ///     tokio::time::sleep(Duration::from_millis(20)).await;
+        ///     Ok(())
+        /// }
+        ///
+        /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+        /// # async fn main() {
+        /// // 40 callers at once, for 3 seconds: far more than the 4 slots serve without a queue.
+        /// let callers = (0..40).map(|_| async {
+        ///     let (mut waited, end) = (Vec::new(), tokio::time::Instant::now() + Duration::from_secs(3));
+        ///     while tokio::time::Instant::now() < end {
+        ///         let sent = tokio::time::Instant::now();
+        ///         match query().await {
+        ///             Ok(()) => waited.push(sent.elapsed()),
+        ///             Err(_) => tokio::time::sleep(Duration::from_millis(5)).await, // refused: back off
+        ///         }
+        ///     }
+        ///     waited.split_off(waited.len() / 2) // the second half: once the limit was learned
+        /// });
+        /// let waited: Vec<Duration> = futures::future::join_all(callers).await.concat();
+        /// let (_, name) = resiliency::settings::sites()
+        ///     .into_iter()
+        ///     .find(|(_, name)| name.ends_with("::query"))
+        ///     .unwrap();
+        /// let limit = resiliency::too_busy::get(&name).unwrap().in_flight_limit().unwrap();
+        /// assert!(limit < 20, "{limit}"); // down from where it started, toward the 4 slots
+        /// // Unguarded, 40 callers on 4 slots would wait 10 holds (200 ms) a call; admitted ones wait
+        /// // a few (a start far above capacity leaves a queue of a few holds: see above).
+        /// let mean = waited.iter().sum::<Duration>() / waited.len() as u32;
+        /// assert!(mean < Duration::from_millis(150), "{mean:?}");
+        /// # }
+        /// ```
+        ///
+        /// # Blocking functions
+        ///
+        /// On a fn that is not `async`, the body runs on the caller's thread through
+        /// [`TooBusy::call_blocking`](crate::too_busy::TooBusy::call_blocking): `max_in_flight` and
+        /// `max_latency` work as for an async fn (a panicking body gives its slot back), and no tokio
+        /// runtime is needed. The runtime's lag can only be measured by an async runtime, so a blocking
+        /// fn needs `max_in_flight` or `max_latency` (`#[too_busy]` alone is a compile error, and so is
+        /// `max_lag`), and it returns `Result<T, E>`.
+        ///
+        /// ```
+        /// use std::sync::Barrier;
+        /// use resiliency::{too_busy, Rejected};
+        ///
+        /// #[too_busy(max_in_flight = 1)]
+        /// fn render(inside: &Barrier, done: &Barrier) -> Result<&'static str, Rejected> {
+        ///     inside.wait();
+        ///     done.wait();
+        ///     Ok("pdf")
+        /// }
+        ///
+        /// let (inside, done) = (Barrier::new(2), Barrier::new(2));
+        /// std::thread::scope(|s| {
+        ///     let first = s.spawn(|| render(&inside, &done));
+        ///     inside.wait(); // the first call holds the one slot
+        ///     assert!(render(&inside, &done).unwrap_err().is_too_busy());
+        ///     done.wait();
+        ///     assert_eq!(first.join().unwrap().unwrap(), "pdf");
+        /// });
+        /// ```
+        ///
+        /// # Guarantees
+        ///
+        /// Each line names the test (in `tests/too_busy_guarantees.rs`) that proves it; the
+        /// [`too_busy`](mod@crate::too_busy) module's docs say more.
+        ///
+        /// * A body that panics gives its `max_in_flight` slot back once the call is dropped, and the
+        ///   time it ran counts toward `max_latency`:
+        ///   `a_panicking_body_gives_its_slot_back_once_dropped_and_counts_toward_max_latency`.
+        /// * A call dropped while it runs gives its slot back only after its body has been dropped (never
+        ///   more than `max_in_flight` bodies at once):
+        ///   `a_cancelled_call_keeps_its_slot_until_its_body_is_dropped`; the time it ran counts toward
+        ///   `max_latency`: `abandoned_calls_count_toward_max_latency`.
+        /// * On a runtime without a time driver the lag signal is off, said once by a `tracing` warning;
+        ///   `max_in_flight` and `max_latency` still refuse:
+        ///   `a_runtime_without_timers_stands_the_lag_signal_down_once_and_keeps_the_others`. (tokio
+        ///   panics when a timer is created there; the monitor catches that once per runtime, with no
+        ///   message printed, which under
+        ///   `panic = "abort"` ends the process: enable time on runtimes that run guarded calls.)
+        /// * An `on_lag` callback or a `tracing` subscriber that panics does not stop the lag monitor,
+        ///   which keeps its lag: `a_panicking_on_lag_callback_leaves_shedding_on`,
+        ///   `a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot`.
+        /// * Under a paused clock, `tokio::time::advance` is no lag: `advancing_a_paused_clock_is_not_lag`.
+        /// * Threads that come and go leave one monitor task per runtime, not one per thread:
+        ///   `threads_that_come_and_go_leave_one_monitor_task`.
+        /// * With `max_in_flight = "auto"`, panicking and cancelled calls give their slots back and count
+        ///   as failures, a subscriber that panics as a window closes (even in an unwinding call's drop)
+        ///   loses only its event, and the limit is learned on a runtime without a time driver too
+        ///   (`tests/too_busy_auto.rs`):
+        ///   `panicking_and_cancelled_calls_give_their_slots_back_and_count_as_failures`,
+        ///   `a_subscriber_that_panics_as_a_window_closes_in_an_unwinding_call_loses_only_its_event`,
+        ///   `a_runtime_without_timers_learns_as_any`.
+        /// * Durations too long for nanoseconds in a `u64` saturate instead of wrapping or panicking:
+        ///   `settings_at_their_extremes_neither_panic_nor_wrap`.
+    }
+    item { pub use resiliency_macros::too_busy; }
+});
+
+resiliency_runtime::__private::race_retry_settings!(crate::attributes::documented! {
+    before {
+        /// Raced retries under one deadline (proposed for Zalando's perron client): a retry does not
+        /// abort the attempt in flight but races it.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resiliency::{race_retry, Rejected};
+        ///
+        /// struct Directory;
+        ///
+        /// impl Directory {
+        ///     #[race_retry(retries = 2, after = "150ms", total = "450ms")]
+        ///     async fn lookup(&self, id: u64, region: &str) -> Result<String, Rejected> {
+        ///         // The first attempt hangs on a slow replica; the second answers in 20 ms.
+        ///         let slow = ATTEMPTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
+        ///         let wait = if slow { 5_000 } else { 20 };
+        ///         tokio::time::sleep(Duration::from_millis(wait)).await;
+        ///         Ok(format!("user {id} in {region}"))
+        ///     }
+        /// }
+        /// static ATTEMPTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        ///
+        /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+        /// # async fn main() {
+        /// let started = tokio::time::Instant::now();
+        /// let user = Directory.lookup(7, "eu").await.unwrap();
+        /// assert_eq!(user, "user 7 in eu");
+        /// // The second attempt started at 150 ms, answered at 170 ms; the first was cancelled.
+        /// assert_eq!(started.elapsed(), Duration::from_millis(170));
+        /// # }
+        /// ```
+        ///
+        /// | argument | meaning | default |
+        /// |---|---|---|
+        /// | `name = "users.lookup"` | calls with one name share one policy (its budget, learned latencies, stats, settings and metrics) | the fn's path, e.g. `my_app::db::lookup` |
+    }
+    after {
+        /// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
+        /// | `crate = "..."` | the path of this crate, if renamed | `::resiliency` |
+        ///
+        /// `retries` may also be a `u32` expression, `budget` and `backoff_factor` `f64` expressions, and
+        /// `after`, `total`, `each`, `backoff` and `backoff_max` `Duration` expressions (an `after`
+        /// expression is a fixed delay; a percentile is a literal, as is `"off"`), such as a `const`,
+        /// evaluated once, at the first call, and checked then by the rules the literals are checked by
+        /// at compile time (see [`#[breaker]`](macro@crate::breaker), "Settings from code"): a value they
+        /// refuse is an error-level `tracing` event and falls back to its default (`total` has none: with
+        /// `total` refused, each call runs its body once, with no deadline). Each setting can also be
+        /// overridden by name at run time ([`settings`](mod@crate::settings),
+        /// `RESILIENCY_RACE_RETRY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
+        /// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
+        /// policy, the first called giving its options, as a policy registered from code by that name
+        /// does.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resiliency::{race_retry, Rejected};
+        ///
+        /// const TOTAL: Duration = Duration::from_millis(450);
+        ///
+        /// #[race_retry(after = TOTAL / 3, total = TOTAL)]
+        /// async fn lookup(id: u64) -> Result<u64, Rejected> {
+        ///     Ok(id)
+        /// }
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() {
+        /// # assert_eq!(lookup(7).await.unwrap(), 7);
+        /// # }
+        /// ```
+        ///
+        /// Semantics: attempt 1 starts at once; attempt k + 1 starts `after` after attempt k started, or
+        /// sooner when an attempt fails: after that failure's backoff; the first `Ok` is returned and
+        /// every other attempt is dropped (cancelled) before the call returns; when all attempts fail, the
+        /// last error is returned (at once when the next backoff would end past the deadline).
+        ///
+        /// The defaults keep extra load bounded without asking: the budget (Finagle's retry budget, on by
+        /// default there too) stops an outage from multiplying the load by `retries + 1`, and the backoff
+        /// spreads the retries of failing calls instead of sending them at once. With the defaults and
+        /// `after = "150ms"`, a call whose attempts fail fast waits up to 37.5 ms, then up to 75 ms; with
+        /// `backoff = "off"` it would send all three within milliseconds. The backoff's scale follows the
+        /// call's own `after` (the time an attempt is expected to take): with two retries its waits add at
+        /// most three quarters of `after`, three eighths on average, so a retry after one transient error
+        /// still comes well before the staggered start. `budget = "off"` and `backoff = "off"` restore
+        /// every extra attempt, at once.
+        ///
+        /// Attempts run concurrently inside the caller's task (no `tokio::spawn`), so borrowed arguments
+        /// and `&self` methods work. Every attempt gets its own copy of each argument: references and
+        /// `&self` are copied, owned values cloned (so they must be `Clone`), an owned `self` too (`self`,
+        /// `mut self`, `self: Arc<Self>`). `&mut self` (`Pin<&mut Self>` too) and `&mut` arguments cannot
+        /// be shared by attempts running at once and are compile errors that name the argument. For the
+        /// same reason the fn must be `async`: a blocking fn is a compile error (call blocking code with
+        /// `tokio::task::spawn_blocking` inside an `async fn`, or put `#[breaker]` alone on it).
+        ///
+        /// Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
+        /// `resiliency::race_retry`; durations in whole microseconds: `started_us`, `elapsed_us`), as is
+        /// each backoff (`backoff_us`), and what [`race_retry::observe`](crate::race_retry::observe) returns to the
+        /// caller; [`race_retry::stats`](crate::race_retry::stats) counts extra attempts, wins by them, budget
+        /// refusals and deadlines.
+        ///
+        /// **With `#[breaker]`.** Attributes of this crate apply top to bottom (the first written is the
+        /// outermost). `#[breaker]` above `#[race_retry]` puts the breaker around the whole race: one
+        /// outcome per call, and an open breaker refuses the call before any attempt. `#[race_retry]`
+        /// above `#[breaker]` puts the breaker around each attempt: each attempt's error counts, and
+        /// once it opens, the remaining attempts fail at once with `Rejected` (the call ends with it).
+        ///
+        /// # Guarantees
+        ///
+        /// Whatever the attempts do, the fn's shared state (its budget, stats and learned latencies)
+        /// stays consistent and every attempt's future is dropped by the time the call is:
+        ///
+        /// * **A body that panics** ends the call with that panic, at once: it goes on to the caller,
+        ///   the other attempts are dropped (cancelled), [`race_retry::observe`](crate::race_retry::observe) reports
+        ///   that attempt as `Outcome::Panicked` and the others as `Abandoned`, the extra attempts that
+        ///   started count in the stats, and the next call runs as usual. So does a panic in the copy of
+        ///   an argument made for an attempt, and in the destructor of an attempt being cancelled.
+        /// * **A `retry_if` that panics** on an attempt's error does the same, that attempt reported as
+        ///   panicked.
+        /// * A call whose poll panicked is over: polling it again panics at once, and runs nothing.
+        /// * **A call dropped** at any await point (an outer timeout, `select!`) drops its attempts then,
+        ///   reported as abandoned; one dropped before its first poll made no attempt and counts nothing.
+        ///   An attempt's destructor that takes long delays the call's return by as long, nothing more.
+        /// * **Without a time driver**: outside a tokio runtime there are no timers (attempts start only
+        ///   when one fails, at once, and there is no deadline). On a runtime built without
+        ///   `enable_time`, a call whose attempts answer without waiting (or fail without waiting, with
+        ///   `backoff = "off"`) runs; one that has to wait (for an attempt or a backoff) panics with
+        ///   tokio's "timers are disabled" (as `tokio::time::timeout` does there), its attempts dropped
+        ///   and the extra ones it started counted.
+        /// * **Extreme settings** neither panic nor allocate by their value: `total`, `after` or `each`
+        ///   too long for an `Instant` (up to `Duration::MAX` through `race_retry::RaceRetry`) mean never,
+        ///   `retries` is at most 16, a `budget` share below 0.001 counts as 0.001, a backoff's base or
+        ///   max up to `Duration::MAX` saturates (a wait past the deadline starts nothing) and a factor
+        ///   that is NaN, infinite or below 1 (through `race_retry::RaceRetry`) is clamped, and a call spawns no
+        ///   task.
+    }
+    item { pub use resiliency_macros::race_retry; }
+});

@@ -15,10 +15,14 @@ use darling::ast::NestedMeta;
 use crate::func::{self, Returns};
 use crate::value::Spanned;
 
-/// Declares an attribute's arguments once: a `#[derive(FromMeta)]` struct with one
+/// Declares an attribute's arguments: a `#[derive(FromMeta)]` struct with one
 /// `Option<Spanned<T>>` field per argument, read by the [`Value`](crate::value::Value) after `=`,
-/// and the list of the arguments' names in the order written (for the message about an unknown
-/// one). `#[darling(rename = "...")]` gives an argument whose name is a keyword.
+/// and the list of the arguments' names. The arguments that are code (`name`, `key`, ...) are
+/// written here; the settings come from the policy's table in `resiliency_rules`, whose rows
+/// follow `options Path;` (see `resiliency_rules::breaker_settings!`): each becomes an argument
+/// of its kind ([`parser!`]), a field of the rules' options (`fill`) and a builder call in the
+/// expansion (`builder_calls`). `#[darling(rename = "...")]` gives an argument whose name is a
+/// keyword.
 macro_rules! arguments {
     (@name $field:ident) => { stringify!($field) };
     (@name $field:ident $rename:literal) => { $rename };
@@ -31,6 +35,12 @@ macro_rules! arguments {
                 $field:ident: $ty:ty = $value:expr
             ),* $(,)?
         }
+        options $options:path;
+        $(
+            $(#[doc = $setting_doc:literal])*
+            $setting:ident: $setting_ty:ty as $kind:ident,
+                e.g. $example:literal, default $default:literal;
+        )*
     ) => {
         $(#[$attr])*
         #[derive(Default, darling::FromMeta)]
@@ -44,6 +54,16 @@ macro_rules! arguments {
                 )]
                 pub(crate) $field: Option<$crate::value::Spanned<$ty>>,
             )*
+            $(
+                #[darling(
+                    default,
+                    with = |meta| $crate::value::Value::arg(
+                        &$crate::value::Or($crate::value::parser!($kind, $example)),
+                        meta,
+                    )
+                )]
+                pub(crate) $setting: Option<$crate::value::Spanned<$crate::value::OrExpr<$setting_ty>>>,
+            )*
             /// `crate = "..."`: the path generated code names the crate by (every attribute's
             /// last argument).
             #[darling(
@@ -54,9 +74,38 @@ macro_rules! arguments {
             pub(crate) krate: Option<$crate::value::Spanned<syn::LitStr>>,
         }
 
+        impl $name {
+            /// Puts the settings given as literals in `options`, for the rules to check.
+            pub(crate) fn fill(&self, options: &mut $options) {
+                $(options.$setting = $crate::value::of(&self.$setting);)*
+            }
+
+            /// The builder calls for every setting given, in the order of the table: a literal
+            /// as the value it was read as, an expression as written.
+            pub(crate) fn builder_calls(
+                &self,
+                krate: &proc_macro2::TokenStream,
+            ) -> Vec<proc_macro2::TokenStream> {
+                let mut calls = Vec::new();
+                $(
+                    if let Some(value) = &self.$setting {
+                        let method = syn::Ident::new(stringify!($setting), proc_macro2::Span::call_site());
+                        let value = value
+                            .value
+                            .tokens(|v| $crate::value::Emit::emit(v, krate));
+                        calls.push(quote::quote!(.#method(#value)));
+                    }
+                )*
+                calls
+            }
+        }
+
         impl $crate::driver::Arguments for $name {
-            const NAMES: &'static [&'static str] =
-                &[$(arguments!(@name $field $($rename)?),)* "crate"];
+            const NAMES: &'static [&'static str] = &[
+                $($crate::driver::arguments!(@name $field $($rename)?),)*
+                $(stringify!($setting),)*
+                "crate"
+            ];
 
             fn krate(&self) -> Option<&$crate::value::Spanned<syn::LitStr>> {
                 self.krate.as_ref()
@@ -68,7 +117,14 @@ macro_rules! arguments {
                     if let Some(expr) = self.$field.as_ref().and_then(|value| {
                         $crate::value::AtFirstUse::at_first_use(&value.value)
                     }) {
-                        out.push((arguments!(@name $field $($rename)?), expr));
+                        out.push(($crate::driver::arguments!(@name $field $($rename)?), expr));
+                    }
+                )*
+                $(
+                    if let Some(expr) = self.$setting.as_ref().and_then(|value| {
+                        $crate::value::AtFirstUse::at_first_use(&value.value)
+                    }) {
+                        out.push((stringify!($setting), expr));
                     }
                 )*
                 out
@@ -76,8 +132,13 @@ macro_rules! arguments {
 
             fn value_span(&self, name: &str) -> Option<proc_macro2::Span> {
                 $(
-                    if name == arguments!(@name $field $($rename)?) {
+                    if name == $crate::driver::arguments!(@name $field $($rename)?) {
                         return self.$field.as_ref().map(|value| value.span);
+                    }
+                )*
+                $(
+                    if name == stringify!($setting) {
+                        return self.$setting.as_ref().map(|value| value.span);
                     }
                 )*
                 if name == "crate" {

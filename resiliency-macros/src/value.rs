@@ -235,8 +235,8 @@ impl Bound for u32 {
     const MAX: u128 = u32::MAX as u128;
 }
 
-impl Bound for u64 {
-    const MAX: u128 = u64::MAX as u128;
+impl Bound for usize {
+    const MAX: u128 = usize::MAX as u128;
 }
 
 /// A number literal, integer or float; messages show the example.
@@ -373,6 +373,111 @@ pub(crate) fn duration_tokens(d: std::time::Duration) -> TokenStream {
     let ctor = proc_macro2::Ident::new(ctor, Span::call_site());
     let n = proc_macro2::Literal::u64_unsuffixed(n);
     quote::quote!(::core::time::Duration::#ctor(#n))
+}
+
+/// The [`Value`] that reads a setting of kind `$kind` (a kind of `resiliency_rules`' tables),
+/// with `$example` for the messages that need one.
+macro_rules! parser {
+    (Count, $example:literal) => {
+        $crate::value::Count::NEW
+    };
+    (Keys, $example:literal) => {
+        $crate::value::Count::NEW
+    };
+    (Number, $example:literal) => {
+        $crate::value::Number(stringify!($example))
+    };
+    (Factor, $example:literal) => {
+        $crate::value::Number(stringify!($example))
+    };
+    (Duration, $example:literal) => {
+        $crate::value::Duration
+    };
+    (Timeout, $example:literal) => {
+        $crate::value::Duration
+    };
+    (After, $example:literal) => {
+        $crate::race_retry::ast::AfterValue
+    };
+    (Budget, $example:literal) => {
+        $crate::race_retry::ast::BudgetValue
+    };
+    (Backoff, $example:literal) => {
+        $crate::race_retry::ast::BackoffValue
+    };
+    (InFlight, $example:literal) => {
+        $crate::too_busy::ast::InFlightValue
+    };
+}
+pub(crate) use parser;
+
+/// A setting's value as the expansion writes it, for the builder method of its name: a literal,
+/// or a path under `__private` for a word (`"off"`, `"auto"`, a percentile).
+pub(crate) trait Emit {
+    fn emit(&self, krate: &TokenStream) -> TokenStream;
+}
+
+impl Emit for u32 {
+    fn emit(&self, _: &TokenStream) -> TokenStream {
+        proc_macro2::Literal::u32_unsuffixed(*self).into_token_stream()
+    }
+}
+
+impl Emit for usize {
+    fn emit(&self, _: &TokenStream) -> TokenStream {
+        proc_macro2::Literal::usize_unsuffixed(*self).into_token_stream()
+    }
+}
+
+impl Emit for f64 {
+    fn emit(&self, _: &TokenStream) -> TokenStream {
+        proc_macro2::Literal::f64_unsuffixed(*self).into_token_stream()
+    }
+}
+
+impl Emit for std::time::Duration {
+    fn emit(&self, _: &TokenStream) -> TokenStream {
+        duration_tokens(*self)
+    }
+}
+
+impl Emit for resiliency_rules::After {
+    fn emit(&self, krate: &TokenStream) -> TokenStream {
+        match self {
+            resiliency_rules::After::Fixed(d) => duration_tokens(*d),
+            resiliency_rules::After::Percentile(q) => {
+                let q = proc_macro2::Literal::f64_unsuffixed(*q);
+                quote::quote!(#krate::__private::After::Percentile(#q))
+            }
+        }
+    }
+}
+
+impl Emit for resiliency_rules::Budget {
+    fn emit(&self, krate: &TokenStream) -> TokenStream {
+        match self {
+            resiliency_rules::Budget::Share(share) => share.emit(krate),
+            resiliency_rules::Budget::Off => quote::quote!(#krate::__private::Budget::Off),
+        }
+    }
+}
+
+impl Emit for resiliency_rules::Backoff {
+    fn emit(&self, krate: &TokenStream) -> TokenStream {
+        match self {
+            resiliency_rules::Backoff::Base(base) => duration_tokens(*base),
+            resiliency_rules::Backoff::Off => quote::quote!(#krate::__private::Backoff::Off),
+        }
+    }
+}
+
+impl Emit for resiliency_rules::InFlight {
+    fn emit(&self, krate: &TokenStream) -> TokenStream {
+        match self {
+            resiliency_rules::InFlight::Fixed(limit) => limit.emit(krate),
+            resiliency_rules::InFlight::Auto => quote::quote!(#krate::__private::InFlight::Auto),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! The rules of a circuit breaker's options (`#[breaker(...)]`, `Breaker::builder`).
 
-
 use crate::{above_zero, name_rule, Violation};
 
 /// The most `error_threshold`, `success_threshold` and `half_open_calls` may be.

@@ -39,7 +39,8 @@ mod too_busy;
 pub use breaker::{breaker, BreakerOptions, BREAKER_EXCLUSIVE, MAX_COUNT};
 pub use duration::parse_duration;
 pub use race_retry::{
-    race_retry, After, Backoff, Budget, RaceRetryOptions, MAX_BUDGET_SHARE, MAX_RETRIES, MIN_BUDGET_SHARE,
+    race_retry, After, Backoff, Budget, RaceRetryOptions, MAX_BUDGET_SHARE, MAX_RETRIES,
+    MIN_BUDGET_SHARE,
 };
 pub use too_busy::{
     too_busy, InFlight, TooBusyOptions, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN,

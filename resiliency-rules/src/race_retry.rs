@@ -12,12 +12,14 @@ pub const MIN_BUDGET_SHARE: f64 = 0.001;
 /// The largest budget share: one extra attempt per call.
 pub const MAX_BUDGET_SHARE: f64 = 1.0;
 
-/// When the next attempt starts, as given.
+/// When the next attempt starts while none has succeeded (it also starts, after a backoff, when
+/// one fails).
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum After {
-    /// A fixed delay after the previous attempt started.
+    /// This long after the previous attempt started.
     Fixed(Duration),
-    /// A quantile of recent latencies: 0.95 for `"p95"`.
+    /// That quantile (in (0, 1): 0.95 for `"p95"`) of the function's recent attempt latencies,
+    /// learned as it runs. Until 32 attempts were seen, `total / (retries + 1)`.
     Percentile(f64),
 }
 

@@ -1,6 +1,5 @@
 //! The rules of a load-shedding guard's options (`#[too_busy(...)]`, `TooBusy::builder`).
 
-
 use crate::{above_zero, name_rule, Violation};
 
 /// A limit on calls in flight: a number, or learned from the calls' latency.
@@ -28,7 +27,7 @@ macro_rules! too_busy_settings {
             /// Refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only.
             /// The runtime's smoothed lag is compared with it; above zero. On beside any other
             /// signal.
-            max_lag: ::core::time::Duration as Duration, e.g. "70ms", default "`resiliency::too_busy::max_lag()`, 70 ms, when no signal is named";
+            max_lag: ::core::time::Duration as Timeout, e.g. "70ms", default "`resiliency::too_busy::max_lag()`, 70 ms, when no signal is named";
             /// At most this many calls of this fn at once, the next refused; `"auto"`: a limit learned from the calls' latency and failures, between `auto_min` and `auto_max`.
             /// At least 1. Without `max_lag`, the guard then ignores the runtime's lag.
             max_in_flight: $crate::InFlight as InFlight, e.g. 256, default "off";
@@ -40,7 +39,7 @@ macro_rules! too_busy_settings {
             auto_initial: u32 as Count, e.g. 20, default "20";
             /// Refuse while this fn's recent mean latency is above it.
             /// Above zero. Without `max_lag`, the guard then ignores the runtime's lag.
-            max_latency: ::core::time::Duration as Duration, e.g. "200ms", default "off";
+            max_latency: ::core::time::Duration as Timeout, e.g. "200ms", default "off";
         }
     };
 }

@@ -18,6 +18,7 @@ use crate::too_busy::future::TooBusyCall;
 use crate::too_busy::Refuse;
 
 pub use crate::rejected::FromRejected;
+pub use resiliency_rules::{breaker_settings, race_retry_settings, too_busy_settings};
 
 /// The type an attribute's `async move` body must produce: generated code names it in a `return`
 /// that never runs (`if false { return body_returns::<R>(); }`), so that the body's own result is
@@ -318,8 +319,8 @@ impl fmt::Debug for KeyedSite {
     }
 }
 
-pub use crate::too_busy::TooBusy;
 use crate::too_busy::TooBusyBuilder;
+pub use crate::too_busy::{InFlight, TooBusy};
 
 /// A `#[too_busy]` site: its guard, set up on first use from the attribute's arguments
 /// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
@@ -429,7 +430,7 @@ impl BusySite {
 }
 
 use crate::race_retry::RaceRetryBuilder;
-pub use crate::race_retry::{After, RaceRetry};
+pub use crate::race_retry::{After, Backoff, Budget, RaceRetry};
 
 /// A `#[race_retry]` site: its policy, set up on first use from the attribute's arguments
 /// (`configure`, as builder calls), checked then by the builder's rules, with the run-time

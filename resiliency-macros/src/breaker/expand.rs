@@ -43,13 +43,12 @@
 //! }
 //! ```
 
-use proc_macro2::{Delimiter, Group, Literal, Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::{Expr, ItemFn};
 
 use super::ast::Breaker;
 use crate::func;
-use crate::value::{duration_tokens, OrExpr};
 
 pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     let ItemFn {
@@ -62,7 +61,7 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     let (attrs, inner) = func::split_attrs(attrs);
     let krate = crate::value::krate_path(attr.krate.as_ref());
     let (marker, name) = crate::value::site_name(attr.name.as_ref(), "breaker_site", &krate);
-    let options = options(attr);
+    let options = attr.builder_calls(&krate);
     let configure = crate::value::configure("breaker", &options);
     let site = match attr.key.as_ref().map(|key| &key.value) {
         None => quote! {
@@ -225,65 +224,4 @@ fn first_last(expr: &Expr) -> (Span, Span) {
     let mut spans = expr.to_token_stream().into_iter().map(|token| token.span());
     let first = spans.next().unwrap_or_else(Span::call_site);
     (first, spans.last().unwrap_or(first))
-}
-
-/// The builder calls for every argument given, in the order of the attribute's documentation: a
-/// literal as the value it was read as, an expression as written.
-fn options(attr: &Breaker) -> Vec<TokenStream> {
-    let count = |v: &OrExpr<u32>| v.tokens(|n| Literal::u32_unsuffixed(*n).into_token_stream());
-    let number = |v: &OrExpr<f64>| v.tokens(|n| Literal::f64_unsuffixed(*n).into_token_stream());
-    let duration = |v: &OrExpr<std::time::Duration>| v.tokens(|d| duration_tokens(*d));
-    let keys = |v: &OrExpr<u64>| v.tokens(|n| Literal::u64_unsuffixed(*n).into_token_stream());
-    [
-        (
-            "error_threshold",
-            attr.error_threshold.as_ref().map(|v| count(&v.value)),
-        ),
-        (
-            "failure_rate",
-            attr.failure_rate.as_ref().map(|v| number(&v.value)),
-        ),
-        (
-            "min_calls",
-            attr.min_calls.as_ref().map(|v| count(&v.value)),
-        ),
-        (
-            "error_window",
-            attr.error_window.as_ref().map(|v| duration(&v.value)),
-        ),
-        (
-            "error_timeout",
-            attr.error_timeout.as_ref().map(|v| duration(&v.value)),
-        ),
-        ("capacity", attr.capacity.as_ref().map(|v| number(&v.value))),
-        ("timeout", attr.timeout.as_ref().map(|v| duration(&v.value))),
-        (
-            "half_open_timeout",
-            attr.half_open_timeout.as_ref().map(|v| duration(&v.value)),
-        ),
-        (
-            "success_threshold",
-            attr.success_threshold.as_ref().map(|v| count(&v.value)),
-        ),
-        (
-            "half_open_calls",
-            attr.half_open_calls.as_ref().map(|v| count(&v.value)),
-        ),
-        ("backoff", attr.backoff.as_ref().map(|v| number(&v.value))),
-        (
-            "max_error_timeout",
-            attr.max_error_timeout.as_ref().map(|v| duration(&v.value)),
-        ),
-        (
-            "idle_timeout",
-            attr.idle_timeout.as_ref().map(|v| duration(&v.value)),
-        ),
-        ("max_keys", attr.max_keys.as_ref().map(|v| keys(&v.value))),
-    ]
-    .into_iter()
-    .filter_map(|(method, value)| {
-        let method = syn::Ident::new(method, Span::call_site());
-        value.map(|value| quote!(.#method(#value)))
-    })
-    .collect()
 }

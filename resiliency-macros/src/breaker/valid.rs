@@ -5,31 +5,18 @@ use resiliency_rules::BreakerOptions;
 
 use super::ast::Breaker;
 use crate::driver::{report, Errors, Given};
-use crate::value::of;
 
 /// Every rule `#[breaker]`'s arguments break.
 pub(crate) fn validate(args: &Breaker, given: &Given, errors: &mut Errors) {
     let name = args.name.as_ref().map(|name| name.value.value());
     let written = given.written(args);
-    let options = BreakerOptions {
+    let mut options = BreakerOptions {
         name: name.as_deref(),
         key: given.span("key").is_some(),
-        error_threshold: of(&args.error_threshold),
-        error_window: of(&args.error_window),
-        error_timeout: of(&args.error_timeout),
-        success_threshold: of(&args.success_threshold),
-        capacity: of(&args.capacity),
-        timeout: of(&args.timeout),
-        half_open_timeout: of(&args.half_open_timeout),
-        failure_rate: of(&args.failure_rate),
-        min_calls: of(&args.min_calls),
-        half_open_calls: of(&args.half_open_calls),
-        backoff: of(&args.backoff),
-        max_error_timeout: of(&args.max_error_timeout),
-        idle_timeout: of(&args.idle_timeout),
-        max_keys: of(&args.max_keys),
         written: &written,
+        ..BreakerOptions::default()
     };
+    args.fill(&mut options);
     report(resiliency_rules::breaker(&options), args, given, errors);
 }
 

@@ -6,49 +6,21 @@
 use proc_macro2::Span;
 use syn::{Expr, Lit, LitStr};
 
-use crate::driver::arguments;
-use crate::value::{self, Count, Duration, Expression, Number, Or, OrExpr, Str, Value};
+pub(crate) use resiliency_rules::{After, Backoff, Budget};
 
-arguments! {
-    /// `#[race_retry(...)]`'s arguments, in the order of its documentation.
+use crate::value::{self, Expression, Number, Str, Value};
+
+resiliency_rules::race_retry_settings!(crate::driver::arguments! {
+    /// `#[race_retry(...)]`'s arguments: the code, then the settings of `resiliency_rules`' table.
     pub(crate) struct RaceRetry {
         name: LitStr = Str("payments"),
-        retries: OrExpr<u32> = Or(Count::NEW),
-        after: OrExpr<After> = Or(AfterValue),
-        total: OrExpr<std::time::Duration> = Or(Duration),
-        each: OrExpr<std::time::Duration> = Or(Duration),
-        budget: OrExpr<Budget> = Or(BudgetValue),
-        backoff: OrExpr<Backoff> = Or(BackoffValue),
-        backoff_factor: OrExpr<f64> = Or(Factor),
-        backoff_max: OrExpr<std::time::Duration> = Or(Duration),
         retry_if: Expr = Expression("is_transient"),
     }
-}
+    options resiliency_rules::RaceRetryOptions;
+});
 
 /// The one word `budget` and `backoff` take besides their values.
 pub(crate) const OFF: &str = "off";
-
-/// When the next attempt starts.
-#[derive(Copy, Clone)]
-pub(crate) enum After {
-    Fixed(std::time::Duration),
-    /// A quantile in (0, 1): `"p95"` is 0.95.
-    Percentile(f64),
-}
-
-/// The retry budget: a share in (0, 1], or none.
-#[derive(Copy, Clone)]
-pub(crate) enum Budget {
-    Share(f64),
-    Off,
-}
-
-/// The wait after a failure: exponential backoff from this bound, or none (at once).
-#[derive(Copy, Clone)]
-pub(crate) enum Backoff {
-    Base(std::time::Duration),
-    Off,
-}
 
 /// `"p95"`, `"p99.9"`: a percentile strictly between 0 and 100, as a quantile.
 fn parse_percentile(text: &str) -> Option<Result<f64, String>> {
@@ -145,21 +117,6 @@ impl Value for BackoffValue {
                 format_args!("`backoff`: {why}; {BACKOFF}"),
             )),
         }
-    }
-}
-
-/// `backoff_factor = 2`: finite and at least 1.
-pub(crate) struct Factor;
-
-impl Value for Factor {
-    type Out = f64;
-
-    fn expected(&self) -> String {
-        Number("2").expected()
-    }
-
-    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(f64, Span)> {
-        Number("2").parse(name, expr)
     }
 }
 

@@ -38,15 +38,14 @@
 //! and the call is `.run_if(|error| (is_transient)(error), attempt)`; see `expand` for why. A `mut`
 //! argument loses its `mut` in the signature and keeps it in each attempt's copy.
 
-use proc_macro2::{Ident, Literal, Span, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned as _;
 use syn::{Expr, ItemFn, Pat};
 
-use super::ast::{After, Backoff, Budget, RaceRetry};
+use super::ast::RaceRetry;
 use super::bindings::{drop_mut, rename_self, Binding};
 use crate::func;
-use crate::value::{duration_tokens, OrExpr};
 
 pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -> TokenStream {
     let krate = crate::value::krate_path(attr.krate.as_ref());
@@ -68,7 +67,7 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
     } = func;
     let (attrs, inner) = func::split_attrs(attrs);
     drop_mut(&mut sig);
-    let options = options(attr, &krate);
+    let options = attr.builder_calls(&krate);
     let configure = crate::value::configure("race", &options);
     let (marker, name) = crate::value::site_name(attr.name.as_ref(), "race_site", &krate);
     let copies = bindings.iter().map(
@@ -141,62 +140,4 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
             .#run
         }
     }
-}
-
-/// The builder calls for every argument given, in the order of the attribute's documentation: a
-/// literal as the value it was read as, an expression as written (for `after`, a fixed delay).
-fn options(attr: &RaceRetry, krate: &TokenStream) -> Vec<TokenStream> {
-    let duration = |v: &OrExpr<std::time::Duration>| v.tokens(|d| duration_tokens(*d));
-    let mut options = Vec::new();
-    if let Some(retries) = &attr.retries {
-        let n = retries
-            .value
-            .tokens(|n| Literal::u32_unsuffixed(*n).into_token_stream());
-        options.push(quote!(.retries(#n)));
-    }
-    if let Some(after) = &attr.after {
-        let after = match &after.value {
-            OrExpr::Literal(After::Fixed(d)) => {
-                let d = duration_tokens(*d);
-                quote!(#krate::__private::After::Fixed(#d))
-            }
-            OrExpr::Literal(After::Percentile(q)) => {
-                quote!(#krate::__private::After::Percentile(#q))
-            }
-            OrExpr::Expr(d) => quote!(#krate::__private::After::Fixed(#d)),
-        };
-        options.push(quote!(.after(#after)));
-    }
-    if let Some(total) = &attr.total {
-        let d = duration(&total.value);
-        options.push(quote!(.total(#d)));
-    }
-    if let Some(each) = &attr.each {
-        let d = duration(&each.value);
-        options.push(quote!(.each(#d)));
-    }
-    match attr.budget.as_ref().map(|b| &b.value) {
-        Some(OrExpr::Literal(Budget::Share(share))) => options.push(quote!(.budget(#share))),
-        Some(OrExpr::Literal(Budget::Off)) => options.push(quote!(.no_budget())),
-        Some(OrExpr::Expr(share)) => options.push(quote!(.budget(#share))),
-        None => {}
-    }
-    match attr.backoff.as_ref().map(|b| &b.value) {
-        Some(OrExpr::Literal(Backoff::Base(base))) => {
-            let d = duration_tokens(*base);
-            options.push(quote!(.backoff(#d)));
-        }
-        Some(OrExpr::Literal(Backoff::Off)) => options.push(quote!(.no_backoff())),
-        Some(OrExpr::Expr(base)) => options.push(quote!(.backoff(#base))),
-        None => {}
-    }
-    if let Some(factor) = &attr.backoff_factor {
-        let f = factor.value.tokens(|f| f.into_token_stream());
-        options.push(quote!(.backoff_factor(#f)));
-    }
-    if let Some(max) = &attr.backoff_max {
-        let d = duration(&max.value);
-        options.push(quote!(.backoff_max(#d)));
-    }
-    options
 }

@@ -5,39 +5,19 @@
 
 use resiliency_rules::RaceRetryOptions;
 
-use super::ast::{After, Backoff, Budget, RaceRetry};
+use super::ast::RaceRetry;
 use crate::driver::{report, Errors, Given};
-use crate::value::of;
 
 /// Every rule `#[race_retry]`'s arguments break.
 pub(crate) fn validate(args: &RaceRetry, given: &Given, errors: &mut Errors) {
-    let budget = of(&args.budget);
-    let backoff = of(&args.backoff);
     let written = given.written(args);
     let name = args.name.as_ref().map(|name| name.value.value());
-    let options = RaceRetryOptions {
+    let mut options = RaceRetryOptions {
         name: name.as_deref(),
-        retries: of(&args.retries),
-        after: of(&args.after).map(|after| match after {
-            After::Fixed(d) => resiliency_rules::After::Fixed(d),
-            After::Percentile(q) => resiliency_rules::After::Percentile(q),
-        }),
-        total: of(&args.total),
-        each: of(&args.each),
-        budget: match budget {
-            Some(Budget::Share(share)) => Some(share),
-            _ => None,
-        },
-        no_budget: matches!(budget, Some(Budget::Off)),
-        backoff: match backoff {
-            Some(Backoff::Base(base)) => Some(base),
-            _ => None,
-        },
-        no_backoff: matches!(backoff, Some(Backoff::Off)),
-        backoff_factor: of(&args.backoff_factor),
-        backoff_max: of(&args.backoff_max),
         written: &written,
+        ..RaceRetryOptions::default()
     };
+    args.fill(&mut options);
     report(resiliency_rules::race_retry(&options), args, given, errors);
 }
 

@@ -4,28 +4,17 @@
 use proc_macro2::Span;
 use syn::{Expr, Lit, LitStr};
 
-use crate::driver::arguments;
-use crate::value::{self, Count, Duration, Or, OrExpr, Str, Value};
+pub(crate) use resiliency_rules::InFlight;
 
-arguments! {
-    /// `#[too_busy(...)]`'s arguments, in the order of its documentation.
+use crate::value::{self, Count, Str, Value};
+
+resiliency_rules::too_busy_settings!(crate::driver::arguments! {
+    /// `#[too_busy(...)]`'s arguments: the code, then the settings of `resiliency_rules`' table.
     pub(crate) struct TooBusy {
         name: LitStr = Str("payments"),
-        max_lag: OrExpr<std::time::Duration> = Or(Duration),
-        max_in_flight: OrExpr<InFlight> = Or(InFlightValue),
-        auto_min: OrExpr<u32> = Or(Count::NEW),
-        auto_max: OrExpr<u32> = Or(Count::NEW),
-        auto_initial: OrExpr<u32> = Or(Count::NEW),
-        max_latency: OrExpr<std::time::Duration> = Or(Duration),
     }
-}
-
-/// The limit on calls in flight: a number, or learned.
-#[derive(Copy, Clone)]
-pub(crate) enum InFlight {
-    Fixed(u32),
-    Auto,
-}
+    options resiliency_rules::TooBusyOptions;
+});
 
 /// The word `max_in_flight` takes for a learned limit.
 const AUTO: &str = "auto";

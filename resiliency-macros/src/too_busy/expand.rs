@@ -42,9 +42,8 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::{ItemFn, ReturnType, Type};
 
-use super::ast::{InFlight, TooBusy};
+use super::ast::TooBusy;
 use crate::func;
-use crate::value::{duration_tokens, OrExpr};
 
 pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
     let krate = crate::value::krate_path(attr.krate.as_ref());
@@ -56,36 +55,7 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
         block,
     } = func.clone();
     let (attrs, inner) = func::split_attrs(attrs);
-    let mut options = Vec::new();
-    if let Some(v) = &attr.max_lag {
-        let d = v.value.tokens(|d| duration_tokens(*d));
-        options.push(quote!(.max_lag(#d)));
-    }
-    let count = |n: &u32| proc_macro2::Literal::u32_unsuffixed(*n).into_token_stream();
-    match attr.max_in_flight.as_ref().map(|v| &v.value) {
-        Some(OrExpr::Literal(InFlight::Auto)) => options.push(quote!(.max_in_flight_auto())),
-        Some(OrExpr::Literal(InFlight::Fixed(n))) => {
-            let n = count(n);
-            options.push(quote!(.max_in_flight(#n)));
-        }
-        Some(OrExpr::Expr(n)) => options.push(quote!(.max_in_flight(#n))),
-        None => {}
-    }
-    for (name, bound) in [
-        ("auto_min", &attr.auto_min),
-        ("auto_max", &attr.auto_max),
-        ("auto_initial", &attr.auto_initial),
-    ] {
-        if let Some(v) = bound {
-            let method = proc_macro2::Ident::new(name, proc_macro2::Span::call_site());
-            let n = v.value.tokens(count);
-            options.push(quote!(.#method(#n)));
-        }
-    }
-    if let Some(v) = &attr.max_latency {
-        let d = v.value.tokens(|d| duration_tokens(*d));
-        options.push(quote!(.max_latency(#d)));
-    }
+    let options = attr.builder_calls(&krate);
     let configure = crate::value::configure("guard", &options);
     let ret_span = func::error_type_span(&func);
     // An `impl IntoResponse` body is turned into a `Response` (the `axum` feature), through

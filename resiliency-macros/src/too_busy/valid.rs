@@ -12,22 +12,13 @@ const BOUNDS: [&str; 3] = ["auto_min", "auto_max", "auto_initial"];
 
 /// Every rule `#[too_busy]`'s arguments break.
 pub(crate) fn validate(args: &TooBusy, given: &Given, errors: &mut Errors) {
-    let in_flight = of(&args.max_in_flight);
-    let auto = matches!(in_flight, Some(InFlight::Auto));
+    let auto = matches!(of(&args.max_in_flight), Some(InFlight::Auto));
     let name = args.name.as_ref().map(|name| name.value.value());
-    let options = TooBusyOptions {
+    let mut options = TooBusyOptions {
         name: name.as_deref(),
-        max_lag: of(&args.max_lag),
-        max_in_flight: match in_flight {
-            Some(InFlight::Fixed(n)) => Some(n),
-            _ => None,
-        },
-        max_in_flight_auto: auto,
-        auto_min: of(&args.auto_min),
-        auto_max: of(&args.auto_max),
-        auto_initial: of(&args.auto_initial),
-        max_latency: of(&args.max_latency),
+        ..TooBusyOptions::default()
     };
+    args.fill(&mut options);
     report(resiliency_rules::too_busy(&options), args, given, errors);
     // A rule about the attribute's text, not about the options: a builder or a setting for every
     // site may hold bounds that apply only where the limit is learned, but written here without

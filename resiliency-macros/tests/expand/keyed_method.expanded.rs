@@ -11,9 +11,9 @@ impl Client {
                     || ::resiliency::__private::name_of(breaker_site),
                     |breaker| {
                         breaker
+                            .error_window(::core::time::Duration::from_secs(30))
                             .failure_rate(0.5)
                             .min_calls(20)
-                            .error_window(::core::time::Duration::from_secs(30))
                     },
                 );
                 ::resiliency::__private::KeyedSite::breaker(&BREAKER, &host)

@@ -29,11 +29,7 @@ pub async fn lookup(id: u64) -> Result<User, DbError> {
             || "users.lookup",
             |race| {
                 race
-                    .after(
-                        ::resiliency::__private::After::Fixed(
-                            ::core::time::Duration::from_millis(100),
-                        ),
-                    )
+                    .after(::core::time::Duration::from_millis(100))
                     .total(::core::time::Duration::from_millis(300))
             },
         );

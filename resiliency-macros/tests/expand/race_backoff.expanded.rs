@@ -6,15 +6,11 @@ async fn fetch(id: u64) -> Result<Row, DbError> {
             |race| {
                 race
                     .retries(3)
-                    .after(
-                        ::resiliency::__private::After::Fixed(
-                            ::core::time::Duration::from_millis(100),
-                        ),
-                    )
+                    .after(::core::time::Duration::from_millis(100))
                     .total(::core::time::Duration::from_secs(1))
-                    .no_budget()
+                    .budget(::resiliency::__private::Budget::Off)
                     .backoff(::core::time::Duration::from_millis(20))
-                    .backoff_factor(3f64)
+                    .backoff_factor(3.0)
                     .backoff_max(::core::time::Duration::from_millis(150))
             },
         );
@@ -41,8 +37,8 @@ async fn at_once(id: u64) -> Result<Row, DbError> {
             |race| {
                 race
                     .total(::core::time::Duration::from_millis(450))
-                    .budget(0.2f64)
-                    .no_backoff()
+                    .budget(0.2)
+                    .backoff(::resiliency::__private::Backoff::Off)
             },
         );
         RACE.race()

@@ -6,11 +6,7 @@ async fn lookup(id: u64) -> Result<User, DbError> {
             |race| {
                 race
                     .retries(2)
-                    .after(
-                        ::resiliency::__private::After::Fixed(
-                            ::core::time::Duration::from_millis(150),
-                        ),
-                    )
+                    .after(::core::time::Duration::from_millis(150))
                     .total(TOTAL)
             },
         );

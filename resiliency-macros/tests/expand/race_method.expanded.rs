@@ -7,14 +7,10 @@ impl Directory {
                 |race| {
                     race
                         .retries(2)
-                        .after(
-                            ::resiliency::__private::After::Fixed(
-                                ::core::time::Duration::from_millis(150),
-                            ),
-                        )
+                        .after(::core::time::Duration::from_millis(150))
                         .total(::core::time::Duration::from_millis(450))
                         .each(::core::time::Duration::from_millis(300))
-                        .budget(0.1f64)
+                        .budget(0.1)
                 },
             );
             RACE.race()

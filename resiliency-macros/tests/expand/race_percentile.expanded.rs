@@ -19,7 +19,7 @@ async fn fetch<K: Clone + Display>(
             || ::resiliency::__private::name_of(race_site),
             |race| {
                 race
-                    .after(::resiliency::__private::After::Percentile(0.95f64))
+                    .after(::resiliency::__private::After::Percentile(0.95))
                     .total(::core::time::Duration::from_secs(1))
             },
         );

@@ -85,7 +85,7 @@ pub use builder::RaceRetryBuilder;
 pub use observe::{observe, Attempt, Observed, Outcome};
 pub use policy::{names, stats, After, RaceRetry, RaceRetryStats, MAX_RETRIES};
 pub use registry::get;
-pub use resiliency_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
+pub use resiliency_rules::{Backoff, Budget, MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 pub(crate) use settings::{check_value, set_up};
 
 /// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]) and the retry

@@ -23,16 +23,7 @@ pub use resiliency_rules::MAX_RETRIES;
 const DEFAULT_BUDGET: f64 = 0.1;
 use resiliency_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 
-/// When the next attempt starts while none has succeeded (it also starts, after a backoff, when one
-/// fails).
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub enum After {
-    /// This long after the previous attempt started.
-    Fixed(Duration),
-    /// That quantile (in (0, 1): 0.95 for `"p95"`) of the function's recent attempt latencies,
-    /// learned as it runs. Until 32 attempts were seen, `total / (retries + 1)`.
-    Percentile(f64),
-}
+pub use resiliency_rules::After;
 
 /// A raced function: its settings, and the state all its calls share. What `#[race_retry]`
 /// expands to (a `static` in the function), and usable without the macro through
@@ -165,16 +156,7 @@ impl RaceRetry {
     pub fn builder(name: &'static str) -> RaceRetryBuilder {
         RaceRetryBuilder {
             name,
-            retries: None,
-            after: None,
-            total: None,
-            each: None,
-            budget: None,
-            no_budget: false,
-            backoff: None,
-            backoff_factor: None,
-            backoff_max: None,
-            no_backoff: false,
+            options: resiliency_rules::RaceRetryOptions::default(),
         }
     }
 
@@ -311,7 +293,8 @@ impl RaceRetry {
 
     /// Puts checked options in force, keeping the budget's balance, the latencies learned and
     /// the counters.
-    pub(crate) fn apply(&self, options: &RaceRetryBuilder) {
+    pub(crate) fn apply(&self, builder: &RaceRetryBuilder) {
+        let options = &builder.options;
         let (after_ns, quantile_ppb) =
             after_words(options.after.unwrap_or(After::Percentile(0.95)));
         self.retries
@@ -322,24 +305,18 @@ impl RaceRetry {
             self.total_ns.store(ns(total), Relaxed);
         }
         self.each_ns.store(each_word(options.each), Relaxed);
-        self.budget.set_share(if options.no_budget {
-            None
-        } else {
-            Some(
-                options
-                    .budget
-                    .unwrap_or(DEFAULT_BUDGET)
-                    .clamp(MIN_BUDGET_SHARE, MAX_BUDGET_SHARE),
-            )
+        self.budget.set_share(match options.budget {
+            Some(resiliency_rules::Budget::Off) => None,
+            Some(resiliency_rules::Budget::Share(share)) => {
+                Some(share.clamp(MIN_BUDGET_SHARE, MAX_BUDGET_SHARE))
+            }
+            None => Some(DEFAULT_BUDGET),
         });
-        let mut backoff = if options.no_backoff {
-            Backoff::OFF
-        } else {
-            Backoff::DEFAULT
+        let mut backoff = match options.backoff {
+            Some(resiliency_rules::Backoff::Off) => Backoff::OFF,
+            Some(resiliency_rules::Backoff::Base(base)) => Backoff::DEFAULT.base(base),
+            None => Backoff::DEFAULT,
         };
-        if let Some(base) = options.backoff {
-            backoff = backoff.base(base);
-        }
         if let Some(factor) = options.backoff_factor {
             backoff = backoff.factor(factor);
         }

@@ -18,7 +18,7 @@ impl RaceRetryBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use resiliency::race_retry::{RaceRetry};
+    /// use resiliency::race_retry::{self, RaceRetry};
     ///
     /// let policy = RaceRetry::builder("search").total(Duration::from_millis(300)).register().unwrap();
     /// assert!(std::ptr::eq(policy, race_retry::get("search").unwrap()));

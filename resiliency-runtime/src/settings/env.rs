@@ -135,8 +135,8 @@ mod tests {
             "environment variable RESILIENCY_BREAKER__PAYMENTS__ERROR_TRESHOLD: breaker `PAYMENTS`, \
              `error_treshold`: `error_treshold` is not a breaker setting; did you mean \
              `error_threshold`? The settings are: error_threshold, error_window, error_timeout, \
-             success_threshold, capacity, timeout, half_open_timeout, failure_rate, min_calls, \
-             half_open_calls, backoff, max_error_timeout, idle_timeout, max_keys"
+             capacity, timeout, half_open_timeout, success_threshold, half_open_calls, \
+             failure_rate, min_calls, backoff, max_error_timeout, idle_timeout, max_keys"
         );
         assert_eq!(
             texts[1],

@@ -124,6 +124,7 @@
 
 mod env;
 mod store;
+pub(crate) mod table;
 mod value;
 
 #[cfg(feature = "serde")]
@@ -138,7 +139,6 @@ pub use store::{effective, load, load_env, set, sites, unmatched, unset};
 pub use value::Value;
 
 pub(crate) use store::{attach, usable, Options, Target};
-pub(crate) use value::{count, duration, duration_or_off, is_off, number, whole};
 
 /// The site name that stands for every site of a policy.
 pub const ALL: &str = "*";
@@ -176,40 +176,9 @@ impl Policy {
     /// are code (`name`, `key`, `count_if`, `retry_if`, `crate`).
     pub fn settings(self) -> &'static [&'static str] {
         match self {
-            Policy::Breaker => &[
-                "error_threshold",
-                "error_window",
-                "error_timeout",
-                "success_threshold",
-                "capacity",
-                "timeout",
-                "half_open_timeout",
-                "failure_rate",
-                "min_calls",
-                "half_open_calls",
-                "backoff",
-                "max_error_timeout",
-                "idle_timeout",
-                "max_keys",
-            ],
-            Policy::RaceRetry => &[
-                "retries",
-                "after",
-                "total",
-                "each",
-                "budget",
-                "backoff",
-                "backoff_factor",
-                "backoff_max",
-            ],
-            Policy::TooBusy => &[
-                "max_lag",
-                "max_in_flight",
-                "auto_min",
-                "auto_max",
-                "auto_initial",
-                "max_latency",
-            ],
+            Policy::Breaker => resiliency_rules::BreakerOptions::SETTINGS,
+            Policy::RaceRetry => resiliency_rules::RaceRetryOptions::SETTINGS,
+            Policy::TooBusy => resiliency_rules::TooBusyOptions::SETTINGS,
         }
     }
 

@@ -14,8 +14,9 @@ use super::{
 pub(crate) trait Options: Clone + Send + Sync + 'static {
     /// The policy.
     const POLICY: Policy;
-    /// Pairs of settings that exclude each other: overriding one drops the attribute's other.
-    const EXCLUSIVE: &'static [(&'static str, &'static str)] = &[];
+    /// Pairs of settings that exclude each other, and why (`resiliency_rules`' list): overriding
+    /// one drops the attribute's other.
+    const EXCLUSIVE: &'static [(&'static str, &'static str, &'static str)] = &[];
 
     /// The site's name.
     fn site(&self) -> &str;
@@ -98,7 +99,7 @@ impl<O: Options, T: Target<O>> Live<O, T> {
     fn options(&self, overrides: &[(&'static str, &Value)]) -> (O, Vec<Fault>) {
         let mut options = self.attribute.clone();
         let overridden = |setting: &str| overrides.iter().any(|(s, _)| *s == setting);
-        for &(a, b) in O::EXCLUSIVE {
+        for &(a, b, _) in O::EXCLUSIVE {
             if overridden(a) && !overridden(b) {
                 options.unset(b);
             } else if overridden(b) && !overridden(a) {

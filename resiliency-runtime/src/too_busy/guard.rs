@@ -16,6 +16,7 @@ use super::monitor::{current_lag_ns, nanos, LagCap, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::random::random;
 use crate::rejected::{BusySignal, FromRejected, Reason, Rejected};
+use resiliency_rules::InFlight;
 
 /// A return type through which a call can be refused: `Result<T, E>` with `E: From<Rejected>`,
 /// and, with the `axum` feature, `axum::response::Response` (a `503 Service Unavailable` with a
@@ -130,13 +131,7 @@ impl TooBusy {
     pub fn builder(name: &'static str) -> TooBusyBuilder {
         TooBusyBuilder {
             name,
-            max_lag: None,
-            max_in_flight: None,
-            max_in_flight_auto: false,
-            auto_min: None,
-            auto_max: None,
-            auto_initial: None,
-            max_latency: None,
+            options: resiliency_rules::TooBusyOptions::default(),
         }
     }
 
@@ -188,13 +183,14 @@ impl TooBusy {
     }
 
     /// Puts checked options in force, keeping the calls in flight and the latency measured.
-    pub(crate) fn apply(&self, options: &TooBusyBuilder) {
+    pub(crate) fn apply(&self, builder: &TooBusyBuilder) {
+        let options = &builder.options;
         self.max_lag_ns.store(setting_ns(options.max_lag), Relaxed);
         self.lag_cap.note(&self.max_lag_ns);
         self.max_latency_ns
             .store(setting_ns(options.max_latency), Relaxed);
-        if options.max_in_flight_auto {
-            let bounds = options.bounds();
+        if options.max_in_flight == Some(InFlight::Auto) {
+            let bounds = builder.bounds();
             let adaptive = self
                 .adaptive
                 .get_or_init(|| Box::new(Adaptive::new(bounds, self.elapsed_ns())));
@@ -213,7 +209,10 @@ impl TooBusy {
             self.max_in_flight.store(limit, Relaxed);
             self.gauge_limit(limit);
         } else {
-            let limit = options.max_in_flight.unwrap_or(0);
+            let limit = match options.max_in_flight {
+                Some(InFlight::Fixed(limit)) => limit,
+                _ => 0,
+            };
             match self.adaptive.get() {
                 Some(adaptive) => {
                     // Under the controller's lock, so that a window closing meanwhile, of calls

@@ -18,7 +18,7 @@ impl TooBusyBuilder {
     /// registration's options win).
     ///
     /// ```
-    /// use resiliency::too_busy::{TooBusy};
+    /// use resiliency::too_busy::{self, TooBusy};
     ///
     /// let guard = TooBusy::builder("checkout").max_in_flight(64).register().unwrap();
     /// let again = TooBusy::builder("checkout").max_in_flight(8).register().unwrap();
