@@ -88,22 +88,16 @@
 //!
 //! # Settings
 //!
-//! The names are the attribute's arguments ([`Policy::settings`]):
-//!
-//! * breaker: `error_threshold`, `error_window`, `error_timeout`, `success_threshold`,
-//!   `capacity`, `timeout`, `half_open_timeout`, `failure_rate`, `min_calls`, `half_open_calls`,
-//!   `backoff`, `max_error_timeout`, `idle_timeout`, `max_keys`;
-//! * race_retry: `retries`, `after`, `total`, `each`, `budget`, `backoff`, `backoff_factor`,
-//!   `backoff_max`;
-//! * too_busy: `max_lag`, `max_in_flight`, `auto_min`, `auto_max`, `auto_initial`,
-//!   `max_latency`.
+//! The names are the attribute's arguments, but for those that are code (`name`, `key`,
+//! `count_if`, `retry_if`, `crate`): each attribute's arguments table lists them, and
+//! [`Policy::settings`] returns them; both come from the one table each policy's settings are
+//! declared in.
 //!
 //! Counts are whole numbers, `capacity`, `failure_rate`, `budget` and the factors finite numbers
 //! (NaN and the infinities are refused where they are read),
 //! durations texts such as `"450ms"` (or a [`Duration`](std::time::Duration) from code). `"off"`
-//! switches off `timeout`, `half_open_timeout`, `max_lag`, `max_in_flight`, `max_latency`,
-//! `each`, `budget` and `backoff`; `after` takes `"p95"` and `max_in_flight` takes `"auto"` as
-//! the attribute does (`auto_min`, `auto_max` and `auto_initial` apply to a site whose
+//! switches off a bound (such as `timeout`, `each`, `max_lag` or `max_in_flight`), `budget` or
+//! `backoff`; `after` takes `"p95"` and `max_in_flight` takes `"auto"` as the attribute does (`auto_min`, `auto_max` and `auto_initial` apply to a site whose
 //! `max_in_flight` is `"auto"`, and are inert on the others). Setting one of
 //! two settings that exclude each other (`capacity` and `error_timeout`, `failure_rate` and
 //! `error_threshold`) replaces the attribute's other one; [`effective`] then reports the
@@ -122,7 +116,12 @@
 //!   when it does, and [`unmatched`] lists the ones no live site has taken, such as a misspelt
 //!   name.
 
+mod blame;
+mod effective;
 mod env;
+mod env_store;
+mod error;
+mod site;
 mod store;
 pub(crate) mod table;
 mod value;
@@ -135,10 +134,13 @@ mod toml_file;
 use std::fmt;
 use std::sync::Arc;
 
+pub use effective::{Effective, InForce};
+pub use error::{SettingError, SettingsError};
 pub use store::{effective, load, load_env, set, sites, unmatched, unset};
 pub use value::Value;
 
-pub(crate) use store::{attach, usable, Options, Target};
+pub(crate) use site::{usable, Options, Target};
+pub(crate) use store::attach;
 
 /// The site name that stands for every site of a policy.
 pub const ALL: &str = "*";
@@ -270,238 +272,6 @@ impl fmt::Display for Source {
         }
     }
 }
-
-/// A setting in force at a site, and where its value comes from ([`effective`]).
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct Effective {
-    /// The setting's name.
-    pub setting: &'static str,
-    /// The value in force: as given, or derived from another setting ([`Source::Derived`]);
-    /// `None` where the built-in default applies.
-    pub value: Option<Value>,
-    /// Where it comes from.
-    pub source: Source,
-}
-
-impl Effective {
-    /// The value as a duration, the same whether the attribute gives it (a [`Duration`]) or an
-    /// override (a text such as `"2s"`); `None` for the built-in default, `"off"`, or a value
-    /// that is not a duration.
-    ///
-    /// [`Duration`]: std::time::Duration
-    pub fn duration(&self) -> Option<std::time::Duration> {
-        self.value.as_ref().and_then(Value::duration)
-    }
-
-    /// The value as a number (`capacity`, `failure_rate`, `budget`, ...), from a number or a
-    /// text that is one.
-    pub fn number(&self) -> Option<f64> {
-        self.value.as_ref().and_then(Value::number)
-    }
-
-    /// The value as a whole number (`error_threshold`, `retries`, ...), from a number or a
-    /// text that is one.
-    pub fn count(&self) -> Option<u64> {
-        self.value.as_ref().and_then(Value::count)
-    }
-
-    /// Whether the setting is switched off (`"off"`).
-    pub fn is_off(&self) -> bool {
-        self.value.as_ref().is_some_and(Value::is_off)
-    }
-}
-
-/// Every setting in force at a site ([`effective`]): a slice of [`Effective`], one per setting
-/// in [`Policy::settings`] order, with typed look-ups by name.
-///
-/// ```
-/// use std::time::Duration;
-/// use resiliency::settings::{self, Policy, Source};
-/// use resiliency::Breaker;
-///
-/// Breaker::builder("docs-in-force").timeout(Duration::from_secs(1)).register().unwrap();
-/// settings::set(Policy::Breaker, "docs-in-force", "capacity", "0.75").unwrap();
-/// let in_force = settings::effective(Policy::Breaker, "docs-in-force").unwrap();
-/// assert_eq!(in_force.duration("timeout"), Some(Duration::from_secs(1)));
-/// assert_eq!(in_force.number("capacity"), Some(0.75));
-/// // Derived from `capacity`: timeout * capacity / (1 - capacity).
-/// let open_for = in_force.get("error_timeout").unwrap();
-/// assert_eq!(open_for.duration(), Some(Duration::from_secs(3)));
-/// assert_eq!(open_for.source.to_string(), "derived from capacity (0.75, set at run time)");
-/// ```
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct InForce(Vec<Effective>);
-
-impl InForce {
-    /// The setting called `setting`.
-    pub fn get(&self, setting: &str) -> Option<&Effective> {
-        self.0.iter().find(|e| e.setting == setting)
-    }
-
-    /// [`Effective::duration`] of `setting`.
-    pub fn duration(&self, setting: &str) -> Option<std::time::Duration> {
-        self.get(setting).and_then(Effective::duration)
-    }
-
-    /// [`Effective::number`] of `setting`.
-    pub fn number(&self, setting: &str) -> Option<f64> {
-        self.get(setting).and_then(Effective::number)
-    }
-
-    /// [`Effective::count`] of `setting`.
-    pub fn count(&self, setting: &str) -> Option<u64> {
-        self.get(setting).and_then(Effective::count)
-    }
-}
-
-impl std::ops::Deref for InForce {
-    type Target = [Effective];
-
-    fn deref(&self) -> &[Effective] {
-        &self.0
-    }
-}
-
-impl IntoIterator for InForce {
-    type Item = Effective;
-    type IntoIter = std::vec::IntoIter<Effective>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
-    }
-}
-
-impl<'a> IntoIterator for &'a InForce {
-    type Item = &'a Effective;
-    type IntoIter = std::slice::Iter<'a, Effective>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
-    }
-}
-
-/// One value refused: the policy, the site, the setting, where the value came from and why.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SettingError {
-    policy: Option<Policy>,
-    site: Box<str>,
-    setting: Box<str>,
-    source: Source,
-    message: Box<str>,
-}
-
-impl SettingError {
-    pub(crate) fn new(
-        policy: Policy,
-        site: &str,
-        setting: &str,
-        source: Source,
-        message: impl Into<String>,
-    ) -> Self {
-        SettingError {
-            policy: Some(policy),
-            site: site.into(),
-            setting: setting.into(),
-            source,
-            message: message.into().into(),
-        }
-    }
-
-    /// A variable or entry that names no policy.
-    pub(crate) fn unknown(source: Source, message: impl Into<String>) -> Self {
-        SettingError {
-            policy: None,
-            site: "".into(),
-            setting: "".into(),
-            source,
-            message: message.into().into(),
-        }
-    }
-
-    /// The same error, the site named `site`.
-    pub(crate) fn at_site(mut self, site: &str) -> Self {
-        self.site = site.into();
-        self
-    }
-
-    /// The policy (`None` for a variable or entry that names none).
-    pub fn policy(&self) -> Option<Policy> {
-        self.policy
-    }
-
-    /// The site's name (`*` for a value meant for every site).
-    pub fn site(&self) -> &str {
-        &self.site
-    }
-
-    /// The setting.
-    pub fn setting(&self) -> &str {
-        &self.setting
-    }
-
-    /// Where the value came from.
-    pub fn source(&self) -> &Source {
-        &self.source
-    }
-
-    /// Why it was refused: the rule's text, as the attribute's compile error words it.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for SettingError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Some(policy) = self.policy else {
-            return write!(f, "{}: {}", self.source, self.message);
-        };
-        let site = if &*self.site == ALL {
-            format!("every {policy}")
-        } else {
-            format!("{policy} `{}`", self.site)
-        };
-        write!(
-            f,
-            "{}: {site}, `{}`: {}",
-            self.source, self.setting, self.message
-        )
-    }
-}
-
-impl std::error::Error for SettingError {}
-
-/// A change refused: every value at fault ([`SettingError`]), one per line in its Display.
-/// Nothing of the change was applied.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SettingsError {
-    errors: Vec<SettingError>,
-}
-
-impl SettingsError {
-    pub(crate) fn new(errors: Vec<SettingError>) -> Self {
-        SettingsError { errors }
-    }
-
-    /// Each value at fault.
-    pub fn errors(&self) -> &[SettingError] {
-        &self.errors
-    }
-}
-
-impl fmt::Display for SettingsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, error) in self.errors.iter().enumerate() {
-            if i > 0 {
-                f.write_str("\n")?;
-            }
-            write!(f, "{error}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for SettingsError {}
 
 /// One override: a value for one setting of one site (or of every site, [`ALL`]).
 #[derive(Clone, Debug, PartialEq)]

@@ -1,0 +1,216 @@
+//! A live site as the store sees it: the options its attribute gave (a policy's builder, read
+//! and written setting by setting), what they are put in force on, and the faults its options
+//! may have.
+
+use std::cmp::Ordering;
+
+use resiliency_rules::Violation;
+
+use super::store::refs;
+use super::{Effective, Policy, Source, Value};
+
+/// A policy's options as its builder holds them, read and written setting by setting.
+pub(crate) trait Options: Clone + Send + Sync + 'static {
+    /// The policy.
+    const POLICY: Policy;
+    /// Pairs of settings that exclude each other, and why (`resiliency_rules`' list): overriding
+    /// one drops the attribute's other.
+    const EXCLUSIVE: &'static [(&'static str, &'static str, &'static str)] = &[];
+
+    /// The site's name.
+    fn site(&self) -> &str;
+    /// The value given for `setting`, if any.
+    fn get(&self, setting: &'static str) -> Option<Value>;
+    /// Gives `setting` a value; `Err` says why the value is not one for it.
+    fn set(&mut self, setting: &'static str, value: &Value) -> Result<(), String>;
+    /// Leaves `setting` out (its default applies).
+    fn unset(&mut self, setting: &'static str);
+    /// Every rule the options break.
+    fn violations(&self) -> Vec<Violation>;
+    /// The value in force for `setting` that another setting gives, and that setting's name,
+    /// when one does (a breaker's `error_timeout` from its `capacity`).
+    fn derived(&self, _setting: &'static str) -> Option<(Value, &'static str)> {
+        None
+    }
+}
+
+/// What a site's options are put in force on: a breaker, a keyed family, a guard, a race.
+pub(crate) trait Target<O>: Send + Sync + 'static {
+    /// Puts `options`, which break no rule, in force.
+    fn apply(&self, options: &O);
+}
+
+/// One rule a site's options break: the setting it is written for, why, and the other settings
+/// it involves (a change to one of them can break it too).
+pub(crate) struct Fault {
+    pub(super) setting: &'static str,
+    pub(super) message: String,
+    pub(super) involves: &'static [&'static str],
+    pub(super) order: Option<Ordering>,
+}
+
+impl Fault {
+    fn of(setting: &'static str, message: String) -> Self {
+        Fault {
+            setting,
+            message,
+            involves: &[],
+            order: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`: {}", self.setting, self.message)
+    }
+}
+
+/// An override as the store hands it to a site: the setting, the value, where it comes from.
+pub(crate) type Given = (&'static str, Value, Source);
+
+/// A live site, as the store sees it.
+pub(crate) trait Site: Send + Sync + 'static {
+    fn policy(&self) -> Policy;
+    fn name(&self) -> &str;
+    /// The attribute's value for `setting`.
+    fn attribute(&self, setting: &'static str) -> Option<Value>;
+    /// Checks the attribute's options with `overrides` on top; with `apply`, puts them in force.
+    /// `Err` lists each rule broken.
+    fn configure(
+        &self,
+        overrides: &[(&'static str, &Value)],
+        apply: bool,
+    ) -> Result<(), Vec<Fault>>;
+    /// Each setting in force with `overrides` (which break no rule), and where it comes from.
+    fn in_force(&self, overrides: &[Given]) -> Vec<Effective>;
+}
+
+/// A site: the options its attribute gave, and what they are put in force on.
+pub(crate) struct Live<O, T> {
+    pub(super) attribute: O,
+    pub(super) target: T,
+}
+
+impl<O: Options, T: Target<O>> Live<O, T> {
+    /// The attribute's options with `overrides` on top (an override of one of two settings
+    /// that exclude each other drops the attribute's other), and the values refused.
+    fn options(&self, overrides: &[(&'static str, &Value)]) -> (O, Vec<Fault>) {
+        let mut options = self.attribute.clone();
+        let overridden = |setting: &str| overrides.iter().any(|(s, _)| *s == setting);
+        for &(a, b, _) in O::EXCLUSIVE {
+            if overridden(a) && !overridden(b) {
+                options.unset(b);
+            } else if overridden(b) && !overridden(a) {
+                options.unset(a);
+            }
+        }
+        let mut faults = Vec::new();
+        for (setting, value) in overrides {
+            if let Err(why) = options.set(setting, value) {
+                faults.push(Fault::of(setting, why));
+            }
+        }
+        (options, faults)
+    }
+}
+
+impl<O: Options, T: Target<O>> Site for Live<O, T> {
+    fn policy(&self) -> Policy {
+        O::POLICY
+    }
+
+    fn name(&self) -> &str {
+        self.attribute.site()
+    }
+
+    fn attribute(&self, setting: &'static str) -> Option<Value> {
+        self.attribute.get(setting)
+    }
+
+    fn configure(
+        &self,
+        overrides: &[(&'static str, &Value)],
+        apply: bool,
+    ) -> Result<(), Vec<Fault>> {
+        let (options, mut faults) = self.options(overrides);
+        if faults.is_empty() {
+            faults.extend(options.violations().into_iter().map(|v| Fault {
+                setting: v.argument(),
+                message: v.message().to_owned(),
+                involves: v.involves(),
+                order: v.order(),
+            }));
+        }
+        if !faults.is_empty() {
+            return Err(faults);
+        }
+        if apply {
+            self.target.apply(&options);
+        }
+        Ok(())
+    }
+
+    fn in_force(&self, overrides: &[Given]) -> Vec<Effective> {
+        let (options, _) = self.options(&refs(overrides));
+        let given = |setting: &str| overrides.iter().find(|(s, _, _)| *s == setting);
+        O::POLICY
+            .settings()
+            .iter()
+            .map(|&setting| {
+                let (value, source) = if let Some((_, value, source)) = given(setting) {
+                    (Some(value.clone()), source.clone())
+                } else if let Some((value, from)) = options.derived(setting) {
+                    let (from_value, from_source) = match given(from) {
+                        Some((_, v, src)) => (Some(v.clone()), src.clone()),
+                        None => (options.get(from), Source::Attribute),
+                    };
+                    let source = Source::Derived {
+                        from,
+                        value: from_value.map(|v| v.plain()).unwrap_or_default(),
+                        source: Box::new(from_source),
+                    };
+                    (Some(value), source)
+                } else {
+                    match options.get(setting) {
+                        Some(value) => (Some(value), Source::Attribute),
+                        None => (None, Source::Default),
+                    }
+                };
+                Effective {
+                    setting,
+                    value,
+                    source,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Options that break a rule (a `const` out of range in an attribute) lose each setting at fault,
+/// one rule at a time, each reported as an error: the defaults stand in for them. `None` when
+/// that does not help (a required setting at fault).
+pub(crate) fn usable<O: Options>(mut options: O) -> Option<O> {
+    for _ in 0..=O::POLICY.settings().len() {
+        let violations = options.violations();
+        let Some(first) = violations.first() else {
+            return Some(options);
+        };
+        let error = crate::ConfigError::from_violations(
+            O::POLICY.name(),
+            options.site(),
+            violations.clone(),
+        )
+        .expect_err("there are violations");
+        tracing::error!(
+            target: "resiliency::settings",
+            %error,
+            setting = first.argument(),
+            "a setting of the attribute breaks a rule; its default applies"
+        );
+        // A setting the attribute does not give (a required one) cannot be left to its default.
+        options.get(first.argument())?;
+        options.unset(first.argument());
+    }
+    None
+}
