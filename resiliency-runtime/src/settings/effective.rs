@@ -3,7 +3,7 @@
 
 use super::{Source, Value};
 
-/// A setting in force at a site, and where its value comes from ([`effective`]).
+/// A setting in force at a site, and where its value comes from ([`effective`](super::effective)).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Effective {
@@ -44,8 +44,8 @@ impl Effective {
     }
 }
 
-/// Every setting in force at a site ([`effective`]): a slice of [`Effective`], one per setting
-/// in [`Policy::settings`] order, with typed look-ups by name.
+/// Every setting in force at a site ([`effective`](super::effective)): a slice of [`Effective`], one per setting
+/// in [`Policy::settings`](super::Policy::settings) order, with typed look-ups by name.
 ///
 /// ```
 /// use std::time::Duration;

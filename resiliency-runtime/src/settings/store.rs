@@ -352,7 +352,7 @@ pub fn load_env() -> Result<(), SettingsError> {
 }
 
 /// Every setting of the live `policy` site `site`: the value in force and where it comes from,
-/// one [`Effective`] per setting of [`Policy::settings`]. A value another setting gives (a
+/// one [`Effective`](super::Effective) per setting of [`Policy::settings`]. A value another setting gives (a
 /// breaker's `error_timeout` from its `capacity`) is reported with [`Source::Derived`]; the
 /// value is `None` where the built-in default applies. `None` when no such site has been set up:
 /// a `#[breaker]`, `#[too_busy]` or `#[race_retry]` site is set up by its first call.
