@@ -108,7 +108,6 @@ pub use engine::{disabled, Breaker, Snapshot, State};
 pub use events::{subscribe, unsubscribe, StateChange, SubscriptionId};
 pub use keyed::{BreakerKey, KeyedBreaker};
 pub use registry::{get, get_keyed, names};
-pub(crate) use settings::check_value;
 
 /// The future a breaker call returns and the types it is generic over, named in the return types of
 /// [`Breaker::call`] and [`Breaker::call_if`]. Code rarely spells them out: `.await` the call.

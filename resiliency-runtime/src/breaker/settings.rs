@@ -1,5 +1,6 @@
-//! A breaker's settings by name: [`BreakerBuilder`] read and written setting by setting, put in
-//! force on registered breakers and keyed families.
+//! A breaker's options as a site's: [`BreakerBuilder`] under the settings by name (its settings
+//! are read and written by name through the table's `ByName`), put in force on registered
+//! breakers and keyed families.
 
 use std::sync::Arc;
 
@@ -17,18 +18,6 @@ impl Options for BreakerBuilder {
 
     fn site(&self) -> &str {
         &self.name
-    }
-
-    fn get(&self, setting: &'static str) -> Option<Value> {
-        self.get_setting(setting)
-    }
-
-    fn set(&mut self, setting: &'static str, value: &Value) -> Result<(), String> {
-        self.set_setting(setting, value)
-    }
-
-    fn unset(&mut self, setting: &'static str) {
-        self.unset_setting(setting)
     }
 
     fn violations(&self) -> Vec<Violation> {
@@ -66,9 +55,4 @@ impl Target<BreakerBuilder> for Arc<KeyedBreaker> {
             }
         }
     }
-}
-
-/// Whether `value` is one `setting` takes.
-pub(crate) fn check_value(setting: &'static str, value: &Value) -> Result<(), String> {
-    Breaker::builder("*").set(setting, value)
 }

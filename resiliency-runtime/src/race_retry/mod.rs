@@ -86,7 +86,7 @@ pub use observe::{observe, Attempt, Observed, Outcome};
 pub use policy::{names, stats, After, RaceRetry, RaceRetryStats, MAX_RETRIES};
 pub use registry::get;
 pub use resiliency_rules::{Backoff, Budget, MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
-pub(crate) use settings::{check_value, set_up};
+pub(crate) use settings::set_up;
 
 /// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]) and the retry
 /// predicates it is generic over. Code rarely spells them out: `.await` the call.

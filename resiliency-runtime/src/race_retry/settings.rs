@@ -1,5 +1,6 @@
-//! A raced function's settings by name: [`RaceRetryBuilder`] read and written setting by
-//! setting, and the set-up of a `#[race_retry]` site.
+//! A raced function's options as a site's: [`RaceRetryBuilder`] under the settings by name (its
+//! settings are read and written by name through the table's `ByName`), and the set-up of a
+//! `#[race_retry]` site.
 
 use std::time::Duration;
 
@@ -7,25 +8,13 @@ use resiliency_rules::Violation;
 
 use super::builder::RaceRetryBuilder;
 use super::policy::{After, RaceRetry};
-use crate::settings::{self, Options, Policy, Target, Value};
+use crate::settings::{self, Options, Policy, Target};
 
 impl Options for RaceRetryBuilder {
     const POLICY: Policy = Policy::RaceRetry;
 
     fn site(&self) -> &str {
         self.name
-    }
-
-    fn get(&self, setting: &'static str) -> Option<Value> {
-        self.get_setting(setting)
-    }
-
-    fn set(&mut self, setting: &'static str, value: &Value) -> Result<(), String> {
-        self.set_setting(setting, value)
-    }
-
-    fn unset(&mut self, setting: &'static str) {
-        self.unset_setting(setting)
     }
 
     fn violations(&self) -> Vec<Violation> {
@@ -37,11 +26,6 @@ impl Target<RaceRetryBuilder> for &'static RaceRetry {
     fn apply(&self, options: &RaceRetryBuilder) {
         RaceRetry::apply(self, options);
     }
-}
-
-/// Whether `value` is one `setting` takes.
-pub(crate) fn check_value(setting: &'static str, value: &Value) -> Result<(), String> {
-    RaceRetry::builder("*").set(setting, value)
 }
 
 /// The deadline of a site whose own options cannot be used: far enough never to matter.

@@ -5,7 +5,8 @@ use super::site::{Fault, Given};
 use super::store::Attached;
 use std::cmp::Ordering;
 
-use super::{Policy, SettingError, Source, Value};
+use super::table::ByName as _;
+use super::{Policy, SettingError, Source, Value, ALL};
 
 /// The error for `fault` at `attached` under `overrides`: about the setting the rule is written
 /// for when that setting changed (or none it involves did), else about the setting changed, with
@@ -106,9 +107,15 @@ pub(super) fn checked(
     if let Some(value) = value {
         let probe = |why: String| SettingError::new(policy, site, setting, source.clone(), why);
         match policy {
-            Policy::Breaker => crate::breaker::check_value(name, value).map_err(probe)?,
-            Policy::RaceRetry => crate::race_retry::check_value(name, value).map_err(probe)?,
-            Policy::TooBusy => crate::too_busy::check_value(name, value).map_err(probe)?,
+            Policy::Breaker => crate::Breaker::builder(ALL)
+                .set(name, value)
+                .map_err(probe)?,
+            Policy::RaceRetry => crate::race_retry::RaceRetry::builder(ALL)
+                .set(name, value)
+                .map_err(probe)?,
+            Policy::TooBusy => crate::too_busy::TooBusy::builder(ALL)
+                .set(name, value)
+                .map_err(probe)?,
         }
     }
     Ok(name)

@@ -7,10 +7,11 @@ use std::cmp::Ordering;
 use resiliency_rules::Violation;
 
 use super::store::refs;
+use super::table::ByName;
 use super::{Effective, Policy, Source, Value};
 
 /// A policy's options as its builder holds them, read and written setting by setting.
-pub(crate) trait Options: Clone + Send + Sync + 'static {
+pub(crate) trait Options: ByName + Clone + Send + Sync + 'static {
     /// The policy.
     const POLICY: Policy;
     /// Pairs of settings that exclude each other, and why (`resiliency_rules`' list): overriding
@@ -19,12 +20,6 @@ pub(crate) trait Options: Clone + Send + Sync + 'static {
 
     /// The site's name.
     fn site(&self) -> &str;
-    /// The value given for `setting`, if any.
-    fn get(&self, setting: &'static str) -> Option<Value>;
-    /// Gives `setting` a value; `Err` says why the value is not one for it.
-    fn set(&mut self, setting: &'static str, value: &Value) -> Result<(), String>;
-    /// Leaves `setting` out (its default applies).
-    fn unset(&mut self, setting: &'static str);
     /// Every rule the options break.
     fn violations(&self) -> Vec<Violation>;
     /// The value in force for `setting` that another setting gives, and that setting's name,

@@ -5,8 +5,8 @@
 
 use super::value::Value;
 
-/// The builder methods and `get_setting`/`set_setting`/`unset_setting` of `$builder`, whose
-/// field `$options` holds the rules' options struct, one per row of the table that follows.
+/// The builder methods of `$builder` and its settings by name ([`ByName`]), whose field
+/// `$options` holds the rules' options struct: one of each per row of the table that follows.
 macro_rules! builder {
     (
         $builder:ident.$options:ident for $policy:literal;
@@ -27,9 +27,8 @@ macro_rules! builder {
             )*
         }
 
-        impl $builder {
-            /// The value given for `setting`, if any.
-            pub(crate) fn get_setting(&self, setting: &str) -> Option<$crate::settings::Value> {
+        impl $crate::settings::table::ByName for $builder {
+            fn get(&self, setting: &str) -> Option<$crate::settings::Value> {
                 use $crate::settings::table::Kind as _;
                 match setting {
                     $(stringify!($setting) => self
@@ -40,9 +39,7 @@ macro_rules! builder {
                 }
             }
 
-            /// Gives `setting` a value (`"off"` leaves out one that may be off); `Err` says why
-            /// the value is not one for it.
-            pub(crate) fn set_setting(
+            fn set(
                 &mut self,
                 setting: &'static str,
                 value: &$crate::settings::Value,
@@ -58,8 +55,7 @@ macro_rules! builder {
                 Ok(())
             }
 
-            /// Leaves `setting` out: its default applies.
-            pub(crate) fn unset_setting(&mut self, setting: &str) {
+            fn unset(&mut self, setting: &str) {
                 match setting {
                     $(stringify!($setting) => self.$options.$setting = None,)*
                     _ => {}
@@ -81,6 +77,17 @@ macro_rules! param {
     ($kind:ident, $ty:ty) => { $ty };
 }
 pub(crate) use param;
+
+/// A policy's options read and written setting by setting (made by [`builder!`]).
+pub(crate) trait ByName {
+    /// The value given for `setting`, if any.
+    fn get(&self, setting: &str) -> Option<Value>;
+    /// Gives `setting` a value (`"off"` leaves out one that may be off); `Err` says why the value
+    /// is not one for it.
+    fn set(&mut self, setting: &'static str, value: &Value) -> Result<(), String>;
+    /// Leaves `setting` out: its default applies.
+    fn unset(&mut self, setting: &str);
+}
 
 /// How a setting of one kind is read from a [`Value`] (files, variables, code) and shown as one.
 pub(crate) trait Kind {

@@ -170,4 +170,4 @@ pub use monitor::{
 pub use registry::get;
 pub use resiliency_rules::InFlight;
 pub use rules::{shed_probability, Recovery, Smoothing};
-pub(crate) use settings::{check_value, set_up};
+pub(crate) use settings::set_up;

@@ -1,29 +1,18 @@
-//! A guard's settings by name: [`TooBusyBuilder`] read and written setting by setting, and the
-//! set-up of a `#[too_busy]` site.
+//! A guard's options as a site's: [`TooBusyBuilder`] under the settings by name (its settings
+//! are read and written by name through the table's `ByName`), and the set-up of a
+//! `#[too_busy]` site.
 
 use resiliency_rules::Violation;
 
 use super::builder::TooBusyBuilder;
 use super::guard::TooBusy;
-use crate::settings::{self, Options, Policy, Target, Value};
+use crate::settings::{self, Options, Policy, Target};
 
 impl Options for TooBusyBuilder {
     const POLICY: Policy = Policy::TooBusy;
 
     fn site(&self) -> &str {
         self.name
-    }
-
-    fn get(&self, setting: &'static str) -> Option<Value> {
-        self.get_setting(setting)
-    }
-
-    fn set(&mut self, setting: &'static str, value: &Value) -> Result<(), String> {
-        self.set_setting(setting, value)
-    }
-
-    fn unset(&mut self, setting: &'static str) {
-        self.unset_setting(setting)
     }
 
     fn violations(&self) -> Vec<Violation> {
@@ -35,11 +24,6 @@ impl Target<TooBusyBuilder> for &'static TooBusy {
     fn apply(&self, options: &TooBusyBuilder) {
         TooBusy::apply(self, options);
     }
-}
-
-/// Whether `value` is one `setting` takes.
-pub(crate) fn check_value(setting: &'static str, value: &Value) -> Result<(), String> {
-    TooBusy::builder("*").set(setting, value)
 }
 
 /// The guard of a `#[too_busy]` site called `name`: the one registered under that name, or else
