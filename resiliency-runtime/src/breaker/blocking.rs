@@ -81,8 +81,7 @@ where
     let permit = match breaker.admit() {
         Ok(permit) => permit,
         Err(rejected) => {
-            #[cfg(feature = "metrics")]
-            breaker.metrics.refused();
+            breaker.meter.refused();
             return Err(E::from(rejected));
         }
     };

@@ -391,8 +391,7 @@ impl Counted {
     pub(super) fn record(self, breaker: &Breaker, permit: Permit) {
         // The closed count rule's success: nothing to record (but its metric).
         if let (Counted::Success, Permit::Fast { .. }) = (self, permit) {
-            #[cfg(feature = "metrics")]
-            breaker.metrics.success();
+            breaker.meter.success();
             return;
         }
         match self {
@@ -400,11 +399,10 @@ impl Counted {
             Counted::Error => breaker.on_error(permit),
             Counted::Ignored => breaker.on_ignored(permit),
         }
-        #[cfg(feature = "metrics")]
         match self {
-            Counted::Success => breaker.metrics.success(),
-            Counted::Error => breaker.metrics.error(),
-            Counted::Ignored => breaker.metrics.ignored(),
+            Counted::Success => breaker.meter.success(),
+            Counted::Error => breaker.meter.error(),
+            Counted::Ignored => breaker.meter.ignored(),
         }
     }
 }
@@ -486,8 +484,7 @@ impl<B: Deref<Target = Breaker>, F, C, T: Timer, E, M> Call<B, F, C, T, E, M> {
                 })
             }
             Err(rejected) => {
-                #[cfg(feature = "metrics")]
-                breaker.metrics.refused();
+                breaker.meter.refused();
                 Err(rejected)
             }
         }
@@ -518,8 +515,7 @@ where
                     Ok(Poll::Ready((outcome, Counted::Success))) => {
                         *admission.stage = Stage::DONE;
                         admission.breaker.on_success_bits(bits);
-                        #[cfg(feature = "metrics")]
-                        admission.breaker.metrics.success();
+                        admission.breaker.meter.success();
                         Poll::Ready(outcome)
                     }
                     polled => self.first_poll_rest(Stage(Stage::ADMITTED | bits), polled, cx),
@@ -587,8 +583,7 @@ where
                         return Err(Poll::Pending);
                     }
                     *admission.stage = Stage::DONE;
-                    #[cfg(feature = "metrics")]
-                    admission.breaker.metrics.refused();
+                    admission.breaker.meter.refused();
                     Err(Poll::Ready(Err(this.reject.reject(rejected))))
                 }
             };
@@ -754,8 +749,7 @@ fn closed_end<K: ClosedRule, R, E>(
             if K::RATE {
                 breaker.on_untimed_rate_success(word);
             }
-            #[cfg(feature = "metrics")]
-            breaker.metrics.success();
+            breaker.meter.success();
             Poll::Ready(outcome)
         }
         Ok(Poll::Ready((outcome, counted))) => {
@@ -846,8 +840,7 @@ fn closed_wait<R, E>(
     }
     let permit = Permit::from_bits(Breaker::untimed_bits(word));
     breaker.on_error(permit);
-    #[cfg(feature = "metrics")]
-    breaker.metrics.timed_out();
+    breaker.meter.timed_out();
     let after = breaker.closed_limit().unwrap_or_default();
     Poll::Ready(Err(reject(Rejected::new(Reason::Timeout {
         circuit: breaker.circuit(),
@@ -927,8 +920,7 @@ fn expire<T: Timer, R, E>(
     let permit = stage.permit();
     *stage = Stage::DONE_WAITED;
     breaker.on_error(permit);
-    #[cfg(feature = "metrics")]
-    breaker.metrics.timed_out();
+    breaker.meter.timed_out();
     let after = breaker.limit(permit).unwrap_or_default();
     Poll::Ready(Err(reject.reject(Rejected::new(Reason::Timeout {
         circuit: breaker.circuit(),
@@ -942,8 +934,7 @@ fn expire<T: Timer, R, E>(
 fn finish(breaker: &Breaker, stage: Stage, counted: Counted) {
     if let Counted::Success = counted {
         breaker.on_success_bits(stage.0);
-        #[cfg(feature = "metrics")]
-        breaker.metrics.success();
+        breaker.meter.success();
     } else {
         record(breaker, stage, counted);
     }

@@ -185,8 +185,7 @@ pub struct Breaker {
     /// Keyed breakers: set by a sweep about to evict this breaker (and cleared again if a
     /// lookup holds it); a lookup that sees it set looks again.
     pub(crate) evicted: AtomicBool,
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: crate::metrics::breaker::Meter,
+    pub(crate) meter: super::meter::Meter,
 }
 
 /// Admission to run one call, handed back with its outcome.
@@ -277,8 +276,6 @@ impl Breaker {
         key: Option<Arc<str>>,
         family: Option<&super::keyed::Family>,
     ) -> Self {
-        #[cfg(not(feature = "metrics"))]
-        let _ = family;
         let window = Window::new(config.rule, nanos(config.window));
         let breaker = Breaker {
             name: config.name.clone(),
@@ -287,10 +284,9 @@ impl Breaker {
             timeout_ns: Setting::new(0),
             half_open_timeout_ns: Setting::new(0),
             config: ArcSwap::new(config.clone()),
-            #[cfg(feature = "metrics")]
-            metrics: match family {
-                Some(family) => crate::metrics::breaker::Meter::of(family.metrics.clone()),
-                None => crate::metrics::breaker::Meter::new(&config.name),
+            meter: match family {
+                Some(family) => super::meter::Meter::of(family.meter.clone()),
+                None => super::meter::Meter::new(&config.name),
             },
             key,
             base: Instant::now(),

@@ -50,8 +50,7 @@ pub struct KeyedBreaker {
 /// What a family's breakers share besides their options.
 pub(crate) struct Family {
     /// The family's series: one set for every key.
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: Arc<crate::metrics::breaker::BreakerMetrics>,
+    pub(crate) meter: super::meter::Handles,
 }
 
 struct Inner {
@@ -132,8 +131,7 @@ impl KeyedBreaker {
             inner: Arc::new(Inner {
                 name: config.name.clone(),
                 family: Family {
-                    #[cfg(feature = "metrics")]
-                    metrics: crate::metrics::breaker::handles(&config.name),
+                    meter: super::meter::handles(&config.name),
                 },
                 config: ArcSwap::new(config),
                 map: ArcSwap::from_pointee(new_map()),
@@ -530,7 +528,6 @@ impl Inner {
             if a == min_age {
                 of_min_age -= 1;
             }
-            #[cfg(feature = "metrics")]
             breaker.uncount();
             evicted += 1;
             false

@@ -89,6 +89,7 @@ mod events;
 mod keyed;
 #[cfg(all(test, resiliency_loom))]
 mod loom;
+mod meter;
 mod registry;
 #[cfg(test)]
 #[cfg(all(test, feature = "tower"))]
