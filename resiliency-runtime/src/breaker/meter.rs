@@ -15,7 +15,7 @@ mod off {
     use crate::breaker::{Breaker, State};
 
     /// The series of every breaker of a name: none without the `metrics` feature.
-    #[derive(Clone, Copy, Debug, Default)]
+    #[derive(Clone, Debug, Default)]
     pub(crate) struct Handles;
 
     pub(crate) fn handles(_name: &Arc<str>) -> Handles {

@@ -11,8 +11,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::BoxError;
-use crate::breaker::future::{Call, HeapTimer};
-use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, Judge, JudgeOk, KeyedBreaker};
+use crate::breaker::future::BreakerCall;
+use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
 use crate::{ConfigError, Rejected};
 
 /// Whether an inner service's outcome counts as a failure for the breaker.
@@ -326,14 +326,11 @@ impl<S, C, B> BreakerService<S, C, B> {
         C: Classify<S::Response, S::Error> + Clone,
     {
         let inner = &mut self.inner;
-        let call = Call::admit_now(
-            breaker,
-            Judge(Classifier(self.classify.clone())),
-            HeapTimer::default(),
-            || Outcome {
-                inner: inner.call(request),
-            },
-        );
+        let classify = self.classify.clone();
+        let call = BreakerCall::admit_now(breaker, every_failure as fn(&_) -> bool, || Outcome {
+            inner: inner.call(request),
+            classify,
+        });
         BreakerFuture {
             state: match call {
                 Ok(call) => State::Admitted { call },
@@ -393,46 +390,66 @@ where
     }
 }
 
-/// The classifier as the breaker's call asks it.
-#[derive(Clone)]
-struct Classifier<C>(C);
+/// The breaker's call counts every error: [`Outcome`] has classified the response already.
+fn every_failure<T>(_: &Failure<T>) -> bool {
+    true
+}
 
-impl<C, Res, Err> JudgeOk<Result<Res, Err>> for Classifier<C>
-where
-    C: Classify<Res, Err>,
-{
-    #[inline]
-    fn fails(&mut self, outcome: &Result<Res, Err>) -> bool {
-        self.0.is_failure(outcome)
+/// The error of the breaker's call: an outcome that the classifier counts as a failure (which
+/// goes to the caller as it is, a 5xx response included), or the breaker's refusal.
+enum Failure<T> {
+    Counted(T),
+    Refused(Rejected),
+}
+
+impl<T> From<Rejected> for Failure<T> {
+    fn from(rejected: Rejected) -> Self {
+        Failure::Refused(rejected)
     }
 }
 
 pin_project! {
-    /// The inner service's future, its whole outcome as the value of the breaker's call.
-    struct Outcome<F> {
+    /// The inner service's future, its outcome classified: `Ok` with the outcome when it counts
+    /// as a success, `Err` when it counts as a failure. The classifier runs inside the breaker's
+    /// call, so that a classifier that panics counts as an error, as a body that panics does.
+    struct Outcome<F, C> {
         #[pin]
         inner: F,
+        classify: C,
     }
 }
 
-impl<F: Future> Future for Outcome<F> {
-    type Output = Result<F::Output, BoxError>;
+impl<F, C, Res, Err> Future for Outcome<F, C>
+where
+    F: Future<Output = Result<Res, Err>>,
+    C: Classify<Res, Err>,
+{
+    type Output = Result<Result<Res, Err>, Failure<Result<Res, Err>>>;
 
-    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx).map(Ok)
+        let this = self.project();
+        let outcome = std::task::ready!(this.inner.poll(cx));
+        Poll::Ready(if this.classify.is_failure(&outcome) {
+            Err(Failure::Counted(outcome))
+        } else {
+            Ok(outcome)
+        })
     }
 }
+
+/// The breaker's call around an inner service's future `F` whose outcome `C` classifies.
+type Call<F, C, H> = BreakerCall<H, Outcome<F, C>, fn(&Failure<<F as Future>::Output>) -> bool>;
 
 pin_project! {
     #[project = StateProj]
     enum State<F, C, H>
     where
+        F: Future,
         H: std::ops::Deref<Target = Breaker>,
     {
         Admitted {
             #[pin]
-            call: Call<H, Outcome<F>, Judge<Classifier<C>>, HeapTimer, BoxError>,
+            call: Call<F, C, H>,
         },
         Refused {
             rejected: Option<Rejected>,
@@ -447,6 +464,7 @@ pin_project! {
     #[must_use = "futures do nothing unless polled"]
     pub struct BreakerFuture<F, C, H>
     where
+        F: Future,
         H: std::ops::Deref<Target = Breaker>,
     {
         #[pin]
@@ -454,7 +472,7 @@ pin_project! {
     }
 }
 
-impl<F, C, H: std::ops::Deref<Target = Breaker>> fmt::Debug for BreakerFuture<F, C, H> {
+impl<F: Future, C, H: std::ops::Deref<Target = Breaker>> fmt::Debug for BreakerFuture<F, C, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let refused = matches!(self.state, State::Refused { .. });
         f.debug_struct("BreakerFuture")
@@ -472,13 +490,11 @@ where
 {
     type Output = Result<Res, BoxError>;
 
-    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Admitted { call } => Poll::Ready(match std::task::ready!(call.poll(cx)) {
-                Ok(Ok(response)) => Ok(response),
-                Ok(Err(error)) => Err(error.into()),
-                Err(refused) => Err(refused),
+                Ok(outcome) | Err(Failure::Counted(outcome)) => outcome.map_err(Into::into),
+                Err(Failure::Refused(timed_out)) => Err(Box::new(timed_out)),
             }),
             StateProj::Refused { rejected } => {
                 // Yields first when the task's cooperative budget is spent, as for the attributes.
