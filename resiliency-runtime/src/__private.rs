@@ -52,23 +52,23 @@ pub struct Site<B>(B);
 
 impl<B: Deref<Target = Breaker>> Site<B> {
     /// The call: [`Breaker::call`].
-    pub fn call<T, E, F>(self, body: F) -> BreakerCall<B, F, fn(&E) -> bool>
+    pub fn call<T, E, F>(self, body: F) -> BreakerCall<B, F, E>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
-        BreakerCall::new(self.0, crate::breaker::future::every_error::<E>, body)
+        BreakerCall::new(self.0, body, crate::breaker::future::every_error::<E>)
     }
 
     /// The call with `count_if`: [`Breaker::call_if`]. The body comes first, so that the compiler
     /// learns the error type from it before it checks the predicate.
-    pub fn call_if<T, E, F, P>(self, body: F, counts: P) -> BreakerCall<B, F, P>
+    pub fn call_if<T, E, F, P>(self, body: F, counts: P) -> BreakerCall<B, F, E, P>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
         P: FnMut(&E) -> bool,
     {
-        BreakerCall::new(self.0, counts, body)
+        BreakerCall::new(self.0, body, counts)
     }
 
     /// The call of a blocking fn: [`Breaker::call_blocking`] (`#[breaker]` refuses `timeout` on

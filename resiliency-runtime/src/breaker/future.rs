@@ -20,7 +20,7 @@ use tokio::time::Sleep;
 use super::engine::Breaker;
 use super::record::Outcome;
 use super::word::Permit;
-use crate::rejected::{poll_refusal, FromRejected, Reason, Rejected};
+use crate::rejected::{poll_refusal, Reason, Rejected};
 
 impl Breaker {
     /// Runs `body` through the breaker: refused with [`Rejected`] while open, bounded by
@@ -30,24 +30,24 @@ impl Breaker {
     /// The returned future asks the breaker for admission when it is first polled, and records
     /// the outcome when the body completes; dropped before that, it frees its probe slot without
     /// counting.
-    pub fn call<F, T, E>(&self, body: F) -> BreakerCall<&Self, F, fn(&E) -> bool>
+    pub fn call<F, T, E>(&self, body: F) -> BreakerCall<&Self, F, E>
     where
         F: Future<Output = Result<T, E>>,
         E: From<Rejected>,
     {
-        BreakerCall::new(self, every_error::<E>, body)
+        BreakerCall::new(self, body, every_error::<E>)
     }
 
     /// Like [`call`](Self::call), but an error counts only when `counts(&error)` is true. An error
     /// that does not count is neither a failure nor a success: it leaves the window as it was (and
     /// frees its probe slot when half-open).
-    pub fn call_if<F, T, E, P>(&self, counts: P, body: F) -> BreakerCall<&Self, F, P>
+    pub fn call_if<F, T, E, P>(&self, counts: P, body: F) -> BreakerCall<&Self, F, E, P>
     where
         F: Future<Output = Result<T, E>>,
         E: From<Rejected>,
         P: FnMut(&E) -> bool,
     {
-        BreakerCall::new(self, counts, body)
+        BreakerCall::new(self, body, counts)
     }
 }
 
@@ -61,13 +61,15 @@ pin_project! {
     /// out: `.await` the call.
     ///
     /// `B` is the breaker's handle (`&Breaker`, or an `Arc<Breaker>` from a keyed family), `F`
-    /// the body, and `P` says whether an error counts (`fn(&E) -> bool` counting every error for
+    /// the body, `E` its error type, and `P` says whether an error counts (every error for
     /// [`Breaker::call`], the predicate given to [`Breaker::call_if`]).
     #[must_use = "futures do nothing unless polled"]
-    pub struct BreakerCall<B, F, P>
+    pub struct BreakerCall<B, F, E, P = fn(&E) -> bool>
     where
         B: Deref<Target = Breaker>,
     {
+        // `E::from`, taken where the call is made (and its bound checked there, once).
+        reject: fn(Rejected) -> E,
         count_if: P,
         #[pin]
         body: F,
@@ -134,10 +136,12 @@ impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
     }
 }
 
-impl<B: Deref<Target = Breaker>, F, P> BreakerCall<B, F, P> {
-    /// A call of `body` through `breaker`, admitted (or refused) at its first poll.
-    pub(crate) fn new(breaker: B, count_if: P, body: F) -> Self {
+impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P> BreakerCall<B, F, E, P> {
+    /// A call of `body` through `breaker`, admitted (or refused) at its first poll, its errors
+    /// counted when `count_if` says so.
+    pub(crate) fn new(breaker: B, body: F, count_if: P) -> Self {
         BreakerCall {
+            reject: E::from,
             count_if,
             body,
             timer: Timer::default(),
@@ -164,6 +168,7 @@ impl<B: Deref<Target = Breaker>, F, P> BreakerCall<B, F, P> {
                     stage: Stage::Running(permit),
                 };
                 Ok(BreakerCall {
+                    reject: E::from,
                     count_if,
                     body: body(),
                     timer: Timer::default(),
@@ -178,12 +183,11 @@ impl<B: Deref<Target = Breaker>, F, P> BreakerCall<B, F, P> {
     }
 }
 
-impl<B, F, P, T, E> Future for BreakerCall<B, F, P>
+impl<B, F, E, P, T> Future for BreakerCall<B, F, E, P>
 where
     B: Deref<Target = Breaker>,
     F: Future<Output = Result<T, E>>,
     P: FnMut(&E) -> bool,
-    E: FromRejected,
 {
     type Output = Result<T, E>;
 
@@ -200,7 +204,7 @@ where
                     *stage = Stage::Running(permit);
                     permit
                 }
-                Err(rejected) => return refuse(breaker, stage, rejected, cx),
+                Err(rejected) => return refuse(breaker, stage, *this.reject, rejected, cx),
             },
             Stage::Done => panic!("a breaker call was polled after it completed"),
         };
@@ -210,7 +214,7 @@ where
                 breaker.record(permit, outcome);
                 Poll::Ready(output)
             }
-            Ok(Poll::Pending) => wait(breaker, stage, permit, &mut this.timer.0, cx),
+            Ok(Poll::Pending) => wait(breaker, stage, permit, &mut this.timer.0, *this.reject, cx),
             Err(payload) => {
                 *stage = Stage::Done;
                 breaker.record(permit, Outcome::Error);
@@ -250,16 +254,17 @@ where
 /// A refused call: it ends with the refusal, once the task may go on (see [`poll_refusal`]: if
 /// it must yield first, the call stays new and asks again at its next poll).
 #[cold]
-fn refuse<T, E: From<Rejected>>(
+fn refuse<T, E>(
     breaker: &Breaker,
     stage: &mut Stage,
+    reject: fn(Rejected) -> E,
     rejected: Rejected,
     cx: &mut Context<'_>,
 ) -> Poll<Result<T, E>> {
     ready!(poll_refusal(cx));
     *stage = Stage::Done;
     breaker.meter.refused();
-    Poll::Ready(Err(E::from(rejected)))
+    Poll::Ready(Err(reject(rejected)))
 }
 
 /// A poll whose body waits: the timer starts at the first wait if a timeout applies (should it
@@ -267,11 +272,12 @@ fn refuse<T, E: From<Rejected>>(
 /// back); once it fires, the call ends, counted as an error, with a timeout `Rejected`.
 // Out of line: inlined into `poll`, it weighs on the closed call's path beside it.
 #[inline(never)]
-fn wait<T, E: From<Rejected>>(
+fn wait<T, E>(
     breaker: &Breaker,
     stage: &mut Stage,
     permit: Permit,
     timer: &mut Option<Pin<Box<Sleep>>>,
+    reject: fn(Rejected) -> E,
     cx: &mut Context<'_>,
 ) -> Poll<Result<T, E>> {
     if timer.is_none() {
@@ -287,13 +293,13 @@ fn wait<T, E: From<Rejected>>(
     *timer = None;
     *stage = Stage::Done;
     breaker.record(permit, Outcome::TimedOut);
-    Poll::Ready(Err(E::from(Rejected::new(Reason::Timeout {
+    Poll::Ready(Err(reject(Rejected::new(Reason::Timeout {
         circuit: breaker.circuit(),
         after: breaker.limit(permit).unwrap_or_default(),
     }))))
 }
 
-impl<B: Deref<Target = Breaker>, F, P> fmt::Debug for BreakerCall<B, F, P> {
+impl<B: Deref<Target = Breaker>, F, E, P> fmt::Debug for BreakerCall<B, F, E, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerCall")
             .field("breaker", &self.admission.breaker.name())

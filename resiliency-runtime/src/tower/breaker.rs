@@ -438,7 +438,7 @@ where
 }
 
 /// The breaker's call around an inner service's future `F` whose outcome `C` classifies.
-type Call<F, C, H> = BreakerCall<H, Outcome<F, C>, fn(&Failure<<F as Future>::Output>) -> bool>;
+type Call<F, C, H> = BreakerCall<H, Outcome<F, C>, Failure<<F as Future>::Output>>;
 
 pin_project! {
     #[project = StateProj]
