@@ -10,78 +10,11 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::classify::{AnyError, Classify, FailureIf, ServerErrors};
 use super::BoxError;
 use crate::breaker::future::BreakerCall;
 use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
 use crate::{ConfigError, Rejected};
-
-/// Whether an inner service's outcome counts as a failure for the breaker.
-///
-/// Implemented by [`AnyError`] (the default: every `Err`, no `Ok`), [`ServerErrors`] (an `Err`
-/// or an `http::Response` whose status is 5xx), and [`FailureIf`] (a closure, from
-/// [`BreakerLayer::failure_if`]). An outcome that is not a failure counts as a success.
-pub trait Classify<Res, Err> {
-    /// True when `outcome` counts as a failure.
-    fn is_failure(&self, outcome: &Result<Res, Err>) -> bool;
-}
-
-/// The default classification: an `Err` is a failure, an `Ok` is a success.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct AnyError;
-
-impl<Res, Err> Classify<Res, Err> for AnyError {
-    #[inline(always)]
-    fn is_failure(&self, outcome: &Result<Res, Err>) -> bool {
-        outcome.is_err()
-    }
-}
-
-/// HTTP classification ([`BreakerLayer::http_server_errors`]): an `Err`, or a response whose
-/// status is a server error (5xx), is a failure; 4xx responses are the caller's doing and count as
-/// successes.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct ServerErrors;
-
-impl<B, Err> Classify<http::Response<B>, Err> for ServerErrors {
-    #[inline]
-    fn is_failure(&self, outcome: &Result<http::Response<B>, Err>) -> bool {
-        server_errors(outcome)
-    }
-}
-
-/// An `Err`, or a response whose status is 5xx: what [`ServerErrors`] counts, as a function to
-/// call from your own classifier.
-///
-/// ```
-/// use resiliency::tower::server_errors;
-///
-/// let bad: Result<_, ()> = Ok(http::Response::builder().status(503).body(()).unwrap());
-/// let fine: Result<_, ()> = Ok(http::Response::builder().status(404).body(()).unwrap());
-/// assert!(server_errors(&bad) && !server_errors(&fine) && server_errors::<(), _>(&Err(())));
-/// ```
-pub fn server_errors<B, Err>(outcome: &Result<http::Response<B>, Err>) -> bool {
-    match outcome {
-        Ok(response) => response.status().is_server_error(),
-        Err(_) => true,
-    }
-}
-
-/// A closure that classifies outcomes ([`BreakerLayer::failure_if`]): true is a failure.
-#[derive(Copy, Clone)]
-pub struct FailureIf<F>(F);
-
-impl<F> fmt::Debug for FailureIf<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("FailureIf")
-    }
-}
-
-impl<Res, Err, F: Fn(&Result<Res, Err>) -> bool> Classify<Res, Err> for FailureIf<F> {
-    #[inline]
-    fn is_failure(&self, outcome: &Result<Res, Err>) -> bool {
-        (self.0)(outcome)
-    }
-}
 
 /// The layer's breaker is one for every request (the default).
 #[derive(Copy, Clone, Debug, Default)]
@@ -154,21 +87,20 @@ impl<C, K> fmt::Debug for BreakerLayer<C, K> {
 }
 
 impl BreakerLayer {
-    /// The breaker registered under `name`, or one with the default options registered under it.
-    pub fn new(name: &str) -> Self {
-        BreakerLayer {
-            name: Arc::from(name),
-            options: Breaker::builder(name),
-            classify: AnyError,
-            key: Unkeyed,
-            resolved: Arc::default(),
-        }
-    }
-
-    /// A breaker with `options`, registered under their name (if the name is registered already,
-    /// the registered breaker is used, as with [`BreakerBuilder::register`]); options that break
-    /// a rule are an error now.
-    pub fn from_builder(options: BreakerBuilder) -> Result<Self, ConfigError> {
+    /// The layer of the breaker named by `options` (or, with [`key_by`](Self::key_by), of the
+    /// keyed family of that name): the one registered under the name, registered with these
+    /// options if the name is new, as with [`BreakerBuilder::register`]. Options that break a
+    /// rule are an error now.
+    ///
+    /// ```
+    /// use resiliency::tower::BreakerLayer;
+    /// use resiliency::Breaker;
+    ///
+    /// let layer = BreakerLayer::new(Breaker::builder("inventory").error_threshold(3)).unwrap();
+    /// assert_eq!(layer.name(), "inventory");
+    /// assert!(BreakerLayer::new(Breaker::builder("inventory").error_threshold(0)).is_err());
+    /// ```
+    pub fn new(options: BreakerBuilder) -> Result<Self, ConfigError> {
         let name = options.validate()?.name;
         Ok(BreakerLayer {
             name,
@@ -517,8 +449,10 @@ mod tests {
     /// Wrapping a service takes no lock that registering holds: a server wraps one per connection.
     #[test]
     fn wrapping_a_service_takes_no_registry_write_lock() {
-        let single = BreakerLayer::new("tower.unit.no_lock");
-        let keyed = BreakerLayer::new("tower.unit.no_lock_keyed").key_by(|key: &u32| *key);
+        let single = BreakerLayer::new(Breaker::builder("tower.unit.no_lock")).unwrap();
+        let keyed = BreakerLayer::new(Breaker::builder("tower.unit.no_lock_keyed"))
+            .unwrap()
+            .key_by(|key: &u32| *key);
         let _ = single.layer(());
         drop(keyed.layer(()));
         let (done, wrapped) = mpsc::channel();
