@@ -9,7 +9,6 @@ static DISABLED: AtomicU8 = AtomicU8::new(0);
 /// nothing counted), stays [`State::Closed`](super::State::Closed) and ignores forcing. `0`, `false`, `no`, `off` and
 /// the empty string leave breakers on; any other value leaves them on too and is reported once as
 /// a `tracing` warning. Read once, on first use.
-#[inline]
 pub fn disabled() -> bool {
     match DISABLED.load(Ordering::Relaxed) {
         1 => false,
@@ -18,7 +17,6 @@ pub fn disabled() -> bool {
     }
 }
 
-#[cold]
 fn read_disabled() -> bool {
     let value = std::env::var("RESILIENCY_DISABLED").ok();
     let off = match value.as_deref().map(kill_switch) {

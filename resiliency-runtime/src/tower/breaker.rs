@@ -285,12 +285,10 @@ where
     type Future = BreakerFuture<S::Future, C, &'static Breaker>;
 
     /// The inner service's readiness: the breaker refuses in `call`, at once.
-    #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         let breaker = self.breakers;
         self.call_with(breaker, request)
@@ -310,12 +308,10 @@ where
     type Future = BreakerFuture<S::Future, C, Arc<Breaker>>;
 
     /// The inner service's readiness: the key's breaker refuses in `call`, at once.
-    #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         let breaker = self.breakers.family.breaker(&(self.breakers.key)(&request));
         self.call_with(breaker, request)

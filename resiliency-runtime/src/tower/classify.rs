@@ -18,7 +18,6 @@ pub trait Classify<Res, Err> {
 pub struct AnyError;
 
 impl<Res, Err> Classify<Res, Err> for AnyError {
-    #[inline(always)]
     fn is_failure(&self, outcome: &Result<Res, Err>) -> bool {
         outcome.is_err()
     }
@@ -31,7 +30,6 @@ impl<Res, Err> Classify<Res, Err> for AnyError {
 pub struct ServerErrors;
 
 impl<B, Err> Classify<http::Response<B>, Err> for ServerErrors {
-    #[inline]
     fn is_failure(&self, outcome: &Result<http::Response<B>, Err>) -> bool {
         server_errors(outcome)
     }
@@ -65,7 +63,6 @@ impl<F> fmt::Debug for FailureIf<F> {
 }
 
 impl<Res, Err, F: Fn(&Result<Res, Err>) -> bool> Classify<Res, Err> for FailureIf<F> {
-    #[inline]
     fn is_failure(&self, outcome: &Result<Res, Err>) -> bool {
         (self.0)(outcome)
     }

@@ -47,21 +47,18 @@ pub trait BreakerKey {
 }
 
 impl BreakerKey for str {
-    #[inline]
     fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
         f(self)
     }
 }
 
 impl<K: BreakerKey + ?Sized> BreakerKey for &K {
-    #[inline]
     fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
         (**self).with_text(f)
     }
 }
 
 impl<K: BreakerKey + ?Sized> BreakerKey for &mut K {
-    #[inline]
     fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
         (**self).with_text(f)
     }
@@ -70,7 +67,6 @@ impl<K: BreakerKey + ?Sized> BreakerKey for &mut K {
 macro_rules! string_keys {
     ($($ty:ty),*) => {$(
         impl BreakerKey for $ty {
-            #[inline]
             fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
                 f(self)
             }
@@ -89,7 +85,6 @@ string_keys!(
 macro_rules! display_keys {
     ($($ty:ty),*) => {$(
         impl BreakerKey for $ty {
-            #[inline]
             fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
                 let text = KeyText::of(self);
                 f(text.as_str())
@@ -131,7 +126,6 @@ struct KeyText {
 }
 
 impl KeyText {
-    #[inline]
     fn of<K: Display + ?Sized>(key: &K) -> Self {
         let mut text = KeyText {
             buf: [0; 96],
@@ -142,7 +136,6 @@ impl KeyText {
         text
     }
 
-    #[inline]
     fn as_str(&self) -> &str {
         match &self.spill {
             Some(s) => s,
@@ -153,7 +146,6 @@ impl KeyText {
 }
 
 impl fmt::Write for KeyText {
-    #[inline]
     fn write_str(&mut self, s: &str) -> fmt::Result {
         if let Some(spill) = &mut self.spill {
             spill.push_str(s);

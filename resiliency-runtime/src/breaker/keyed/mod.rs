@@ -124,7 +124,6 @@ fn new_map() -> Map {
 
 /// `breaker`, unless a sweep is evicting it. The fence pairs with the one in [`Inner::sweep`]:
 /// either the sweep sees this holder (and keeps the breaker) or this sees the sweep's mark.
-#[inline]
 fn unless_evicted(breaker: &Arc<Breaker>) -> Option<Arc<Breaker>> {
     let breaker = breaker.clone();
     fence(Ordering::SeqCst);
@@ -160,12 +159,10 @@ impl KeyedBreaker {
 
     /// The breaker for `key`, created on first use. The key's text names its breaker: see
     /// [`BreakerKey`] for the types that can be keys.
-    #[inline]
     pub fn breaker<K: BreakerKey + ?Sized>(&self, key: &K) -> Arc<Breaker> {
         key.with_text(|key| self.breaker_for(key))
     }
 
-    #[inline]
     fn breaker_for(&self, key: &str) -> Arc<Breaker> {
         let inner = &*self.inner;
         let found = inner.map.load().pin().get(key).and_then(unless_evicted);
@@ -238,7 +235,6 @@ impl KeyedBreaker {
             .collect()
     }
 
-    #[cold]
     fn insert(&self, key: &str) -> Arc<Breaker> {
         let inner = &*self.inner;
         let now = Instant::now();
