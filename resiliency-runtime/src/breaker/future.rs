@@ -98,9 +98,10 @@ enum Stage {
 struct Timer(Option<Pin<Box<Sleep>>>);
 
 impl Drop for Timer {
-    // `#[inline]`: inlined, a call's drop glue tests one word and folds away for a call that
-    // never waited; with the timer's own drop glue in it, it stays out of line, at about 15
-    // instructions per call in the breaker benchmark (callgrind).
+    // `#[inline]` here and `#[inline(never)]` on `stop`: the call's drop glue then tests one
+    // word and folds away for a call that never waited; without them it stays out of line, and a
+    // closed call through `#[breaker]` costs about 20 more instructions (breaker benchmark,
+    // callgrind).
     #[inline]
     fn drop(&mut self) {
         if let Some(sleep) = self.0.take() {
@@ -126,9 +127,6 @@ struct Admission<B: Deref<Target = Breaker>> {
 }
 
 impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
-    // `#[inline]`: inlined, it folds away for a call that completed; out of line, the call's drop
-    // glue costs a closed call about 14 instructions in the breaker benchmark (callgrind).
-    #[inline]
     fn drop(&mut self) {
         if let Stage::Running(permit) = self.stage {
             self.breaker.release(permit);
@@ -191,8 +189,8 @@ where
 {
     type Output = Result<T, E>;
 
-    // `#[inline]`: LLVM leaves the poll out of line otherwise, which costs a closed call about
-    // 60 instructions more in the breaker benchmark (callgrind).
+    // `#[inline]`: LLVM leaves the poll out of line otherwise, and a closed call through
+    // `#[breaker]` costs 22 to 37 more instructions (breaker benchmark, callgrind).
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
@@ -253,7 +251,6 @@ where
 
 /// A refused call: it ends with the refusal, once the task may go on (see [`poll_refusal`]: if
 /// it must yield first, the call stays new and asks again at its next poll).
-#[cold]
 fn refuse<T, E>(
     breaker: &Breaker,
     stage: &mut Stage,
@@ -270,8 +267,6 @@ fn refuse<T, E>(
 /// A poll whose body waits: the timer starts at the first wait if a timeout applies (should it
 /// fail to start, with no tokio time driver, the panic drops the call, which gives its slot
 /// back); once it fires, the call ends, counted as an error, with a timeout `Rejected`.
-// Out of line: inlined into `poll`, it weighs on the closed call's path beside it.
-#[inline(never)]
 fn wait<T, E>(
     breaker: &Breaker,
     stage: &mut Stage,
