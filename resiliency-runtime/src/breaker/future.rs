@@ -195,13 +195,13 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let Admission { breaker, stage } = this.admission;
+        // Admitted now, the permit stays in a local until the body waits: nothing between here
+        // and the end of the poll unwinds past it (the body and `count_if` run under
+        // `catch_unwind`), so the stage is written once, `Done` or `Running`.
         let permit = match *stage {
             Stage::Running(permit) => permit,
             Stage::New => match breaker.admit() {
-                Ok(permit) => {
-                    *stage = Stage::Running(permit);
-                    permit
-                }
+                Ok(permit) => permit,
                 Err(rejected) => return refuse(breaker, stage, *this.reject, rejected, cx),
             },
             Stage::Done => panic!("a breaker call was polled after it completed"),
@@ -212,7 +212,10 @@ where
                 breaker.record(permit, outcome);
                 Poll::Ready(output)
             }
-            Ok(Poll::Pending) => wait(breaker, stage, permit, &mut this.timer.0, *this.reject, cx),
+            Ok(Poll::Pending) => {
+                *stage = Stage::Running(permit);
+                wait(breaker, stage, permit, &mut this.timer.0, *this.reject, cx)
+            }
             Err(payload) => {
                 *stage = Stage::Done;
                 breaker.record(permit, Outcome::Error);

@@ -68,6 +68,9 @@ impl Breaker {
 
     /// A success under the rate rule, of a call admitted in epoch `e`: counted in the window
     /// unless the breaker has moved on since (opened, and closed with a clean window).
+    // `#[inline]`: 7 to 8 fewer instructions per call under the rate rule, 2 to 3 more under the
+    // count rule (breaker benchmark, callgrind).
+    #[inline]
     fn rate_success(&self, e: u32) {
         if epoch(self.state.load(Ordering::Relaxed)) == e {
             self.window.rate.record_success(self);
