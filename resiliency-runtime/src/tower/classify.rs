@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+#[cfg(doc)]
+use super::BreakerLayer;
+
 /// Whether an inner service's outcome counts as a failure for the breaker.
 ///
 /// Implemented by [`AnyError`] (the default: every `Err`, no `Ok`), [`ServerErrors`] (an `Err`
