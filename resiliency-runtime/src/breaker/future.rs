@@ -1,11 +1,12 @@
-//! The future of one call through a breaker, [`BreakerCall`], and the methods that make it
-//! ([`Breaker::call`], [`Breaker::call_if`]).
+//! The future a breaker call returns, [`BreakerCall`], named in the return types of
+//! [`Breaker::call`] and [`Breaker::call_if`] (defined here). Code rarely spells it out: `.await`
+//! the call.
 //!
 //! The call is admitted at its first poll, its body polled in place and its outcome recorded
 //! when the body completes. A small enum says where it stands: new, running (with its permit),
-//! done. The permit says what the call needs to know of the breaker's settings (the rule,
-//! whether a timeout applies), read at admission. A timer is made only when a timeout applies,
-//! at the body's first wait, so a call that answers at once makes none; no lock.
+//! done. The permit carries what the call needs of the breaker's settings (the rule, whether a
+//! timeout applies), read at admission. A timer is made only when a timeout applies, at the
+//! body's first wait, so a call that answers at once makes none. No lock.
 
 use std::fmt;
 use std::future::Future;
