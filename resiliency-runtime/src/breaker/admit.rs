@@ -13,7 +13,7 @@ impl Breaker {
     /// word and no write: the permit is that word, whose flags tell the call whether a timeout
     /// applies and whether its success is recorded. Counts nothing: the caller counts a refusal
     /// when it hands it over.
-    // `#[inline]`: without it the closed path makes a call across crates (the attribute's code is
+    // `#[inline]`: without it a closed call makes a call across crates (the attribute's code is
     // compiled in the user's crate): 9 to 11 more instructions per call (breaker benchmark,
     // callgrind).
     #[inline]
