@@ -5,8 +5,9 @@
 //! The call is admitted at its first poll, its body polled in place and its outcome recorded
 //! when the body completes. A small enum says where it stands: new, running (with its permit),
 //! done. The permit carries what the call needs of the breaker's settings (the rule, whether a
-//! timeout applies), read at admission. A timer is made only when a timeout applies, at the
-//! body's first wait, so a call that answers at once makes none. No lock.
+//! timeout applies), read at admission. A timer is made, on the heap, only when a timeout
+//! applies and the body waits, so a call that answers at once (or has no timeout) makes none and
+//! the future stays small. No lock.
 
 use std::fmt;
 use std::future::Future;
