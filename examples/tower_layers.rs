@@ -88,7 +88,7 @@ async fn main() -> Result<(), BoxError> {
             .retry_if(|error: &BoxError| Rejected::find_in(&**error).is_none()),
         )
         .layer(
-            BreakerLayer::from_builder(Breaker::builder("hosts").error_threshold(2))?
+            BreakerLayer::new(Breaker::builder("hosts").error_threshold(2))?
                 .http_server_errors()
                 .key_by(authority_of::<Body>),
         )

@@ -116,29 +116,23 @@ resiliency_runtime::__private::breaker_settings!(crate::attributes::documented! 
         ///
         /// ```ignore
         /// async fn fetch(ok: bool) -> Result<&'static str, BoxError> {
-        ///     match (
-        ///         {
-        ///             fn breaker_site() {}
-        ///             static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
-        ///                 || ::resiliency::__private::name_of(breaker_site),
-        ///                 |breaker| breaker.error_threshold(2).error_timeout(::core::time::Duration::from_secs(30)),
-        ///             );
-        ///             BREAKER.breaker()
-        ///         }
-        ///         .admit_closed(),
-        ///         async move { if ok { Ok("data") } else { Err("upstream failed".into()) } },
-        ///     ) {
-        ///         (Ok(admitted), body) => admitted.call(body).await,
-        ///         (Err(site), body) => site.call(body).await,
+        ///     {
+        ///         fn breaker_site() {}
+        ///         static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
+        ///             || ::resiliency::__private::name_of(breaker_site),
+        ///             |breaker| breaker.error_threshold(2).error_timeout(::core::time::Duration::from_secs(30)),
+        ///         );
+        ///         BREAKER.breaker()
         ///     }
+        ///         .call(async move { if ok { Ok("data") } else { Err("upstream failed".into()) } })
+        ///         .await
         /// }
         /// ```
         ///
         /// `breaker_site` only marks where the fn is: its path (`my_app::fetch`, or
-        /// `my_app::Client::fetch` in an `impl`) is the breaker's default name. A closed breaker admits
-        /// the call as it is made, which is its first poll, and the body runs with nothing else to keep;
-        /// in any other state (open, half-open, forced) the call asks at its first poll, as
-        /// [`Breaker::call`](crate::Breaker::call) does.
+        /// `my_app::Client::fetch` in an `impl`) is the breaker's default name. The call is
+        /// [`Breaker::call`](crate::Breaker::call)'s: admitted at its first poll, with the rule and the
+        /// timeout in force then.
         ///
         /// # Blocking functions
         ///

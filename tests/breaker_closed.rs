@@ -1,9 +1,9 @@
-//! `#[breaker]` without `timeout` or `count_if`: a closed breaker admits the call as it is made
-//! and runs its body in a future with no stage or timer of its own; in any other state, or once a
-//! setting gives the site a timeout or the other rule, the call asks at its first poll. These
-//! tests hold that path to the same guarantees as every other call: a panic counts as an error
-//! and reaches the caller, a cancelled call counts nothing, the rate rule counts every success,
-//! and a site moves between the two paths as its state and settings change.
+//! `#[breaker]` calls of a closed breaker, the common case: admitted with one read of the state
+//! word, which also says the rule and whether a timeout applies, so that a setting that changes
+//! either reaches the site's next call. These tests hold closed calls to the same guarantees as
+//! every other call: a panic counts as an error and reaches the caller, a cancelled call counts
+//! nothing, the rate rule counts every success, a timeout bounds a call only when one is in force,
+//! and a site follows its breaker's state and settings as they change.
 #![allow(clippy::await_holding_lock)]
 
 use std::pin::pin;
@@ -78,10 +78,10 @@ async fn count_site(fail: bool) -> Result<u32, BoxError> {
     outcome(fail)
 }
 
-/// Errors through the closed path open the breaker; the open breaker refuses through the other
-/// path, probes through it, and once closed again the closed path takes the calls back.
+/// Errors of closed calls open the breaker; the open breaker refuses, lets a probe through, and
+/// once closed again admits calls as before.
 #[tokio::test(start_paused = true)]
-async fn a_site_moves_between_the_closed_path_and_the_other_as_its_state_changes() {
+async fn a_site_follows_its_breaker_through_open_half_open_and_closed() {
     for _ in 0..2 {
         assert!(count_site(true).await.is_err());
     }
@@ -129,9 +129,9 @@ where
     b
 }
 
-/// The rate rule counts every success of the closed path, and opens at its failure rate.
+/// The rate rule counts every success of closed calls, and opens at its failure rate.
 #[tokio::test(start_paused = true)]
-async fn the_rate_rule_counts_every_success_of_the_closed_path() {
+async fn the_rate_rule_counts_every_success_of_closed_calls() {
     let b = hundred_successes("closed::rate", rate_site).await;
     for i in 0..99 {
         assert!(rate_site(true).await.is_err());
@@ -147,9 +147,8 @@ async fn switch_site(wait: Duration) -> Result<u32, BoxError> {
     Ok(7)
 }
 
-/// A setting that gives the site the rate rule sends its calls the other way, where their
-/// successes are counted; a setting that gives it a timeout bounds them; unset, the site is back
-/// on the closed path.
+/// A setting that gives the site the rate rule makes its calls' successes count; a setting that
+/// gives it a timeout bounds them; unset, the site is back to its own options.
 #[tokio::test(start_paused = true)]
 async fn settings_that_change_the_rule_or_add_a_timeout_reach_the_site() {
     let _serial = serial();
@@ -190,7 +189,7 @@ async fn forced_site() -> Result<u32, BoxError> {
 
 /// A forced breaker is not closed: forced open refuses, forced closed runs and counts nothing.
 #[tokio::test]
-async fn a_forced_breaker_takes_the_other_path() {
+async fn a_forced_breaker_refuses_or_counts_nothing() {
     forced_site().await.unwrap();
     let b = breaker_named("closed::forced").unwrap();
     b.force_open();
@@ -202,9 +201,9 @@ async fn a_forced_breaker_takes_the_other_path() {
     assert_eq!(forced_site().await.unwrap(), 7);
 }
 
-/// The closed path makes no timer: a call runs on a runtime without a time driver.
+/// A call with no timeout in force makes no timer: it runs on a runtime without a time driver.
 #[test]
-fn the_closed_path_runs_without_a_time_driver() {
+fn an_untimed_call_runs_without_a_time_driver() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -238,7 +237,7 @@ async fn timed_site(wait: Duration, panic: bool) -> Result<u32, BoxError> {
 /// ends with a timeout refusal and counts as an error, a panic after a wait counts as an error;
 /// the timeout follows its setting.
 #[tokio::test(start_paused = true)]
-async fn the_timed_closed_path_bounds_calls_and_counts_their_end() {
+async fn a_timed_site_bounds_calls_and_counts_their_end() {
     let _serial = serial();
     assert_eq!(timed_site(ms(20), false).await.unwrap(), 7);
     let b = breaker_named("closed::timed").unwrap();
@@ -277,9 +276,9 @@ async fn timed_rate_site(fail: bool) -> Result<u32, BoxError> {
     outcome(fail)
 }
 
-/// The rate rule with a timeout counts every success of the closed path too.
+/// The rate rule with a timeout counts every success of closed calls too.
 #[tokio::test]
-async fn the_timed_rate_rule_counts_every_success_of_the_closed_path() {
+async fn the_timed_rate_rule_counts_every_success_of_closed_calls() {
     let b = hundred_successes("closed::timed_rate", timed_rate_site).await;
     assert!(timed_rate_site(true).await.is_err());
     assert_eq!(b.snapshot().recent_calls, Some(101));
@@ -297,7 +296,7 @@ async fn timed_no_driver(wait: bool) -> Result<u32, BoxError> {
 /// With a timeout, a call that answers at once needs no timer and runs without a time driver; one
 /// that waits there panics with tokio's message at its first wait, and the breaker stays closed.
 #[test]
-fn the_timed_closed_path_without_a_time_driver() {
+fn a_timed_site_without_a_time_driver() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

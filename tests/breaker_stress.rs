@@ -874,8 +874,8 @@ fn breaker_fn_counters_lose_no_calls() {
     );
 }
 
-/// The rate rule's closed path (`#[breaker]` without `count_if`: admitted as the call is made, its
-/// success recorded inline): every error counts, and every call lands in the window.
+/// The rate rule through `#[breaker]` without `count_if` (a closed call's success recorded in the
+/// window at once): every error counts, and every call lands in the window.
 #[resiliency::breaker(
     name = "stress-closed-macro",
     failure_rate = 0.01,
@@ -887,7 +887,7 @@ async fn counted_closed(outcome: Outcome, hold: Hold) -> Result<(), AppError> {
 }
 
 #[test]
-fn breaker_fn_closed_path_counters_lose_no_calls() {
+fn breaker_fn_rate_rule_counters_lose_no_calls() {
     let tallies = on_threads(THREADS * 2, TASKS, |t, i| {
         counted_traffic((t * TASKS + i) as u64 + 900, counted_closed)
     });

@@ -118,8 +118,10 @@ fn a_family_gives_its_memory_back_once_its_keys_are_evicted() {
 #[test]
 fn a_layer_wrapping_services_keeps_nothing_per_service() {
     let _serial = support::serial();
-    let single = BreakerLayer::new("memory.layer");
-    let keyed = BreakerLayer::new("memory.layer_keyed").key_by(|key: &u32| *key);
+    let single = BreakerLayer::new(Breaker::builder("memory.layer")).unwrap();
+    let keyed = BreakerLayer::new(Breaker::builder("memory.layer_keyed"))
+        .unwrap()
+        .key_by(|key: &u32| *key);
     // The first wrap registers the breaker (and the family).
     let _ = single.layer(());
     drop(keyed.layer(()));

@@ -1102,10 +1102,9 @@ async fn a_tower_breaker_layer_reports_under_its_name() {
 
     install();
     let name = "metrics.tower.breaker";
-    let layer =
-        resiliency::tower::BreakerLayer::from_builder(Breaker::builder(name).error_threshold(1))
-            .unwrap()
-            .http_server_errors();
+    let layer = resiliency::tower::BreakerLayer::new(Breaker::builder(name).error_threshold(1))
+        .unwrap()
+        .http_server_errors();
     let mut svc = layer.layer(tower::service_fn(|status: u16| async move {
         Ok::<_, std::convert::Infallible>(
             http::Response::builder().status(status).body(()).unwrap(),

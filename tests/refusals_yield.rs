@@ -209,7 +209,7 @@ mod layers {
 
     fn refusing_breaker(name: &'static str) -> Svc {
         let svc = ServiceBuilder::new()
-            .layer(BreakerLayer::from_builder(Breaker::builder(name)).unwrap())
+            .layer(BreakerLayer::new(Breaker::builder(name)).unwrap())
             .service(service_fn(|n: u32| async move { Ok::<_, BoxError>(n) }));
         resiliency::breaker::get(name).unwrap().force_open();
         tower::util::BoxCloneSyncService::new(svc)

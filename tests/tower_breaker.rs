@@ -25,8 +25,7 @@ fn failing() -> std::io::Error {
 async fn an_open_breaker_refuses_in_call_without_calling_the_inner_service() {
     let calls = Arc::new(AtomicU32::new(0));
     let seen = calls.clone();
-    let layer =
-        BreakerLayer::from_builder(Breaker::builder("tower::refuse").error_threshold(2)).unwrap();
+    let layer = BreakerLayer::new(Breaker::builder("tower::refuse").error_threshold(2)).unwrap();
     let mut svc = ServiceBuilder::new()
         .layer(layer)
         .service(service_fn(move |_: ()| {
@@ -58,7 +57,8 @@ async fn new_uses_the_registered_breaker_of_the_name() {
         .error_threshold(1)
         .register()
         .unwrap();
-    let mut svc = BreakerLayer::new("tower::registered")
+    let mut svc = BreakerLayer::new(Breaker::builder("tower::registered"))
+        .unwrap()
         .layer_service(service_fn(|_: ()| async { Err::<u16, _>(failing()) }));
     assert!(std::ptr::eq(svc.breaker(), &*registered));
     let _ = svc.ready().await.unwrap().call(()).await;
@@ -76,7 +76,7 @@ impl<S, L: tower::Layer<S>> LayerService<S> for L {}
 async fn server_errors_count_5xx_responses_not_4xx() {
     let status = Arc::new(AtomicU32::new(404));
     let now = status.clone();
-    let layer = BreakerLayer::from_builder(Breaker::builder("tower::5xx").error_threshold(2))
+    let layer = BreakerLayer::new(Breaker::builder("tower::5xx").error_threshold(2))
         .unwrap()
         .http_server_errors();
     let mut svc = layer.layer_service(service_fn(move |_: http::Request<()>| {
@@ -107,10 +107,9 @@ async fn server_errors_count_5xx_responses_not_4xx() {
 
 #[tokio::test(start_paused = true)]
 async fn failure_if_sees_the_inner_types_and_false_is_a_success() {
-    let layer =
-        BreakerLayer::from_builder(Breaker::builder("tower::failure_if").error_threshold(1))
-            .unwrap()
-            .failure_if(|outcome: &Reply| matches!(outcome, Ok(500..)));
+    let layer = BreakerLayer::new(Breaker::builder("tower::failure_if").error_threshold(1))
+        .unwrap()
+        .failure_if(|outcome: &Reply| matches!(outcome, Ok(500..)));
     let mut svc = layer.layer_service(service_fn(|code: u16| async move {
         if code == 0 {
             Err(failing())
@@ -128,7 +127,7 @@ async fn failure_if_sees_the_inner_types_and_false_is_a_success() {
 
 #[tokio::test(start_paused = true)]
 async fn key_by_authority_opens_only_the_failing_hosts_breaker() {
-    let layer = BreakerLayer::from_builder(Breaker::builder("tower::per_host").error_threshold(1))
+    let layer = BreakerLayer::new(Breaker::builder("tower::per_host").error_threshold(1))
         .unwrap()
         .http_server_errors()
         .key_by(authority_of::<()>);
@@ -192,7 +191,8 @@ async fn a_host_header_keys_a_request_without_an_authority() {
 #[tokio::test(start_paused = true)]
 async fn run_time_settings_by_name_reach_the_layers_breaker() {
     let name = "tower::settings";
-    let mut svc = BreakerLayer::new(name)
+    let mut svc = BreakerLayer::new(Breaker::builder(name))
+        .unwrap()
         .layer_service(service_fn(|_: ()| async { Err::<u16, _>(failing()) }));
     assert_eq!(svc.breaker().state(), State::Closed);
     settings::set(Policy::Breaker, name, "error_threshold", 1).unwrap();
@@ -204,7 +204,7 @@ async fn run_time_settings_by_name_reach_the_layers_breaker() {
 
 #[tokio::test(start_paused = true)]
 async fn the_breakers_timeout_bounds_the_call() {
-    let layer = BreakerLayer::from_builder(
+    let layer = BreakerLayer::new(
         Breaker::builder("tower::timeout")
             .timeout(ms(100))
             .error_threshold(1),
@@ -221,7 +221,7 @@ async fn the_breakers_timeout_bounds_the_call() {
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_response_future_gives_the_probe_slot_back_without_counting() {
-    let layer = BreakerLayer::from_builder(
+    let layer = BreakerLayer::new(
         Breaker::builder("tower::dropped")
             .error_threshold(1)
             .error_timeout(ms(100)),
@@ -274,7 +274,7 @@ impl<F: std::future::Future> PendingOnce for F {
 
 #[tokio::test(start_paused = true)]
 async fn a_panicking_inner_service_counts_as_an_error_and_leaves_no_slot_taken() {
-    let layer = BreakerLayer::from_builder(
+    let layer = BreakerLayer::new(
         Breaker::builder("tower::panics")
             .error_threshold(1)
             .error_timeout(ms(100)),
@@ -303,7 +303,7 @@ async fn a_panicking_inner_service_counts_as_an_error_and_leaves_no_slot_taken()
         .error_threshold(1)
         .error_timeout(ms(100));
     let panics = Arc::new(AtomicBool::new(false));
-    let mut svc = BreakerLayer::from_builder(options)
+    let mut svc = BreakerLayer::new(options)
         .unwrap()
         .layer_service(PanicsInCall(panics.clone()));
     assert!(svc
@@ -346,10 +346,9 @@ impl Service<()> for PanicsInCall {
 
 #[tokio::test(start_paused = true)]
 async fn a_panicking_classifier_counts_as_an_error_and_the_panic_goes_on() {
-    let layer =
-        BreakerLayer::from_builder(Breaker::builder("tower::classifier_panics").error_threshold(1))
-            .unwrap()
-            .failure_if(|_: &Reply| panic!("the classifier panics"));
+    let layer = BreakerLayer::new(Breaker::builder("tower::classifier_panics").error_threshold(1))
+        .unwrap()
+        .failure_if(|_: &Reply| panic!("the classifier panics"));
     let mut svc = layer.layer_service(service_fn(|_: ()| async { Ok::<u16, std::io::Error>(200) }));
     let call = svc.ready().await.unwrap().call(());
     assert!(tokio::spawn(call).await.unwrap_err().is_panic());
@@ -374,7 +373,7 @@ async fn credentials_in_the_uri_never_key_a_breaker() {
         "api.test"
     );
 
-    let layer = BreakerLayer::from_builder(Breaker::builder("tower::creds").error_threshold(1))
+    let layer = BreakerLayer::new(Breaker::builder("tower::creds").error_threshold(1))
         .unwrap()
         .key_by(authority_of::<()>);
     let mut svc = layer.layer_service(service_fn(|_: http::Request<()>| async {

@@ -98,7 +98,7 @@ async fn a_client_breaker_keyed_by_authority_opens_only_for_the_failing_server()
     let name = "tower::http::per_authority";
     let mut svc = ServiceBuilder::new()
         .layer(
-            BreakerLayer::from_builder(Breaker::builder(name).error_threshold(2))
+            BreakerLayer::new(Breaker::builder(name).error_threshold(2))
                 .unwrap()
                 .http_server_errors()
                 .key_by(authority_of::<Body>),

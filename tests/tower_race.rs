@@ -204,7 +204,7 @@ async fn over_a_breaker_a_refusal_is_an_answer_when_retry_if_says_so() {
             .retry_if(|error: &BoxError| Rejected::find_in(&**error).is_none()),
         )
         .layer(
-            BreakerLayer::from_builder(
+            BreakerLayer::new(
                 Breaker::builder("tower::race_retry::over_breaker").error_threshold(1),
             )
             .unwrap(),

@@ -352,7 +352,9 @@ fn ours_race() -> Vec<Contender> {
 
 /// Ours: `resiliency::tower::BreakerLayer` (count rule, closed).
 fn ours_breaker() -> Vec<Contender> {
-    let layer = resiliency::tower::BreakerLayer::new("tower_layers.breaker");
+    let layer =
+        resiliency::tower::BreakerLayer::new(resiliency::Breaker::builder("tower_layers.breaker"))
+            .expect("valid options");
     vec![contender(
         "`BreakerLayer` (count rule, defaults)".into(),
         Role::Ours(BREAKER),

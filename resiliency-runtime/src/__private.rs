@@ -3,17 +3,11 @@
 
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use crate::breaker::future::{
-    Call, CountIf, EveryError, FirstOutOfLine, HeapTimer, InlineTimer, ViaFrom,
-};
-use crate::breaker::{
-    Breaker, BreakerBuilder, BreakerKey, Closed, ClosedRule, ClosedTimed, CountRule, KeyedBreaker,
-    RateRule,
-};
+use crate::breaker::future::BreakerCall;
+use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
 use crate::too_busy::future::TooBusyCall;
 use crate::too_busy::Refuse;
 
@@ -50,109 +44,36 @@ pub fn name_of<F>(marker: F) -> &'static str {
     }
 }
 
-/// The breaker of one call site, with the `call` methods that generated code uses: like
-/// [`Breaker::call`], with the error type's requirement spelled out for the compiler's message,
-/// and a timer kept inline only where the attribute configures a timeout.
+/// The breaker of one call site, with the `call` methods that generated code uses: those of
+/// [`Breaker`], with the error type's requirement spelled out for the compiler's message. The
+/// breaker decides at each call, from the settings in force, the rule and whether a timeout
+/// applies.
 #[derive(Debug)]
 pub struct Site<B>(B);
 
 impl<B: Deref<Target = Breaker>> Site<B> {
-    /// The site's breaker admits the call now when it is closed under the count rule with no
-    /// timeout in force (an admission without side effects, for a call without a timer whose
-    /// success records nothing): `Ok`, to call the body through [`Admitted::call`]; `Err` with
-    /// the site otherwise, to call it through [`call`](Self::call), which asks at its first
-    /// poll. For a call awaited as it is made (`#[breaker]` without `count_if`), where now is
-    /// its first poll.
-    #[inline(always)]
-    pub fn admit_closed(self) -> Result<Admitted<B, CountRule>, Self> {
-        self.admit::<CountRule>(false)
-    }
-
-    /// [`admit_closed`](Self::admit_closed), under the rate rule (`#[breaker(failure_rate)]`).
-    #[inline(always)]
-    pub fn admit_closed_rate(self) -> Result<Admitted<B, RateRule>, Self> {
-        self.admit::<RateRule>(false)
-    }
-
-    /// [`admit_closed`](Self::admit_closed) for a site with a configured timeout: its call's
-    /// timer starts at the body's first wait ([`Admitted::call_timed`]).
-    #[inline(always)]
-    pub fn admit_closed_timed(self) -> Result<Admitted<B, CountRule>, Self> {
-        self.admit::<CountRule>(true)
-    }
-
-    /// [`admit_closed_timed`](Self::admit_closed_timed), under the rate rule.
-    #[inline(always)]
-    pub fn admit_closed_timed_rate(self) -> Result<Admitted<B, RateRule>, Self> {
-        self.admit::<RateRule>(true)
-    }
-
-    #[inline(always)]
-    fn admit<K: ClosedRule>(self, timed: bool) -> Result<Admitted<B, K>, Self> {
-        match self.0.admit_site(K::RATE, timed) {
-            Some(word) => Ok(Admitted::new(self.0, word)),
-            None => Err(self),
-        }
-    }
-
-    /// A call without a configured timeout (should the breaker have one, its timer is boxed).
-    #[inline]
-    pub fn call<T, E, F>(
-        self,
-        body: F,
-    ) -> Call<B, F, EveryError, HeapTimer, E, FirstOutOfLine, ViaFrom>
+    /// The call: [`Breaker::call`].
+    pub fn call<T, E, F>(self, body: F) -> BreakerCall<B, F, E>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
-        Call::with_reject(self.0, EveryError, HeapTimer::default(), body, ViaFrom)
+        BreakerCall::new(self.0, body, crate::breaker::future::every_error::<E>)
     }
 
-    /// A call with a configured timeout, its timer kept inside the future.
-    #[inline]
-    pub fn call_timed<T, E, F>(
-        self,
-        body: F,
-    ) -> Call<B, F, EveryError, InlineTimer, E, FirstOutOfLine, ViaFrom>
-    where
-        F: Future<Output = Result<T, E>>,
-        E: FromRejected,
-    {
-        Call::with_reject(self.0, EveryError, InlineTimer::default(), body, ViaFrom)
-    }
-
-    /// [`call`](Self::call) with `count_if`. The body comes first, so that the compiler learns the
-    /// error type from it before it checks the predicate.
-    #[inline]
-    pub fn call_if<T, E, F, P>(self, body: F, counts: P) -> Call<B, F, CountIf<P>, HeapTimer, E>
+    /// The call with `count_if`: [`Breaker::call_if`]. The body comes first, so that the compiler
+    /// learns the error type from it before it checks the predicate.
+    pub fn call_if<T, E, F, P>(self, body: F, counts: P) -> BreakerCall<B, F, E, P>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
         P: FnMut(&E) -> bool,
     {
-        Call::new(self.0, CountIf(counts), HeapTimer::default(), body)
+        BreakerCall::new(self.0, body, counts)
     }
 
-    /// [`call_timed`](Self::call_timed) with `count_if`.
-    #[inline]
-    pub fn call_if_timed<T, E, F, P>(
-        self,
-        body: F,
-        counts: P,
-    ) -> Call<B, F, CountIf<P>, InlineTimer, E>
-    where
-        F: Future<Output = Result<T, E>>,
-        E: FromRejected,
-        P: FnMut(&E) -> bool,
-    {
-        Call::new(self.0, CountIf(counts), InlineTimer::default(), body)
-    }
-}
-
-impl<B: Deref<Target = Breaker>> Site<B> {
-    /// The call of a blocking fn: [`Breaker::call_blocking`] (no timer: `#[breaker]` refuses
-    /// `timeout` on a blocking fn, and one added by a run-time setting does not apply).
-    #[inline]
+    /// The call of a blocking fn: [`Breaker::call_blocking`] (`#[breaker]` refuses `timeout` on
+    /// a blocking fn, and one added by a run-time setting does not apply).
     pub fn call_blocking<T, E, F>(self, body: F) -> Result<T, E>
     where
         F: FnOnce() -> Result<T, E>,
@@ -163,7 +84,6 @@ impl<B: Deref<Target = Breaker>> Site<B> {
 
     /// [`call_blocking`](Self::call_blocking) with `count_if`. The body comes first, so that the
     /// compiler learns the error type from it before it checks the predicate.
-    #[inline]
     pub fn call_blocking_if<T, E, F, P>(self, body: F, counts: P) -> Result<T, E>
     where
         F: FnOnce() -> Result<T, E>,
@@ -171,46 +91,6 @@ impl<B: Deref<Target = Breaker>> Site<B> {
         P: FnMut(&E) -> bool,
     {
         self.0.call_blocking_if(counts, body)
-    }
-}
-
-/// A call admitted by a closed breaker with no timeout in force, under rule `K`:
-/// [`Site::admit_closed`].
-#[derive(Debug)]
-pub struct Admitted<B, K> {
-    breaker: B,
-    word: u64,
-    rule: PhantomData<K>,
-}
-
-impl<B: Deref<Target = Breaker>, K> Admitted<B, K> {
-    #[inline(always)]
-    fn new(breaker: B, word: u64) -> Self {
-        Admitted {
-            breaker,
-            word,
-            rule: PhantomData,
-        }
-    }
-
-    /// The admitted call of `body`, every error counting. Its bounds are the future's, and
-    /// [`Site::call`] in the other arm states them for the compiler's message.
-    #[inline(always)]
-    pub fn call<F>(self, body: F) -> Closed<B, F, EveryError, K> {
-        Closed::new(self.breaker, self.word, EveryError, body)
-    }
-
-    /// [`call`](Self::call) for a site with a configured timeout
-    /// ([`Site::admit_closed_timed`]): the timeout's error needs `E: From<Rejected>`, stated as
-    /// [`Site::call_timed`] in the other arm states it, at the same place, so that the compiler
-    /// reports it once.
-    #[inline(always)]
-    pub fn call_timed<T, E, F>(self, body: F) -> ClosedTimed<B, F, K, E>
-    where
-        F: Future<Output = Result<T, E>>,
-        E: FromRejected,
-    {
-        ClosedTimed::new(self.breaker, self.word, body)
     }
 }
 
@@ -237,6 +117,8 @@ impl BreakerSite {
     }
 
     /// The site's breaker: the registered one of that name, registered now if absent.
+    // `#[inline]`: called from the user's crate on every call; out of line, 3 more instructions
+    // per call (breaker benchmark, callgrind).
     #[inline]
     pub fn breaker(&'static self) -> Site<&'static Breaker> {
         Site(self.breaker.get_or_init(|| {
@@ -273,7 +155,6 @@ impl KeyedSite {
     }
 
     /// The breaker for `key`.
-    #[inline]
     pub fn breaker<K: BreakerKey + ?Sized>(&'static self, key: &K) -> Site<Arc<Breaker>> {
         Site(self.family
             .get_or_init(|| {

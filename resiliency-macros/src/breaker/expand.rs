@@ -1,37 +1,39 @@
-//! The expansion: the fn keeps its signature; its body runs inside the site's breaker. A closed
-//! breaker admits the call as it is made, and the body runs in a future with nothing else to
-//! keep (with `timeout`, a timer started at its first wait); in every other state the call asks
-//! at its first poll. As `tests/expand/capacity_timeout.expanded.rs` shows it:
+//! The expansion: the fn keeps its signature; its body runs inside the site's breaker, through
+//! one call that the breaker admits at its first poll (which, awaited where it is made, is the
+//! fn's first poll). The rule and the timeout are the breaker's to apply, from the settings in
+//! force when the call is admitted: the expansion is the same whatever the attribute's options
+//! (they only configure the site's breaker). As `tests/expand/capacity_timeout.expanded.rs`
+//! shows it:
 //!
 //! ```ignore
 //! async fn charge(card: &Card) -> Result<Receipt, PayError> {
-//!     match (
-//!         {
-//!             static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
-//!                 || "payments",
-//!                 |breaker| breaker.capacity(0.75).timeout(::core::time::Duration::from_secs(60)),
-//!             );
-//!             BREAKER.breaker()
-//!         }
-//!         .admit_closed_timed(),
-//!         async move {
+//!     {
+//!         static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
+//!             || "payments",
+//!             |breaker| {
+//!                 breaker
+//!                     .capacity(0.75)
+//!                     .timeout(::core::time::Duration::from_secs(60))
+//!                     .half_open_timeout(::core::time::Duration::from_millis(1500))
+//!             },
+//!         );
+//!         BREAKER.breaker()
+//!     }
+//!         .call(async move {
 //!             if false {
-//!                 return ::resiliency::__private::body_returns::<Result<Receipt, PayError>>();
+//!                 return ::resiliency::__private::body_returns::<
+//!                     Result<Receipt, PayError>,
+//!                 >();
 //!             }
 //!             /* the original body */
-//!         },
-//!     ) {
-//!         (::core::result::Result::Ok(admitted), body) => admitted.call_timed(body).await,
-//!         (::core::result::Result::Err(site), body) => site.call_timed(body).await,
-//!     }
+//!         })
+//!         .await
 //! }
 //! ```
 //!
-//! The pair is `admit_closed` or `admit_closed_rate` with `call`, or, with `timeout`,
-//! `admit_closed_timed` or `admit_closed_timed_rate` with `call_timed`. The dead `return` makes
-//! the compiler check the body against the fn's
-//! return type, with its coercions, as without the attribute. With `count_if`, the site's
-//! `call_if(body, predicate)` (or `call_if_timed`) is awaited instead, with no closed path.
+//! The dead `return` makes the compiler check the body against the fn's return type, with its
+//! coercions, as without the attribute. With `count_if`, the site's `call_if(body, predicate)`
+//! is awaited instead.
 //!
 //! A blocking fn (not `async`) runs its body in a closure called at once, which keeps every
 //! `return` and `?` of the body as they were:
@@ -98,50 +100,11 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
             }
         };
     }
-    // A timer lives inside the call's future only where the attribute configures a timeout.
-    let timed = attr.timeout.is_some() || attr.half_open_timeout.is_some();
     let body = func::async_body(&func, &krate);
     let count_if = attr.count_if.as_ref().map(|counts| &counts.value);
-    if count_if.is_none() {
-        // A closed breaker with no timeout in force admits the call as it is made (its first
-        // poll), and the body runs in a future of its own, with no stage or timer to keep; any
-        // other state asks at the first poll, as every other call does. The body is written
-        // once, before the two arms.
-        let body_ident = proc_macro2::Ident::new("body", Span::mixed_site());
-        let admitted = proc_macro2::Ident::new("admitted", Span::mixed_site());
-        let site_ident = proc_macro2::Ident::new("site", Span::mixed_site());
-        // Spanned as `call`, whose bound it repeats: rustc reports the error once.
-        let wait = quote_spanned!(ret_span=> .await);
-        // The rule the attribute configures decides which admission the site tries: one whose
-        // success records nothing, or the rate rule's, which records it. Either falls back to
-        // `call` when the rule in force is the other (changed by a setting at run time). A site
-        // with a timeout keeps a timer in either arm, started at the body's first wait.
-        let (admit, call) = match (attr.failure_rate.is_some(), timed) {
-            (false, false) => ("admit_closed", "call"),
-            (true, false) => ("admit_closed_rate", "call"),
-            (false, true) => ("admit_closed_timed", "call_timed"),
-            (true, true) => ("admit_closed_timed_rate", "call_timed"),
-        };
-        let admit = proc_macro2::Ident::new(admit, Span::call_site());
-        // Both calls carry the return type's span, where their bound is reported.
-        let call = proc_macro2::Ident::new(call, ret_span);
-        let closed_call = call.clone();
-        let call = quote_spanned!(ret_span=> #call(#body_ident));
-        return quote! {
-            #(#attrs)*
-            #vis #sig {
-                #(#inner)*
-                match ({ #site }.#admit(), #body) {
-                    (::core::result::Result::Ok(#admitted), #body_ident) => #admitted.#closed_call(#body_ident) #wait,
-                    (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call #wait,
-                }
-            }
-        };
-    }
-    let call = match (count_if, timed) {
-        (None, false) => quote_spanned!(ret_span=> call(#body)),
-        (None, true) => quote_spanned!(ret_span=> call_timed(#body)),
-        (Some(counts), timed) => {
+    let call = match count_if {
+        None => quote_spanned!(ret_span=> call(#body)),
+        Some(counts) => {
             // Pin the body's output to the return type first, so that a predicate of the wrong
             // type is reported on the predicate rather than on the return type.
             let body = match func::return_type(&func) {
@@ -150,17 +113,13 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
                 }
                 _ => body,
             };
-            let method = if timed {
-                quote_spanned!(ret_span=> call_if_timed)
-            } else {
-                quote_spanned!(ret_span=> call_if)
-            };
-            quote_spanned!(ret_span=> #method(#body, #counts))
+            quote_spanned!(ret_span=> call_if(#body, #counts))
         }
     };
-    // The call's `Future` impl needs the predicate to take `&E` too; should it not, the error is
-    // reported once if `.await` is spanned where rustc reports the `call_if` bound: on a closure's
-    // mismatch, at the return type; else at the predicate (a path's last segment).
+    // The call's `Future` impl repeats the bounds of `call` and `call_if` (`E: FromRejected`, the
+    // predicate taking `&E`); should one not hold, the error is reported once if `.await` is
+    // spanned where rustc reports the call's bound: at the return type, or, for a predicate that
+    // is not a closure, at the predicate (a path's last segment).
     let wait = match count_if {
         Some(Expr::Closure(_)) => quote_spanned!(ret_span=> .await),
         Some(counts) => {

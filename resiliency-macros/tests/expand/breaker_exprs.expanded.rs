@@ -1,26 +1,19 @@
 async fn charge(card: &Card) -> Result<Receipt, PayError> {
-    match (
-        {
-            fn breaker_site() {}
-            static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
-                || ::resiliency::__private::name_of(breaker_site),
-                |breaker| {
-                    breaker.error_threshold(THRESHOLD).timeout(Duration::from_secs(2))
-                },
-            );
-            BREAKER.breaker()
-        }
-            .admit_closed_timed(),
-        async move {
+    {
+        fn breaker_site() {}
+        static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
+            || ::resiliency::__private::name_of(breaker_site),
+            |breaker| breaker.error_threshold(THRESHOLD).timeout(Duration::from_secs(2)),
+        );
+        BREAKER.breaker()
+    }
+        .call(async move {
             if false {
                 return ::resiliency::__private::body_returns::<
                     Result<Receipt, PayError>,
                 >();
             }
             gateway(card).await
-        },
-    ) {
-        (::core::result::Result::Ok(admitted), body) => admitted.call_timed(body).await,
-        (::core::result::Result::Err(site), body) => site.call_timed(body).await,
-    }
+        })
+        .await
 }

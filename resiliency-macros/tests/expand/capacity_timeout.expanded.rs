@@ -1,19 +1,17 @@
 async fn charge(card: &Card) -> Result<Receipt, PayError> {
-    match (
-        {
-            static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
-                || "payments",
-                |breaker| {
-                    breaker
-                        .capacity(0.75)
-                        .timeout(::core::time::Duration::from_secs(60))
-                        .half_open_timeout(::core::time::Duration::from_millis(1500))
-                },
-            );
-            BREAKER.breaker()
-        }
-            .admit_closed_timed(),
-        async move {
+    {
+        static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
+            || "payments",
+            |breaker| {
+                breaker
+                    .capacity(0.75)
+                    .timeout(::core::time::Duration::from_secs(60))
+                    .half_open_timeout(::core::time::Duration::from_millis(1500))
+            },
+        );
+        BREAKER.breaker()
+    }
+        .call(async move {
             if false {
                 return ::resiliency::__private::body_returns::<
                     Result<Receipt, PayError>,
@@ -21,9 +19,6 @@ async fn charge(card: &Card) -> Result<Receipt, PayError> {
             }
             let receipt = gateway(card).await?;
             Ok(receipt)
-        },
-    ) {
-        (::core::result::Result::Ok(admitted), body) => admitted.call_timed(body).await,
-        (::core::result::Result::Err(site), body) => site.call_timed(body).await,
-    }
+        })
+        .await
 }

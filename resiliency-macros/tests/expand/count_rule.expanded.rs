@@ -1,30 +1,25 @@
 /// Charges a card.
 pub async fn charge(card: &Card, cents: u64) -> Result<Receipt, PayError> {
-    match (
-        {
-            fn breaker_site() {}
-            static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
-                || ::resiliency::__private::name_of(breaker_site),
-                |breaker| {
-                    breaker
-                        .error_threshold(3)
-                        .error_window(::core::time::Duration::from_secs(10))
-                        .error_timeout(::core::time::Duration::from_secs(30))
-                },
-            );
-            BREAKER.breaker()
-        }
-            .admit_closed(),
-        async move {
+    {
+        fn breaker_site() {}
+        static BREAKER: ::resiliency::__private::BreakerSite = ::resiliency::__private::BreakerSite::new(
+            || ::resiliency::__private::name_of(breaker_site),
+            |breaker| {
+                breaker
+                    .error_threshold(3)
+                    .error_window(::core::time::Duration::from_secs(10))
+                    .error_timeout(::core::time::Duration::from_secs(30))
+            },
+        );
+        BREAKER.breaker()
+    }
+        .call(async move {
             if false {
                 return ::resiliency::__private::body_returns::<
                     Result<Receipt, PayError>,
                 >();
             }
             gateway(card, cents).await
-        },
-    ) {
-        (::core::result::Result::Ok(admitted), body) => admitted.call(body).await,
-        (::core::result::Result::Err(site), body) => site.call(body).await,
-    }
+        })
+        .await
 }

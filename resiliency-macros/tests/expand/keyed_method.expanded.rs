@@ -4,30 +4,25 @@ impl Client {
         host: &str,
         path: impl AsRef<str>,
     ) -> anyhow::Result<T> {
-        match (
-            {
-                fn breaker_site() {}
-                static BREAKER: ::resiliency::__private::KeyedSite = ::resiliency::__private::KeyedSite::new(
-                    || ::resiliency::__private::name_of(breaker_site),
-                    |breaker| {
-                        breaker
-                            .error_window(::core::time::Duration::from_secs(30))
-                            .failure_rate(0.5)
-                            .min_calls(20)
-                    },
-                );
-                ::resiliency::__private::KeyedSite::breaker(&BREAKER, &host)
-            }
-                .admit_closed_rate(),
-            async move {
+        {
+            fn breaker_site() {}
+            static BREAKER: ::resiliency::__private::KeyedSite = ::resiliency::__private::KeyedSite::new(
+                || ::resiliency::__private::name_of(breaker_site),
+                |breaker| {
+                    breaker
+                        .error_window(::core::time::Duration::from_secs(30))
+                        .failure_rate(0.5)
+                        .min_calls(20)
+                },
+            );
+            ::resiliency::__private::KeyedSite::breaker(&BREAKER, &host)
+        }
+            .call(async move {
                 if false {
                     return ::resiliency::__private::body_returns::<anyhow::Result<T>>();
                 }
                 self.http.get(host, path.as_ref()).await
-            },
-        ) {
-            (::core::result::Result::Ok(admitted), body) => admitted.call(body).await,
-            (::core::result::Result::Err(site), body) => site.call(body).await,
-        }
+            })
+            .await
     }
 }

@@ -1,10 +1,12 @@
 //! Calls of a blocking closure through a breaker: the admission, outcome and panic rules of the
-//! async [`Call`](super::future::Call), run on the caller's thread with no future and no timer.
+//! async [`BreakerCall`](super::future::BreakerCall), run on the caller's thread with no future
+//! and no timer.
 
 use std::panic::{self, AssertUnwindSafe};
 
-use super::call::{CountIf, Counted, Counts, EveryError};
 use super::engine::Breaker;
+use super::future::every_error;
+use super::record::Outcome;
 use crate::rejected::Rejected;
 
 impl Breaker {
@@ -53,7 +55,7 @@ impl Breaker {
         F: FnOnce() -> Result<T, E>,
         E: From<Rejected>,
     {
-        run(self, EveryError, body)
+        run(self, every_error::<E>, body)
     }
 
     /// Like [`call_blocking`](Self::call_blocking), but an error counts only when
@@ -65,43 +67,42 @@ impl Breaker {
         E: From<Rejected>,
         P: FnMut(&E) -> bool,
     {
-        run(self, CountIf(counts), body)
+        run(self, counts, body)
     }
 }
 
 /// One blocking call: admitted, run, its outcome recorded. The body and the predicate are user
 /// code: a panic in either counts as an error, recorded here (not while unwinding, where a
 /// subscriber that panicked too would abort the process), and then goes on to the caller.
-pub(crate) fn run<T, E, C, F>(breaker: &Breaker, mut counts: C, body: F) -> Result<T, E>
+fn run<T, E, P, F>(breaker: &Breaker, mut counts: P, body: F) -> Result<T, E>
 where
     F: FnOnce() -> Result<T, E>,
     E: From<Rejected>,
-    C: Counts<E>,
+    P: FnMut(&E) -> bool,
 {
     let permit = match breaker.admit() {
         Ok(permit) => permit,
         Err(rejected) => {
-            #[cfg(feature = "metrics")]
-            breaker.metrics.refused();
+            breaker.meter.refused();
             return Err(E::from(rejected));
         }
     };
     let ran = panic::catch_unwind(AssertUnwindSafe(|| {
-        let outcome = body();
-        let counted = match &outcome {
-            Ok(_) => Counted::Success,
-            Err(error) if counts.counts(error) => Counted::Error,
-            Err(_) => Counted::Ignored,
+        let output = body();
+        let outcome = match &output {
+            Ok(_) => Outcome::Success,
+            Err(error) if counts(error) => Outcome::Error,
+            Err(_) => Outcome::Ignored,
         };
-        (outcome, counted)
+        (output, outcome)
     }));
     match ran {
-        Ok((outcome, counted)) => {
-            counted.record(breaker, permit);
-            outcome
+        Ok((output, outcome)) => {
+            breaker.record(permit, outcome);
+            output
         }
         Err(payload) => {
-            Counted::Error.record(breaker, permit);
+            breaker.record(permit, Outcome::Error);
             panic::resume_unwind(payload)
         }
     }

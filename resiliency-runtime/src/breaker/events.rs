@@ -99,8 +99,7 @@ pub(crate) fn changed(breaker: &Breaker, from: State, to: State) {
     if from == to {
         return;
     }
-    #[cfg(feature = "metrics")]
-    breaker.metrics.changed(from, to);
+    breaker.meter.changed(from, to);
     let _ = panic::catch_unwind(AssertUnwindSafe(|| trace(breaker, from, to)));
     if !ANY.load(Ordering::Acquire) {
         return;

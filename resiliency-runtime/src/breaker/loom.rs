@@ -12,7 +12,9 @@ use std::time::Duration;
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::thread;
 
-use super::engine::{Breaker, Permit};
+use super::engine::Breaker;
+use super::record::Outcome;
+use super::word::Permit;
 use super::State;
 use crate::Rejected;
 
@@ -34,11 +36,8 @@ fn open_breaker(half_open_calls: u32, success_threshold: u32) -> Arc<Breaker> {
         .unwrap();
     let b = Arc::new(Breaker::new(Arc::new(config), None));
     let permit = b.admit().unwrap();
-    assert!(matches!(
-        permit,
-        Permit::Fast { .. } | Permit::Closed { .. }
-    ));
-    b.on_error(permit);
+    assert!(matches!(permit, Permit::Closed(_)));
+    b.record(permit, Outcome::Error);
     std::thread::sleep(Duration::from_nanos(10));
     b
 }
@@ -60,12 +59,12 @@ fn loom_half_open_admits_at_most_half_open_calls_probes() {
             .map(|_| {
                 let (b, probing) = (b.clone(), probing.clone());
                 thread::spawn(move || match b.admit() {
-                    Ok(permit @ Permit::Probe { .. }) => {
+                    Ok(permit @ Permit::Probe(_)) => {
                         assert_eq!(probing.fetch_add(1, SeqCst), 0, "two probes at once");
                         probing.fetch_sub(1, SeqCst);
-                        b.on_success(permit);
+                        b.record(permit, Outcome::Success);
                     }
-                    Ok(permit) => b.on_success(permit),
+                    Ok(permit) => b.record(permit, Outcome::Success),
                     Err(refused) => assert!(refused.is_circuit_open(), "{refused}"),
                 })
             })
@@ -86,7 +85,7 @@ fn loom_probe_outcomes_race_forcing_a_reset_and_a_second_probe() {
             let b = b.clone();
             thread::spawn(move || {
                 if let Ok(permit) = b.admit() {
-                    b.on_error(permit);
+                    b.record(permit, Outcome::Error);
                 }
             })
         };
@@ -94,7 +93,7 @@ fn loom_probe_outcomes_race_forcing_a_reset_and_a_second_probe() {
             let b = b.clone();
             thread::spawn(move || {
                 if let Ok(permit) = b.admit() {
-                    b.on_success(permit);
+                    b.record(permit, Outcome::Success);
                 }
             })
         };
@@ -106,7 +105,7 @@ fn loom_probe_outcomes_race_forcing_a_reset_and_a_second_probe() {
         // Whatever the order, the breaker is usable: closed (reset last), or open after an
         // error that landed after the reset, with its next call a probe.
         match b.admit() {
-            Ok(permit) => b.on_success(permit),
+            Ok(permit) => b.record(permit, Outcome::Success),
             Err(refused) => panic!("refused after settling: {refused}"),
         }
     });
@@ -145,10 +144,7 @@ fn loom_dropped_probes_give_their_slots_back() {
         }
         settled(&b);
         for _ in 0..2 {
-            assert!(
-                matches!(b.admit(), Ok(Permit::Probe { .. })),
-                "a slot was lost"
-            );
+            assert!(matches!(b.admit(), Ok(Permit::Probe(_))), "a slot was lost");
         }
     });
 }

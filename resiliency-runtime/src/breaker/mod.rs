@@ -81,39 +81,32 @@
 //! # }
 //! ```
 
+mod admit;
 mod blocking;
-mod call;
 mod config;
+mod disabled;
 mod engine;
 mod events;
+pub mod future;
 mod keyed;
 #[cfg(all(test, resiliency_loom))]
 mod loom;
+mod meter;
 mod registry;
-#[cfg(test)]
 #[cfg(all(test, feature = "tower"))]
 pub(crate) use registry::read_lock as registry_read_lock;
+mod record;
 mod settings;
 mod window;
+mod word;
 
 pub use crate::ConfigError;
-pub(crate) use call::{Closed, ClosedRule, ClosedTimed, CountRule, RateRule};
-#[cfg(feature = "tower")]
-pub(crate) use call::{Judge, JudgeOk};
 pub use config::{
     capacity_error_timeout, BreakerBuilder, DEFAULT_ERROR_THRESHOLD, DEFAULT_ERROR_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
 };
-pub use engine::{disabled, Breaker, Snapshot, State};
+pub use disabled::disabled;
+pub use engine::{Breaker, Snapshot, State};
 pub use events::{subscribe, unsubscribe, StateChange, SubscriptionId};
 pub use keyed::{BreakerKey, KeyedBreaker};
 pub use registry::{get, get_keyed, names};
-
-/// The future a breaker call returns and the types it is generic over, named in the return types of
-/// [`Breaker::call`] and [`Breaker::call_if`]. Code rarely spells them out: `.await` the call.
-pub mod future {
-    pub use super::call::{
-        Call, CountIf, Counts, EveryError, FirstInline, FirstOutOfLine, FirstPoll, HeapTimer,
-        InlineTimer, Reject, Timer, ViaFrom,
-    };
-}

@@ -114,9 +114,12 @@ impl BreakerMetrics {
     }
 }
 
+/// The series of every breaker of a name, shared by its handles.
+pub(crate) type Handles = Arc<BreakerMetrics>;
+
 /// The handles of every breaker called `name` (taken once per name, under a lock: a keyed
 /// family takes them once for all its keys).
-pub(crate) fn handles(name: &Arc<str>) -> Arc<BreakerMetrics> {
+pub(crate) fn handles(name: &Arc<str>) -> Handles {
     SITES.get(name, describe, BreakerMetrics::new)
 }
 
@@ -191,7 +194,7 @@ impl Breaker {
     /// The breaker leaves its family's state gauge: it was evicted. (Dropping it would do the
     /// same, but an evicted breaker's memory is reclaimed later.)
     pub(crate) fn uncount(&self) {
-        self.metrics.forget(self.announced());
+        self.meter.forget(self.announced());
     }
 }
 

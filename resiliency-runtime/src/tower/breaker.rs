@@ -10,78 +10,11 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::classify::{AnyError, Classify, FailureIf, ServerErrors};
 use super::BoxError;
-use crate::breaker::future::{Call, HeapTimer};
-use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, Judge, JudgeOk, KeyedBreaker};
+use crate::breaker::future::BreakerCall;
+use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
 use crate::{ConfigError, Rejected};
-
-/// Whether an inner service's outcome counts as a failure for the breaker.
-///
-/// Implemented by [`AnyError`] (the default: every `Err`, no `Ok`), [`ServerErrors`] (an `Err`
-/// or an `http::Response` whose status is 5xx), and [`FailureIf`] (a closure, from
-/// [`BreakerLayer::failure_if`]). An outcome that is not a failure counts as a success.
-pub trait Classify<Res, Err> {
-    /// True when `outcome` counts as a failure.
-    fn is_failure(&self, outcome: &Result<Res, Err>) -> bool;
-}
-
-/// The default classification: an `Err` is a failure, an `Ok` is a success.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct AnyError;
-
-impl<Res, Err> Classify<Res, Err> for AnyError {
-    #[inline(always)]
-    fn is_failure(&self, outcome: &Result<Res, Err>) -> bool {
-        outcome.is_err()
-    }
-}
-
-/// HTTP classification ([`BreakerLayer::http_server_errors`]): an `Err`, or a response whose
-/// status is a server error (5xx), is a failure; 4xx responses are the caller's doing and count as
-/// successes.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct ServerErrors;
-
-impl<B, Err> Classify<http::Response<B>, Err> for ServerErrors {
-    #[inline]
-    fn is_failure(&self, outcome: &Result<http::Response<B>, Err>) -> bool {
-        server_errors(outcome)
-    }
-}
-
-/// An `Err`, or a response whose status is 5xx: what [`ServerErrors`] counts, as a function to
-/// call from your own classifier.
-///
-/// ```
-/// use resiliency::tower::server_errors;
-///
-/// let bad: Result<_, ()> = Ok(http::Response::builder().status(503).body(()).unwrap());
-/// let fine: Result<_, ()> = Ok(http::Response::builder().status(404).body(()).unwrap());
-/// assert!(server_errors(&bad) && !server_errors(&fine) && server_errors::<(), _>(&Err(())));
-/// ```
-pub fn server_errors<B, Err>(outcome: &Result<http::Response<B>, Err>) -> bool {
-    match outcome {
-        Ok(response) => response.status().is_server_error(),
-        Err(_) => true,
-    }
-}
-
-/// A closure that classifies outcomes ([`BreakerLayer::failure_if`]): true is a failure.
-#[derive(Copy, Clone)]
-pub struct FailureIf<F>(F);
-
-impl<F> fmt::Debug for FailureIf<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("FailureIf")
-    }
-}
-
-impl<Res, Err, F: Fn(&Result<Res, Err>) -> bool> Classify<Res, Err> for FailureIf<F> {
-    #[inline]
-    fn is_failure(&self, outcome: &Result<Res, Err>) -> bool {
-        (self.0)(outcome)
-    }
-}
 
 /// The layer's breaker is one for every request (the default).
 #[derive(Copy, Clone, Debug, Default)]
@@ -154,21 +87,20 @@ impl<C, K> fmt::Debug for BreakerLayer<C, K> {
 }
 
 impl BreakerLayer {
-    /// The breaker registered under `name`, or one with the default options registered under it.
-    pub fn new(name: &str) -> Self {
-        BreakerLayer {
-            name: Arc::from(name),
-            options: Breaker::builder(name),
-            classify: AnyError,
-            key: Unkeyed,
-            resolved: Arc::default(),
-        }
-    }
-
-    /// A breaker with `options`, registered under their name (if the name is registered already,
-    /// the registered breaker is used, as with [`BreakerBuilder::register`]); options that break
-    /// a rule are an error now.
-    pub fn from_builder(options: BreakerBuilder) -> Result<Self, ConfigError> {
+    /// The layer of the breaker named by `options` (or, with [`key_by`](Self::key_by), of the
+    /// keyed family of that name): the one registered under the name, registered with these
+    /// options if the name is new, as with [`BreakerBuilder::register`]. Options that break a
+    /// rule are an error now.
+    ///
+    /// ```
+    /// use resiliency::tower::BreakerLayer;
+    /// use resiliency::Breaker;
+    ///
+    /// let layer = BreakerLayer::new(Breaker::builder("inventory").error_threshold(3)).unwrap();
+    /// assert_eq!(layer.name(), "inventory");
+    /// assert!(BreakerLayer::new(Breaker::builder("inventory").error_threshold(0)).is_err());
+    /// ```
+    pub fn new(options: BreakerBuilder) -> Result<Self, ConfigError> {
         let name = options.validate()?.name;
         Ok(BreakerLayer {
             name,
@@ -326,14 +258,11 @@ impl<S, C, B> BreakerService<S, C, B> {
         C: Classify<S::Response, S::Error> + Clone,
     {
         let inner = &mut self.inner;
-        let call = Call::admit_now(
-            breaker,
-            Judge(Classifier(self.classify.clone())),
-            HeapTimer::default(),
-            || Outcome {
-                inner: inner.call(request),
-            },
-        );
+        let classify = self.classify.clone();
+        let call = BreakerCall::admit_now(breaker, every_failure as fn(&_) -> bool, || Outcome {
+            inner: inner.call(request),
+            classify,
+        });
         BreakerFuture {
             state: match call {
                 Ok(call) => State::Admitted { call },
@@ -356,12 +285,10 @@ where
     type Future = BreakerFuture<S::Future, C, &'static Breaker>;
 
     /// The inner service's readiness: the breaker refuses in `call`, at once.
-    #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         let breaker = self.breakers;
         self.call_with(breaker, request)
@@ -381,58 +308,76 @@ where
     type Future = BreakerFuture<S::Future, C, Arc<Breaker>>;
 
     /// The inner service's readiness: the key's breaker refuses in `call`, at once.
-    #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         let breaker = self.breakers.family.breaker(&(self.breakers.key)(&request));
         self.call_with(breaker, request)
     }
 }
 
-/// The classifier as the breaker's call asks it.
-#[derive(Clone)]
-struct Classifier<C>(C);
+/// The breaker's call counts every error: [`Outcome`] has classified the response already.
+fn every_failure<T>(_: &Failure<T>) -> bool {
+    true
+}
 
-impl<C, Res, Err> JudgeOk<Result<Res, Err>> for Classifier<C>
-where
-    C: Classify<Res, Err>,
-{
-    #[inline]
-    fn fails(&mut self, outcome: &Result<Res, Err>) -> bool {
-        self.0.is_failure(outcome)
+/// The error of the breaker's call: an outcome that the classifier counts as a failure (which
+/// goes to the caller as it is, a 5xx response included), or the breaker's refusal.
+enum Failure<T> {
+    Counted(T),
+    Refused(Rejected),
+}
+
+impl<T> From<Rejected> for Failure<T> {
+    fn from(rejected: Rejected) -> Self {
+        Failure::Refused(rejected)
     }
 }
 
 pin_project! {
-    /// The inner service's future, its whole outcome as the value of the breaker's call.
-    struct Outcome<F> {
+    /// The inner service's future, its outcome classified: `Ok` with the outcome when it counts
+    /// as a success, `Err` when it counts as a failure. The classifier runs inside the breaker's
+    /// call, so that a classifier that panics counts as an error, as a body that panics does.
+    struct Outcome<F, C> {
         #[pin]
         inner: F,
+        classify: C,
     }
 }
 
-impl<F: Future> Future for Outcome<F> {
-    type Output = Result<F::Output, BoxError>;
+impl<F, C, Res, Err> Future for Outcome<F, C>
+where
+    F: Future<Output = Result<Res, Err>>,
+    C: Classify<Res, Err>,
+{
+    type Output = Result<Result<Res, Err>, Failure<Result<Res, Err>>>;
 
-    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx).map(Ok)
+        let this = self.project();
+        let outcome = std::task::ready!(this.inner.poll(cx));
+        Poll::Ready(if this.classify.is_failure(&outcome) {
+            Err(Failure::Counted(outcome))
+        } else {
+            Ok(outcome)
+        })
     }
 }
+
+/// The breaker's call around an inner service's future `F` whose outcome `C` classifies.
+type Call<F, C, H> = BreakerCall<H, Outcome<F, C>, Failure<<F as Future>::Output>>;
 
 pin_project! {
     #[project = StateProj]
     enum State<F, C, H>
     where
+        F: Future,
         H: std::ops::Deref<Target = Breaker>,
     {
         Admitted {
             #[pin]
-            call: Call<H, Outcome<F>, Judge<Classifier<C>>, HeapTimer, BoxError>,
+            call: Call<F, C, H>,
         },
         Refused {
             rejected: Option<Rejected>,
@@ -447,6 +392,7 @@ pin_project! {
     #[must_use = "futures do nothing unless polled"]
     pub struct BreakerFuture<F, C, H>
     where
+        F: Future,
         H: std::ops::Deref<Target = Breaker>,
     {
         #[pin]
@@ -454,7 +400,7 @@ pin_project! {
     }
 }
 
-impl<F, C, H: std::ops::Deref<Target = Breaker>> fmt::Debug for BreakerFuture<F, C, H> {
+impl<F: Future, C, H: std::ops::Deref<Target = Breaker>> fmt::Debug for BreakerFuture<F, C, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let refused = matches!(self.state, State::Refused { .. });
         f.debug_struct("BreakerFuture")
@@ -472,13 +418,11 @@ where
 {
     type Output = Result<Res, BoxError>;
 
-    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Admitted { call } => Poll::Ready(match std::task::ready!(call.poll(cx)) {
-                Ok(Ok(response)) => Ok(response),
-                Ok(Err(error)) => Err(error.into()),
-                Err(refused) => Err(refused),
+                Ok(outcome) | Err(Failure::Counted(outcome)) => outcome.map_err(Into::into),
+                Err(Failure::Refused(timed_out)) => Err(Box::new(timed_out)),
             }),
             StateProj::Refused { rejected } => {
                 // Yields first when the task's cooperative budget is spent, as for the attributes.
@@ -501,8 +445,10 @@ mod tests {
     /// Wrapping a service takes no lock that registering holds: a server wraps one per connection.
     #[test]
     fn wrapping_a_service_takes_no_registry_write_lock() {
-        let single = BreakerLayer::new("tower.unit.no_lock");
-        let keyed = BreakerLayer::new("tower.unit.no_lock_keyed").key_by(|key: &u32| *key);
+        let single = BreakerLayer::new(Breaker::builder("tower.unit.no_lock")).unwrap();
+        let keyed = BreakerLayer::new(Breaker::builder("tower.unit.no_lock_keyed"))
+            .unwrap()
+            .key_by(|key: &u32| *key);
         let _ = single.layer(());
         drop(keyed.layer(()));
         let (done, wrapped) = mpsc::channel();

@@ -17,7 +17,7 @@
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() -> Result<(), resiliency::tower::BoxError> {
 //! let mut inventory = ServiceBuilder::new()
-//!     .layer(BreakerLayer::from_builder(
+//!     .layer(BreakerLayer::new(
 //!         Breaker::builder("inventory").error_threshold(2).timeout(Duration::from_secs(1)),
 //!     )?)
 //!     .service(service_fn(|sku: u32| async move {
@@ -57,7 +57,7 @@
 //! # async fn main() -> Result<(), resiliency::tower::BoxError> {
 //! let mut client = ServiceBuilder::new()
 //!     .layer(
-//!         BreakerLayer::from_builder(Breaker::builder("upstreams").error_threshold(1))?
+//!         BreakerLayer::new(Breaker::builder("upstreams").error_threshold(1))?
 //!             .http_server_errors()
 //!             .key_by(authority_of::<()>),
 //!     )
@@ -230,6 +230,7 @@
 //!   boxed by the engine, as for `#[race_retry]`.
 
 mod breaker;
+mod classify;
 mod race_retry;
 mod too_busy;
 
@@ -237,10 +238,8 @@ mod too_busy;
 /// the request, else the inner service's error, boxed as it is (tower's `BoxError`).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-pub use breaker::{
-    server_errors, AnyError, BreakerLayer, BreakerService, Classify, FailureIf, KeyBy, PerKey,
-    ServerErrors, Unkeyed,
-};
+pub use breaker::{BreakerLayer, BreakerService, KeyBy, PerKey, Unkeyed};
+pub use classify::{server_errors, AnyError, Classify, FailureIf, ServerErrors};
 pub use race_retry::{
     AttemptRequest, AttemptService, RaceRetryLayer, RaceRetryService, RetryIf, RetryWith,
 };

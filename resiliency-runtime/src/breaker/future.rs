@@ -1,0 +1,309 @@
+//! The future a breaker call returns, [`BreakerCall`], named in the return types of
+//! [`Breaker::call`] and [`Breaker::call_if`] (defined here). Code rarely spells it out: `.await`
+//! the call.
+//!
+//! The call is admitted at its first poll, its body polled in place and its outcome recorded
+//! when the body completes. A small enum says where it stands: new, running (with its permit),
+//! done. The permit carries what the call needs of the breaker's settings (the rule, whether a
+//! timeout applies), read at admission. A timer is made, on the heap, only when a timeout
+//! applies and the body waits, so a call that answers at once (or has no timeout) makes none and
+//! the future stays small. No lock.
+
+use std::fmt;
+use std::future::Future;
+use std::ops::Deref;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use pin_project_lite::pin_project;
+use tokio::time::Sleep;
+
+use super::engine::Breaker;
+use super::record::Outcome;
+use super::word::Permit;
+use crate::rejected::{poll_refusal, Reason, Rejected};
+
+impl Breaker {
+    /// Runs `body` through the breaker: refused with [`Rejected`] while open, bounded by
+    /// `timeout`, and every error counts. See [`call_if`](Self::call_if) to count only some
+    /// errors.
+    ///
+    /// The returned future asks the breaker for admission when it is first polled, and records
+    /// the outcome when the body completes; dropped before that, it frees its probe slot without
+    /// counting.
+    pub fn call<F, T, E>(&self, body: F) -> BreakerCall<&Self, F, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<Rejected>,
+    {
+        BreakerCall::new(self, body, every_error::<E>)
+    }
+
+    /// Like [`call`](Self::call), but an error counts only when `counts(&error)` is true. An error
+    /// that does not count is neither a failure nor a success: it leaves the window as it was (and
+    /// frees its probe slot when half-open).
+    pub fn call_if<F, T, E, P>(&self, counts: P, body: F) -> BreakerCall<&Self, F, E, P>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<Rejected>,
+        P: FnMut(&E) -> bool,
+    {
+        BreakerCall::new(self, body, counts)
+    }
+}
+
+/// The predicate of [`Breaker::call`]: every error counts.
+pub(crate) fn every_error<E>(_: &E) -> bool {
+    true
+}
+
+pin_project! {
+    /// The future of a call through a [`Breaker`]: see [`Breaker::call`]. Code rarely spells it
+    /// out: `.await` the call.
+    ///
+    /// `B` is the breaker's handle (`&Breaker`, or an `Arc<Breaker>` from a keyed family), `F`
+    /// the body, `E` its error type, and `P` says whether an error counts (every error for
+    /// [`Breaker::call`], the predicate given to [`Breaker::call_if`]).
+    #[must_use = "futures do nothing unless polled"]
+    pub struct BreakerCall<B, F, E, P = fn(&E) -> bool>
+    where
+        B: Deref<Target = Breaker>,
+    {
+        // `E::from`, taken where the call is made (and its bound checked there, once).
+        reject: fn(Rejected) -> E,
+        count_if: P,
+        #[pin]
+        body: F,
+        // Started at the body's first wait, if a timeout applies to the call.
+        timer: Timer,
+        // After `body`, so dropped after it: see `Admission`.
+        admission: Admission<B>,
+    }
+}
+
+/// Where a call stands. Small and `Copy`: the timer, the one part of a call that is neither, is
+/// a field of its own, touched only once the body waits.
+#[derive(Copy, Clone, Debug)]
+enum Stage {
+    /// Not polled yet: nothing asked of the breaker.
+    New,
+    /// Admitted: the body runs.
+    Running(Permit),
+    /// Completed (or refused): the outcome is recorded.
+    Done,
+}
+
+/// A call's timer, on the heap: made only when a timeout applies and the body waits, so that a
+/// call that answers at once (or has no timeout) stays small and makes none.
+#[derive(Debug, Default)]
+struct Timer(Option<Pin<Box<Sleep>>>);
+
+impl Drop for Timer {
+    // `#[inline]` here and `#[inline(never)]` on `stop`: the call's drop glue then tests one
+    // word and folds away for a call that never waited; without them it stays out of line, and a
+    // closed call through `#[breaker]` costs about 20 more instructions (breaker benchmark,
+    // callgrind).
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(sleep) = self.0.take() {
+            stop(sleep);
+        }
+    }
+}
+
+/// Frees a timer, out of line.
+#[inline(never)]
+fn stop(sleep: Pin<Box<Sleep>>) {
+    drop(sleep);
+}
+
+/// The call's breaker and stage: what must be undone if the call ends without an outcome.
+///
+/// A field of its own, declared after the body, so that Rust drops it after the body: a call
+/// dropped while running (cancelled, or abandoned by a caller's own timeout) frees its probe slot
+/// only once its body is gone, and counts neither way.
+struct Admission<B: Deref<Target = Breaker>> {
+    breaker: B,
+    stage: Stage,
+}
+
+impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
+    fn drop(&mut self) {
+        if let Stage::Running(permit) = self.stage {
+            self.breaker.release(permit);
+        }
+    }
+}
+
+impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P> BreakerCall<B, F, E, P> {
+    /// A call of `body` through `breaker`, admitted (or refused) at its first poll, its errors
+    /// counted when `count_if` says so.
+    pub(crate) fn new(breaker: B, body: F, count_if: P) -> Self {
+        BreakerCall {
+            reject: E::from,
+            count_if,
+            body,
+            timer: Timer::default(),
+            admission: Admission {
+                breaker,
+                stage: Stage::New,
+            },
+        }
+    }
+
+    /// Asks for admission now rather than at the first poll (the `tower` layer, which must not
+    /// call its inner service for a refused request): the call, its body made by `body` once
+    /// admitted, or the refusal. Should `body` panic, the slot comes back and nothing counts.
+    #[cfg(feature = "tower")]
+    pub(crate) fn admit_now(
+        breaker: B,
+        count_if: P,
+        body: impl FnOnce() -> F,
+    ) -> Result<Self, Rejected> {
+        match breaker.admit() {
+            Ok(permit) => {
+                let admission = Admission {
+                    breaker,
+                    stage: Stage::Running(permit),
+                };
+                Ok(BreakerCall {
+                    reject: E::from,
+                    count_if,
+                    body: body(),
+                    timer: Timer::default(),
+                    admission,
+                })
+            }
+            Err(rejected) => {
+                breaker.meter.refused();
+                Err(rejected)
+            }
+        }
+    }
+}
+
+impl<B, F, E, P, T> Future for BreakerCall<B, F, E, P>
+where
+    B: Deref<Target = Breaker>,
+    F: Future<Output = Result<T, E>>,
+    P: FnMut(&E) -> bool,
+{
+    type Output = Result<T, E>;
+
+    // `#[inline]`: LLVM leaves the poll out of line otherwise, and a closed call through
+    // `#[breaker]` costs 22 to 37 more instructions (breaker benchmark, callgrind).
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Admission { breaker, stage } = this.admission;
+        // Admitted now, the permit stays in a local until the body waits: nothing between here
+        // and the end of the poll unwinds past it (the body and `count_if` run under
+        // `catch_unwind`), so the stage is written once, `Done` or `Running`.
+        let permit = match *stage {
+            Stage::Running(permit) => permit,
+            Stage::New => match breaker.admit() {
+                Ok(permit) => permit,
+                Err(rejected) => return refuse(breaker, stage, *this.reject, rejected, cx),
+            },
+            Stage::Done => panic!("a breaker call was polled after it completed"),
+        };
+        match poll_body(this.body, this.count_if, cx) {
+            Ok(Poll::Ready((output, outcome))) => {
+                *stage = Stage::Done;
+                breaker.record(permit, outcome);
+                Poll::Ready(output)
+            }
+            Ok(Poll::Pending) => {
+                *stage = Stage::Running(permit);
+                wait(breaker, stage, permit, &mut this.timer.0, *this.reject, cx)
+            }
+            Err(payload) => {
+                *stage = Stage::Done;
+                breaker.record(permit, Outcome::Error);
+                panic::resume_unwind(payload)
+            }
+        }
+    }
+}
+
+/// Polls the body, and judges its outcome when it is ready. The body and the `count_if`
+/// predicate are user code: a panic in either comes back as `Err`, for the caller to count as an
+/// error (not while unwinding, where a subscriber that panicked too would abort the process)
+/// before it goes on.
+#[allow(clippy::type_complexity)]
+fn poll_body<F, P, T, E>(
+    body: Pin<&mut F>,
+    count_if: &mut P,
+    cx: &mut Context<'_>,
+) -> std::thread::Result<Poll<(Result<T, E>, Outcome)>>
+where
+    F: Future<Output = Result<T, E>>,
+    P: FnMut(&E) -> bool,
+{
+    panic::catch_unwind(AssertUnwindSafe(|| match body.poll(cx) {
+        Poll::Ready(output) => {
+            let outcome = match &output {
+                Ok(_) => Outcome::Success,
+                Err(error) if count_if(error) => Outcome::Error,
+                Err(_) => Outcome::Ignored,
+            };
+            Poll::Ready((output, outcome))
+        }
+        Poll::Pending => Poll::Pending,
+    }))
+}
+
+/// A refused call: it ends with the refusal, once the task may go on (see [`poll_refusal`]: if
+/// it must yield first, the call stays new and asks again at its next poll).
+fn refuse<T, E>(
+    breaker: &Breaker,
+    stage: &mut Stage,
+    reject: fn(Rejected) -> E,
+    rejected: Rejected,
+    cx: &mut Context<'_>,
+) -> Poll<Result<T, E>> {
+    ready!(poll_refusal(cx));
+    *stage = Stage::Done;
+    breaker.meter.refused();
+    Poll::Ready(Err(reject(rejected)))
+}
+
+/// A poll whose body waits: the timer starts at the first wait if a timeout applies (should it
+/// fail to start, with no tokio time driver, the panic drops the call, which gives its slot
+/// back); once it fires, the call ends, counted as an error, with a timeout `Rejected`.
+fn wait<T, E>(
+    breaker: &Breaker,
+    stage: &mut Stage,
+    permit: Permit,
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    reject: fn(Rejected) -> E,
+    cx: &mut Context<'_>,
+) -> Poll<Result<T, E>> {
+    if timer.is_none() {
+        match breaker.limit(permit) {
+            Some(limit) => *timer = Some(Box::pin(tokio::time::sleep(limit))),
+            None => return Poll::Pending,
+        }
+    }
+    let Some(sleep) = timer else {
+        return Poll::Pending;
+    };
+    ready!(sleep.as_mut().poll(cx));
+    *timer = None;
+    *stage = Stage::Done;
+    breaker.record(permit, Outcome::TimedOut);
+    Poll::Ready(Err(reject(Rejected::new(Reason::Timeout {
+        circuit: breaker.circuit(),
+        after: breaker.limit(permit).unwrap_or_default(),
+    }))))
+}
+
+impl<B: Deref<Target = Breaker>, F, E, P> fmt::Debug for BreakerCall<B, F, E, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerCall")
+            .field("breaker", &self.admission.breaker.name())
+            .field("stage", &self.admission.stage)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,273 @@
+//! Eviction in a keyed family: the generation that advances as time passes, the sweeps that
+//! evict idle keys (on the blocking pool when a tokio runtime is at hand, one queued at a time),
+//! room made when the family is full, and the map replaced by a smaller copy when eviction leaves
+//! it mostly empty.
+
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::breaker::engine::Breaker;
+
+use super::{
+    new_map, Inner, KeyedBreaker, IDLE_GENERATIONS, ROOM_RECHECK, SHRINK_BELOW, SHRINK_FROM,
+};
+
+impl KeyedBreaker {
+    /// Evicts, now, every key unused since the sweep before the previous one whose breaker
+    /// holds nothing worth keeping (closed without recent errors, or open with its open time
+    /// passed), so calling it twice evicts every such key unused in between. Returns how many
+    /// keys were evicted.
+    pub fn evict_idle(&self) -> usize {
+        self.inner.sweep(IDLE_GENERATIONS / 2, Sweep::Idle, None)
+    }
+
+    /// Advances the generation by the periods elapsed since the last advance, and sweeps when
+    /// it moved: on the blocking pool when a tokio runtime is at hand (one sweep queued at a
+    /// time), here otherwise.
+    pub(super) fn tick(&self, now: Instant) {
+        let period = self.inner.period();
+        let elapsed = {
+            let Ok(mut clock) = self.inner.clock.try_lock() else {
+                return;
+            };
+            let last = *clock.tick.get_or_insert(now);
+            let periods = now.saturating_duration_since(last).as_nanos() / period.as_nanos();
+            if periods == 0 {
+                return;
+            }
+            clock.tick = Some(now);
+            u32::try_from(periods).unwrap_or(u32::MAX)
+        };
+        self.inner.generation.fetch_add(elapsed, Ordering::Relaxed);
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                if self.inner.queued.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+                // Clears `queued` once the sweep holds the lock, or when the runtime drops it unrun.
+                let queued = Queued(self.inner.clone());
+                drop(
+                    handle.spawn_blocking(move || {
+                        queued.0.clone().sweep(0, Sweep::Idle, Some(queued))
+                    }),
+                );
+            }
+            Err(_) => {
+                self.inner.sweep(0, Sweep::Idle, None);
+            }
+        }
+    }
+    /// The family is full: evict the keys unused for longest among those that hold nothing
+    /// worth keeping, however recently used. A look that finds none is not repeated until a
+    /// key may have become evictable.
+    pub(super) fn make_room(&self, now: Instant) {
+        let inner = &*self.inner;
+        {
+            let clock = inner.clock.lock().unwrap_or_else(|e| e.into_inner());
+            if clock.next_room.is_some_and(|at| now < at) {
+                return;
+            }
+        }
+        let max_keys = inner.config.load().max_keys;
+        let target = (max_keys / 32).max(1);
+        let mut next = None;
+        let evicted = inner.sweep(
+            0,
+            Sweep::Room {
+                target,
+                next: &mut next,
+            },
+            None,
+        );
+        if evicted == 0 {
+            let recheck = next
+                .unwrap_or(ROOM_RECHECK)
+                .min(ROOM_RECHECK)
+                .min(inner.period());
+            let mut clock = inner.clock.lock().unwrap_or_else(|e| e.into_inner());
+            clock.next_room = Some(now + recheck);
+        }
+    }
+}
+
+/// A queued sweep: clears [`Inner::queued`] when dropped.
+struct Queued(Arc<Inner>);
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.0.queued.store(false, Ordering::Release);
+    }
+}
+
+/// What a sweep evicts.
+enum Sweep<'a> {
+    /// Keys unused for `IDLE_GENERATIONS` that hold nothing worth keeping.
+    Idle,
+    /// Up to about `target` keys that hold nothing worth keeping, the longest unused first;
+    /// `next` is set to when one may become evictable, when none is now.
+    Room {
+        target: usize,
+        next: &'a mut Option<Duration>,
+    },
+}
+
+/// Ages kept apart when choosing the longest-unused keys; older ones count as this old.
+const AGES: usize = 64;
+
+impl Inner {
+    /// The length of a generation.
+    fn period(&self) -> Duration {
+        (self.config.load().idle_timeout / IDLE_GENERATIONS).max(Duration::from_nanos(1))
+    }
+
+    /// Moves the generation on by `advance` and evicts what `mode` says.
+    ///
+    /// A breaker that anything outside the map still holds is never evicted: a call in flight
+    /// holds its breaker, and its outcome must land on the breaker that the key's next calls use.
+    fn sweep(&self, advance: u32, mode: Sweep<'_>, queued: Option<Queued>) -> usize {
+        let _one_at_a_time = self.sweeping.lock().unwrap_or_else(|e| e.into_inner());
+        // From here on, a tick that moves the generation queues the next sweep.
+        drop(queued);
+        let generation = self
+            .generation
+            .fetch_add(advance, Ordering::Relaxed)
+            .wrapping_add(advance);
+        let age = |breaker: &Breaker| generation.wrapping_sub(breaker.seen.load(Ordering::Relaxed));
+        let map = self.map.load_full();
+        let map = map.pin();
+        // The youngest age that goes, and how many of that age may go (older ones all go).
+        let (min_age, mut of_min_age) = match mode {
+            Sweep::Idle => (IDLE_GENERATIONS, usize::MAX),
+            Sweep::Room { target, next } => {
+                let mut ages = [0usize; AGES];
+                for (_, breaker) in map.iter() {
+                    match breaker.idle_in() {
+                        Some(Duration::ZERO) if Arc::strong_count(breaker) == 1 => {
+                            ages[(age(breaker) as usize).min(AGES - 1)] += 1;
+                        }
+                        // Held by a call (it may end at any time), or forced.
+                        Some(Duration::ZERO) | None => {}
+                        Some(soon) => *next = Some(next.map_or(soon, |n| n.min(soon))),
+                    }
+                }
+                let mut taken = 0;
+                let mut limit = None;
+                for (a, &n) in ages.iter().enumerate().rev() {
+                    if n > 0 && taken + n >= target {
+                        limit = Some((a as u32, target - taken));
+                        break;
+                    }
+                    taken += n;
+                }
+                match limit {
+                    Some(limit) => limit,
+                    None if taken > 0 => (0, usize::MAX),
+                    None => return 0,
+                }
+            }
+        };
+        let mut evicted = 0;
+        map.retain(|_, breaker| {
+            // Marked by this sweep already: a resize made the map offer it again.
+            if breaker.evicted.load(Ordering::Relaxed) {
+                return false;
+            }
+            let a = age(breaker);
+            let goes = a >= min_age
+                && (a != min_age || of_min_age > 0)
+                && Arc::strong_count(breaker) == 1
+                && breaker.idle_in() == Some(Duration::ZERO);
+            if !goes {
+                return true;
+            }
+            breaker.evicted.store(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            if Arc::strong_count(breaker) != 1 {
+                // A lookup took it meanwhile: it stays.
+                breaker.evicted.store(false, Ordering::Relaxed);
+                return true;
+            }
+            if a == min_age {
+                of_min_age -= 1;
+            }
+            breaker.uncount();
+            evicted += 1;
+            false
+        });
+        self.held.fetch_sub(evicted, Ordering::AcqRel);
+        self.removed.fetch_add(evicted, Ordering::Relaxed);
+        if evicted > 0 {
+            tracing::debug!(target: "resiliency::breaker", breaker = &*self.name, evicted, "evicted idle keys");
+            drop(map);
+            self.shrink();
+        }
+        evicted
+    }
+
+    /// Replaces the map by a copy sized for what it holds, when eviction left it holding at
+    /// most 1/`SHRINK_BELOW` of its peak (a map keeps the table of its peak otherwise), or when
+    /// the keys removed since the last copy reach half its peak: a removed key leaves a
+    /// tombstone in papaya's table, and a family that keeps evicting to make room for new keys
+    /// would otherwise fill its table with them until every insert probes the whole table. The
+    /// caller holds `sweeping`.
+    fn shrink(&self) {
+        let len = self.map.load().len();
+        let peak = self.peak.load(Ordering::Relaxed);
+        let small = peak >= SHRINK_FROM && len <= peak / SHRINK_BELOW;
+        let tombstones = self.removed.load(Ordering::Relaxed) >= peak.max(SHRINK_FROM) / 2;
+        if !small && !tombstones {
+            return;
+        }
+        let _no_insert = self.inserting.write().unwrap_or_else(|e| e.into_inner());
+        let old = self.map.load_full();
+        let fresh = new_map();
+        {
+            let (old, pinned) = (old.pin(), fresh.pin());
+            for (key, breaker) in old.iter() {
+                if !breaker.evicted.load(Ordering::Relaxed) {
+                    pinned.insert(key.clone(), breaker.clone());
+                }
+            }
+        }
+        self.peak.store(fresh.len(), Ordering::Relaxed);
+        self.removed.store(0, Ordering::Relaxed);
+        self.map.store(Arc::new(fresh));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Breaker;
+
+    #[test]
+    fn at_most_one_sweep_waits_however_often_the_generation_moves() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let _entered = rt.enter();
+        let family = Breaker::builder("keyed.one_sweep")
+            .idle_timeout(Duration::from_millis(2))
+            .build_keyed()
+            .unwrap();
+        let start = Instant::now();
+        {
+            // Sweeps block behind this lock; each queued one holds the family's state.
+            let _sweeping = family.inner.sweeping.lock().unwrap();
+            for i in 0..1_000 {
+                family.tick(start + Duration::from_millis(i));
+            }
+            assert!(
+                Arc::strong_count(&family.inner) <= 3,
+                "{} sweeps queued",
+                Arc::strong_count(&family.inner) - 1
+            );
+        }
+        drop(rt);
+        assert_eq!(Arc::strong_count(&family.inner), 1);
+    }
+}
