@@ -32,6 +32,10 @@ macro_rules! breaker_settings {
             /// A shorter bound for probes while half-open; `async fn` only.
             /// Semian's `half_open_resource_timeout`.
             half_open_timeout: ::core::time::Duration as Timeout, e.g. "1s", default "`timeout`";
+            /// A call slower than this counts as a failure toward opening it; it is not cancelled, and its result is returned.
+            /// Measured from the call's first wait (`async fn`) or its start (blocking fn), as
+            /// `timeout` is; below `timeout`, which ends a call first.
+            slow_call_duration: ::core::time::Duration as Timeout, e.g. "2s", default "none";
             /// Successful probes that close it, at most 65535.
             success_threshold: u32 as Count, e.g. 2, default "1";
             /// Probes allowed at once while half-open, at most 65535; further calls are refused.
@@ -151,6 +155,19 @@ pub fn breaker(options: &BreakerOptions<'_>) -> Vec<Violation> {
                 Violation::value(
                     "half_open_timeout",
                     format!("`half_open_timeout` ({h:?}) must be shorter than `timeout` ({t:?})"),
+                )
+                .involving(&["timeout"])
+                .ordered(std::cmp::Ordering::Less),
+            );
+        }
+    }
+    above_zero("slow_call_duration", o.slow_call_duration, &mut out);
+    if let (Some(s), Some(t)) = (o.slow_call_duration, o.timeout) {
+        if s >= t && !s.is_zero() {
+            out.push(
+                Violation::value(
+                    "slow_call_duration",
+                    format!("`slow_call_duration` ({s:?}) must be shorter than `timeout` ({t:?}), which ends a call first"),
                 )
                 .involving(&["timeout"])
                 .ordered(std::cmp::Ordering::Less),

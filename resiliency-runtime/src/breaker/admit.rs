@@ -84,15 +84,30 @@ impl Breaker {
     /// call's `timeout` if its word says one applies, a probe's `half_open_timeout` (or
     /// `timeout`), a forced-closed call's `timeout`; none for a bypassed call.
     pub(crate) fn limit(&self, permit: Permit) -> Option<Duration> {
-        let read = |setting: &std::sync::atomic::AtomicU64| match setting.load(Ordering::Relaxed) {
-            0 => None,
-            ns => Some(Duration::from_nanos(ns)),
-        };
         match permit {
             Permit::Closed(word) if word & TIMED == 0 => None,
             Permit::Closed(_) | Permit::Unchecked => read(&self.timeout_ns),
             Permit::Probe(_) => read(&self.half_open_timeout_ns).or_else(|| read(&self.timeout_ns)),
             Permit::Bypass => None,
         }
+    }
+
+    /// The time after which a call admitted with `permit` is slow (`slow_call_duration`), read
+    /// when its body first waits: none for a closed call whose word says no time applies, nor
+    /// for a forced-closed or bypassed call, which count nothing.
+    pub(crate) fn slow_after(&self, permit: Permit) -> Option<Duration> {
+        match permit {
+            Permit::Closed(word) if word & TIMED == 0 => None,
+            Permit::Closed(_) | Permit::Probe(_) => read(&self.slow_call_ns),
+            Permit::Unchecked | Permit::Bypass => None,
+        }
+    }
+}
+
+/// A setting of time in ns, 0 for none.
+fn read(setting: &std::sync::atomic::AtomicU64) -> Option<Duration> {
+    match setting.load(Ordering::Relaxed) {
+        0 => None,
+        ns => Some(Duration::from_nanos(ns)),
     }
 }

@@ -87,9 +87,12 @@ where
             return Err(E::from(rejected));
         }
     };
+    let slow_after = breaker.slow_after(permit);
+    let started = slow_after.map(|_| tokio::time::Instant::now());
     let ran = panic::catch_unwind(AssertUnwindSafe(|| {
         let output = body();
         let outcome = match &output {
+            Ok(_) if is_slow(started, slow_after) => Outcome::Slow,
             Ok(_) => Outcome::Success,
             Err(error) if counts(error) => Outcome::Error,
             Err(_) => Outcome::Ignored,
@@ -105,6 +108,14 @@ where
             breaker.record(permit, Outcome::Error);
             panic::resume_unwind(payload)
         }
+    }
+}
+
+/// Whether a call that started at `started` is slow by now (`slow_call_duration`).
+fn is_slow(started: Option<tokio::time::Instant>, slow_after: Option<std::time::Duration>) -> bool {
+    match (started, slow_after) {
+        (Some(started), Some(after)) => started.elapsed() >= after,
+        _ => false,
     }
 }
 

@@ -121,6 +121,8 @@ pub struct Breaker {
     /// `TIMED` flag (or a probe, or a forced-closed call) reads at its first wait.
     pub(super) timeout_ns: Setting,
     pub(super) half_open_timeout_ns: Setting,
+    /// `slow_call_duration` in ns, 0 for none: read with the time limits.
+    pub(super) slow_call_ns: Setting,
     /// Keyed breakers: the eviction generation in which this breaker was last used.
     pub(crate) seen: AtomicU32,
     /// Keyed breakers: set by a sweep about to evict this breaker (and cleared again if a
@@ -150,6 +152,7 @@ impl Breaker {
             name: config.name.clone(),
             timeout_ns: Setting::new(0),
             half_open_timeout_ns: Setting::new(0),
+            slow_call_ns: Setting::new(0),
             config: ArcSwap::new(config.clone()),
             meter: match family {
                 Some(family) => super::meter::Meter::of(family.meter.clone()),
@@ -188,8 +191,13 @@ impl Breaker {
         self.timeout_ns.store(ns(config.timeout), Ordering::Relaxed);
         self.half_open_timeout_ns
             .store(ns(config.half_open_timeout), Ordering::Relaxed);
+        self.slow_call_ns
+            .store(ns(config.slow_call_duration), Ordering::Relaxed);
         let mut flags = 0;
-        if config.timeout.is_some() || config.half_open_timeout.is_some() {
+        if config.timeout.is_some()
+            || config.half_open_timeout.is_some()
+            || config.slow_call_duration.is_some()
+        {
             flags |= TIMED;
         }
         if matches!(config.rule, Rule::Rate { .. }) {

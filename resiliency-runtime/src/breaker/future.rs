@@ -3,11 +3,12 @@
 //! the call.
 //!
 //! The call is admitted at its first poll, its body polled in place and its outcome recorded
-//! when the body completes. A small enum says where it stands: new, running (with its permit),
-//! done. The permit carries what the call needs of the breaker's settings (the rule, whether a
-//! timeout applies), read at admission. A timer is made, on the heap, only when a timeout
-//! applies and the body waits, so a call that answers at once (or has no timeout) makes none and
-//! the future stays small. No lock.
+//! when the body completes. A small enum says where it stands: new, running (with its permit,
+//! and whether the body has waited: the clock is read then), done. The permit carries what the call
+//! needs of the breaker's settings (the rule, whether a time applies), read at admission. When a
+//! time applies, the body's first wait starts the timer (made on the heap, so a call that
+//! answers at once, or has no timeout, makes none and the future stays small) and notes when the
+//! call becomes slow (`slow_call_duration`); a success past that counts as a failure. No lock.
 
 use std::fmt;
 use std::future::Future;
@@ -19,7 +20,7 @@ use std::task::{ready, Context, Poll};
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 
-use super::engine::Breaker;
+use super::engine::{nanos, Breaker};
 use super::record::Outcome;
 use super::word::Permit;
 use crate::rejected::{poll_refusal, Reason, Rejected};
@@ -77,6 +78,9 @@ pin_project! {
         body: F,
         // Started at the body's first wait, if a timeout applies to the call.
         timer: Timer,
+        // When the call becomes slow (ns on the breaker's clock), noted at the body's first
+        // wait if `slow_call_duration` applies; 0 for never.
+        slow_at: u64,
         // After `body`, so dropped after it: see `Admission`.
         admission: Admission<B>,
     }
@@ -88,8 +92,9 @@ pin_project! {
 enum Stage {
     /// Not polled yet: nothing asked of the breaker.
     New,
-    /// Admitted: the body runs.
-    Running(Permit),
+    /// Admitted: the body runs. `waited` once it has waited, when the clock was read for the
+    /// call's times.
+    Running { permit: Permit, waited: bool },
     /// Completed (or refused): the outcome is recorded.
     Done,
 }
@@ -130,7 +135,7 @@ struct Admission<B: Deref<Target = Breaker>> {
 
 impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
     fn drop(&mut self) {
-        if let Stage::Running(permit) = self.stage {
+        if let Stage::Running { permit, .. } = self.stage {
             self.breaker.release(permit);
         }
     }
@@ -145,6 +150,7 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P> BreakerCall<B, F, E, P
             count_if,
             body,
             timer: Timer::default(),
+            slow_at: 0,
             admission: Admission {
                 breaker,
                 stage: Stage::New,
@@ -165,13 +171,17 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P> BreakerCall<B, F, E, P
             Ok(permit) => {
                 let admission = Admission {
                     breaker,
-                    stage: Stage::Running(permit),
+                    stage: Stage::Running {
+                        permit,
+                        waited: false,
+                    },
                 };
                 Ok(BreakerCall {
                     reject: E::from,
                     count_if,
                     body: body(),
                     timer: Timer::default(),
+                    slow_at: 0,
                     admission,
                 })
             }
@@ -200,10 +210,10 @@ where
         // Admitted now, the permit stays in a local until the body waits: nothing between here
         // and the end of the poll unwinds past it (the body and `count_if` run under
         // `catch_unwind`), so the stage is written once, `Done` or `Running`.
-        let permit = match *stage {
-            Stage::Running(permit) => permit,
+        let (permit, waited) = match *stage {
+            Stage::Running { permit, waited } => (permit, waited),
             Stage::New => match breaker.admit() {
-                Ok(permit) => permit,
+                Ok(permit) => (permit, false),
                 Err(rejected) => return refuse(breaker, stage, *this.reject, rejected, cx),
             },
             Stage::Done => panic!("a breaker call was polled after it completed"),
@@ -211,11 +221,22 @@ where
         match poll_body(this.body, this.count_if, cx) {
             Ok(Poll::Ready((output, outcome))) => {
                 *stage = Stage::Done;
+                let slow = *this.slow_at != 0 && breaker.now() >= *this.slow_at;
+                let outcome = match outcome {
+                    Outcome::Success if slow => Outcome::Slow,
+                    outcome => outcome,
+                };
                 breaker.record(permit, outcome);
                 Poll::Ready(output)
             }
             Ok(Poll::Pending) => {
-                *stage = Stage::Running(permit);
+                *stage = Stage::Running {
+                    permit,
+                    waited: true,
+                };
+                if !waited {
+                    start_clock(breaker, permit, &mut this.timer.0, this.slow_at);
+                }
                 wait(breaker, stage, permit, &mut this.timer.0, *this.reject, cx)
             }
             Err(payload) => {
@@ -269,9 +290,25 @@ fn refuse<T, E>(
     Poll::Ready(Err(reject(rejected)))
 }
 
-/// A poll whose body waits: the timer starts at the first wait if a timeout applies (should it
-/// fail to start, with no tokio time driver, the panic drops the call, which gives its slot
-/// back); once it fires, the call ends, counted as an error, with a timeout `Rejected`.
+/// The body's first wait: the timer starts if a timeout applies (should it fail to start, with
+/// no tokio time driver, the panic drops the call, which gives its slot back), and the time the
+/// call becomes slow is noted if `slow_call_duration` applies.
+fn start_clock(
+    breaker: &Breaker,
+    permit: Permit,
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    slow_at: &mut u64,
+) {
+    if let Some(limit) = breaker.limit(permit) {
+        *timer = Some(Box::pin(tokio::time::sleep(limit)));
+    }
+    if let Some(after) = breaker.slow_after(permit) {
+        *slow_at = breaker.now().saturating_add(nanos(after));
+    }
+}
+
+/// A poll whose body waits: once the timer (if any) fires, the call ends, counted as an error,
+/// with a timeout `Rejected`.
 fn wait<T, E>(
     breaker: &Breaker,
     stage: &mut Stage,
@@ -280,12 +317,6 @@ fn wait<T, E>(
     reject: fn(Rejected) -> E,
     cx: &mut Context<'_>,
 ) -> Poll<Result<T, E>> {
-    if timer.is_none() {
-        match breaker.limit(permit) {
-            Some(limit) => *timer = Some(Box::pin(tokio::time::sleep(limit))),
-            None => return Poll::Pending,
-        }
-    }
     let Some(sleep) = timer else {
         return Poll::Pending;
     };

@@ -45,6 +45,8 @@ mod off {
 
         pub(crate) fn timed_out(&self) {}
 
+        pub(crate) fn slow(&self) {}
+
         pub(crate) fn changed(&self, _from: State, _to: State) {}
     }
 

@@ -20,6 +20,10 @@
 //! * `timeout` bounds every call (`half_open_timeout` bounds probes): an expired call is abandoned,
 //!   counts as an error and returns a `Rejected` that says it timed out. The timer starts when the
 //!   body first waits, so a call that answers on its first poll costs no timer.
+//! * `slow_call_duration` counts a success slower than it as a failure (an error under the count
+//!   rule, a failed call under the rate rule); the call is not cancelled and its result is
+//!   returned. Measured from the body's first wait (from its start for a blocking call); a call
+//!   that answers on its first poll is never slow.
 //! * `capacity = c` sets `error_timeout = timeout * c / (1 - c)`: a worker that keeps probing a
 //!   dead endpoint is free a share `c` of the time.
 //! * An outcome counts in the state the call was admitted in: a call admitted while closed that
@@ -40,7 +44,8 @@
 //!   the body has been dropped, so `half_open_calls = 1` never lets two probe bodies live at once.
 //! * **A subscriber or a `tracing` layer panics** on a state change: the change stands and the
 //!   call goes on; the panic is caught, and only that announcement is lost.
-//! * **No time driver**: a breaker without `timeout` runs on any executor. With `timeout`, a call
+//! * **No time driver**: a breaker without `timeout` runs on any executor (`slow_call_duration`
+//!   reads the clock, and needs no timer). With `timeout`, a call
 //!   that waits outside a tokio runtime, or on one built without `enable_time`, panics with
 //!   tokio's message at its first wait (as `tokio::time::timeout` does) and gives its slot back; a
 //!   call that answers on its first poll needs no timer and runs anywhere.

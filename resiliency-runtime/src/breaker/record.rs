@@ -17,6 +17,8 @@ pub(crate) enum Outcome {
     Ignored,
     /// Past its time limit: counts as an error.
     TimedOut,
+    /// A success slower than `slow_call_duration`: counts as an error, its result returned.
+    Slow,
 }
 
 impl Breaker {
@@ -58,6 +60,10 @@ impl Breaker {
             Outcome::TimedOut => {
                 self.error(permit);
                 self.meter.timed_out();
+            }
+            Outcome::Slow => {
+                self.error(permit);
+                self.meter.slow();
             }
             Outcome::Ignored => {
                 self.release(permit);

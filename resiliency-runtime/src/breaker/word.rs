@@ -27,8 +27,8 @@ pub(super) const SUCCESSES: u64 = 0xFFFF << 20;
 /// One consecutive re-open, and the field that counts them (for `backoff`).
 pub(super) const STREAK: u64 = 1 << 36;
 pub(super) const STREAKS: u64 = 0xFF << 36;
-/// A timeout applies (`timeout` or `half_open_timeout` is set): a closed call without it never
-/// reads the settings for a time limit.
+/// A time applies (`timeout`, `half_open_timeout` or `slow_call_duration` is set): a closed call
+/// without it never reads the clock nor the settings of time.
 pub(super) const TIMED: u64 = 1 << 44;
 /// The rate rule is in force: a closed call's success is recorded in its window.
 pub(super) const RATE: u64 = 1 << 45;

@@ -46,6 +46,7 @@ pub(crate) struct BreakerMetrics {
     ignored: Counter,
     refused: Counter,
     timed_out: Counter,
+    slow: Counter,
     states: [Gauge; 5],
     /// `[from][to]`, registered at the first such change.
     transitions: [[OnceLock<Counter>; 5]; 5],
@@ -57,7 +58,7 @@ fn describe() {
     ::metrics::describe_counter!(
         BREAKER_CALLS,
         Unit::Count,
-        "Calls through a circuit breaker, by outcome: success, error, ignored (an error count_if did not count), refused, timed_out."
+        "Calls through a circuit breaker, by outcome: success, error, ignored (an error count_if did not count), refused, timed_out, slow (a success past slow_call_duration)."
     );
     ::metrics::describe_counter!(
         BREAKER_TRANSITIONS,
@@ -86,6 +87,7 @@ impl BreakerMetrics {
             ignored: calls("ignored"),
             refused: calls("refused"),
             timed_out: calls("timed_out"),
+            slow: calls("slow"),
             states: STATES.map(|state| {
                 register(
                     || ::metrics::gauge!(BREAKER_STATE, "name" => name.to_string(), "state" => label(state)),
@@ -168,6 +170,10 @@ impl Meter {
     #[inline(always)]
     pub(crate) fn timed_out(&self) {
         quietly(|| self.site.timed_out.increment(1));
+    }
+
+    pub(crate) fn slow(&self) {
+        quietly(|| self.site.slow.increment(1));
     }
 
     /// The breaker changed from `from` to `to` (announced once per change, after it is made).

@@ -1,0 +1,230 @@
+//! `slow_call_duration`: a call slower than it counts as a failure toward opening the breaker,
+//! though it is neither cancelled nor changed (its result is returned), under either rule, from
+//! the attribute, the builder and the settings by name; in async and blocking fns; and with no
+//! tokio time driver.
+
+use std::time::Duration;
+
+use resiliency::breaker::State;
+use resiliency::settings::{self, Policy};
+use resiliency::{breaker, Breaker};
+use tokio::time::sleep;
+
+mod support;
+use support::{ms, rejected, serial, BoxError};
+
+#[breaker(
+    name = "slow::count",
+    error_threshold = 2,
+    slow_call_duration = "100ms"
+)]
+async fn count_rule(wait: u64) -> Result<u64, BoxError> {
+    sleep(ms(wait)).await;
+    Ok(wait)
+}
+
+/// Slow successes count as errors and open the breaker; each returns its own result; fast calls
+/// in between count nothing.
+#[tokio::test(start_paused = true)]
+async fn slow_successes_open_the_breaker_and_keep_their_results() {
+    let breaker = resiliency::breaker::get("slow::count").map(|b| b.state());
+    assert!(breaker.is_none(), "set up by its first call");
+    assert_eq!(count_rule(150).await.unwrap(), 150);
+    assert_eq!(count_rule(10).await.unwrap(), 10);
+    assert_eq!(count_rule(99).await.unwrap(), 99);
+    let site = resiliency::breaker::get("slow::count").unwrap();
+    assert_eq!(site.state(), State::Closed, "one slow call of two");
+    assert_eq!(
+        count_rule(100).await.unwrap(),
+        100,
+        "at the duration is slow"
+    );
+    assert_eq!(site.state(), State::Open);
+    let refused = count_rule(1).await.unwrap_err();
+    assert!(rejected(&refused).is_circuit_open());
+}
+
+#[breaker(
+    name = "slow::rate",
+    failure_rate = 0.5,
+    min_calls = 4,
+    error_window = "10s",
+    slow_call_duration = "50ms"
+)]
+async fn rate_rule(wait: u64) -> Result<(), BoxError> {
+    sleep(ms(wait)).await;
+    Ok(())
+}
+
+/// Under the rate rule a slow call is a failed call: two slow of four open the breaker.
+#[tokio::test(start_paused = true)]
+async fn under_the_rate_rule_a_slow_call_is_a_failed_call() {
+    rate_rule(1).await.unwrap();
+    rate_rule(60).await.unwrap();
+    rate_rule(1).await.unwrap();
+    let site = resiliency::breaker::get("slow::rate").unwrap();
+    assert_eq!(site.state(), State::Closed);
+    rate_rule(70).await.unwrap();
+    assert_eq!(site.state(), State::Open);
+}
+
+/// A call that answers without waiting is never slow, and an error stays an error however long
+/// it took (not counted twice).
+#[tokio::test(start_paused = true)]
+async fn a_slow_error_counts_once() {
+    let breaker = Breaker::builder("slow::error")
+        .error_threshold(2)
+        .slow_call_duration(ms(10))
+        .build()
+        .unwrap();
+    let slow_error = breaker.call(async {
+        sleep(ms(20)).await;
+        Err::<(), BoxError>("down".into())
+    });
+    assert!(slow_error.await.is_err());
+    assert_eq!(breaker.state(), State::Closed, "one error, counted once");
+    assert!(breaker.call(async { Ok::<_, BoxError>(()) }).await.is_ok());
+    assert_eq!(breaker.state(), State::Closed);
+}
+
+/// A slow probe re-opens the breaker, as a failed one does.
+#[tokio::test(start_paused = true)]
+async fn a_slow_probe_reopens() {
+    let breaker = Breaker::builder("slow::probe")
+        .error_threshold(1)
+        .error_timeout(Duration::from_secs(1))
+        .slow_call_duration(ms(10))
+        .build()
+        .unwrap();
+    let _ = breaker
+        .call(async { Err::<(), BoxError>("down".into()) })
+        .await;
+    assert_eq!(breaker.state(), State::Open);
+    sleep(Duration::from_secs(1)).await;
+    let probe = breaker.call(async {
+        sleep(ms(30)).await;
+        Ok::<_, BoxError>(7)
+    });
+    assert_eq!(probe.await.unwrap(), 7);
+    assert_eq!(breaker.state(), State::Open);
+}
+
+/// The setting by name reaches a live breaker, `effective` reports it, and `"off"` turns it off.
+#[tokio::test(start_paused = true)]
+async fn the_setting_by_name_reaches_a_live_breaker() {
+    let _serial = serial();
+    let breaker = Breaker::builder("slow::by_name")
+        .error_threshold(1)
+        .register()
+        .unwrap();
+    let slow = || {
+        breaker.call(async {
+            sleep(ms(30)).await;
+            Ok::<_, BoxError>(())
+        })
+    };
+    slow().await.unwrap();
+    assert_eq!(breaker.state(), State::Closed);
+    settings::set(
+        Policy::Breaker,
+        "slow::by_name",
+        "slow_call_duration",
+        "20ms",
+    )
+    .unwrap();
+    let effective = settings::effective(Policy::Breaker, "slow::by_name").unwrap();
+    assert_eq!(effective.duration("slow_call_duration"), Some(ms(20)));
+    settings::set(
+        Policy::Breaker,
+        "slow::by_name",
+        "slow_call_duration",
+        "off",
+    )
+    .unwrap();
+    slow().await.unwrap();
+    assert_eq!(
+        breaker.state(),
+        State::Closed,
+        "off: slow calls count nothing"
+    );
+    settings::set(
+        Policy::Breaker,
+        "slow::by_name",
+        "slow_call_duration",
+        "20ms",
+    )
+    .unwrap();
+    slow().await.unwrap();
+    assert_eq!(breaker.state(), State::Open);
+    settings::unset(Policy::Breaker, "slow::by_name", "slow_call_duration").unwrap();
+}
+
+/// The rules: above zero, and below `timeout`, which would end the call first.
+#[test]
+fn the_rules_refuse_a_duration_timeout_would_cut_short() {
+    let refused = Breaker::builder("slow::rules")
+        .timeout(ms(100))
+        .slow_call_duration(ms(100))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "breaker `slow::rules`: `slow_call_duration` (100ms) must be shorter than `timeout` \
+         (100ms), which ends a call first"
+    );
+    let refused = Breaker::builder("slow::rules")
+        .slow_call_duration(Duration::ZERO)
+        .build()
+        .unwrap_err();
+    assert!(refused
+        .to_string()
+        .contains("`slow_call_duration` must be above zero"));
+    assert!(Breaker::builder("slow::rules")
+        .timeout(ms(100))
+        .slow_call_duration(ms(50))
+        .build()
+        .is_ok());
+}
+
+#[breaker(
+    name = "slow::blocking",
+    error_threshold = 1,
+    slow_call_duration = "5ms"
+)]
+fn blocking(wait: u64) -> Result<u64, BoxError> {
+    std::thread::sleep(ms(wait));
+    Ok(wait)
+}
+
+/// A blocking fn's call is measured from its start.
+#[test]
+fn a_blocking_call_is_measured_from_its_start() {
+    assert_eq!(blocking(0).unwrap(), 0);
+    let site = resiliency::breaker::get("slow::blocking").unwrap();
+    assert_eq!(site.state(), State::Closed);
+    assert_eq!(blocking(20).unwrap(), 20);
+    assert_eq!(site.state(), State::Open);
+}
+
+/// With no tokio time driver (and outside any runtime), slow calls are still told: no timer is
+/// needed, only the clock.
+#[test]
+fn a_runtime_without_a_time_driver_tells_slow_calls() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let breaker = Breaker::builder("slow::no_driver")
+        .error_threshold(1)
+        .slow_call_duration(ms(5))
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let out = breaker.call(async {
+            tokio::task::yield_now().await;
+            std::thread::sleep(ms(20));
+            Ok::<_, BoxError>(3)
+        });
+        assert_eq!(out.await.unwrap(), 3);
+    });
+    assert_eq!(breaker.state(), State::Open);
+}
