@@ -83,10 +83,11 @@ mod timers;
 
 pub use builder::RaceRetryBuilder;
 pub use observe::{observe, Attempt, Observed, Outcome};
-pub use policy::{names, stats, After, RaceRetry, RaceRetryStats, MAX_RETRIES};
-pub use registry::get;
+pub use policy::{After, RaceRetry, RaceRetryStats, MAX_RETRIES};
+pub(crate) use registry::set_up;
+pub use registry::{get, names, stats};
 pub use resiliency_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
-pub(crate) use settings::{check_value, set_up};
+pub(crate) use settings::check_value;
 
 /// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]) and the retry
 /// predicates it is generic over. Code rarely spells them out: `.await` the call.

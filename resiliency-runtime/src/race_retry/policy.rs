@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
@@ -95,8 +95,6 @@ pub enum After {
 /// ```
 pub struct RaceRetry {
     name: &'static str,
-    /// Set once the policy is in `REGISTRY` (by its first call).
-    registered: OnceLock<()>,
     /// The settings, as calls read them (and run-time settings change them). `after` is a
     /// fixed delay in ns, or a percentile when `quantile_ppb` (the quantile in parts per
     /// billion) is not 0; `each_ns` is 0 without `each`, its ns plus one with it; `u64::MAX`
@@ -156,8 +154,6 @@ pub struct RaceRetryStats {
     pub after: Duration,
 }
 
-static REGISTRY: Mutex<Vec<&'static RaceRetry>> = Mutex::new(Vec::new());
-
 impl RaceRetry {
     /// A builder for a raced function named `name`, with the options of `#[race_retry]`:
     /// [`total`](RaceRetryBuilder::total) is required; `retries` defaults to 2 and `after` to
@@ -185,7 +181,6 @@ impl RaceRetry {
         let (after_ns, quantile_ppb) = after_words(after);
         RaceRetry {
             name,
-            registered: OnceLock::new(),
             retries: AtomicU32::new(if retries > MAX_RETRIES {
                 MAX_RETRIES
             } else {
@@ -409,24 +404,6 @@ impl RaceRetry {
         now.saturating_duration_since(*self.base.get_or_init(|| now))
     }
 
-    /// Makes the stats reachable by name, on the first call.
-    #[inline]
-    pub(crate) fn register(&'static self) {
-        if self.registered.get().is_none() {
-            self.register_slow();
-        }
-    }
-
-    #[cold]
-    fn register_slow(&'static self) {
-        self.registered.get_or_init(|| {
-            REGISTRY
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(self);
-        });
-    }
-
     /// Races attempts made by `make` (called once per attempt; each call's future is one
     /// attempt) under this function's settings: attempt 1 at once, attempt k + 1 `after` after
     /// attempt k started or after a backoff when one fails; the first `Ok` wins and every other attempt is
@@ -452,22 +429,6 @@ impl RaceRetry {
     {
         Race::new(self, make, retryable)
     }
-}
-
-/// The stats of the raced function called `name` (its path, e.g. `my_app::db::lookup`), once it
-/// has been called.
-pub fn stats(name: &str) -> Option<RaceRetryStats> {
-    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    registry
-        .iter()
-        .find(|r| r.name() == name)
-        .map(|r| r.stats())
-}
-
-/// The names of the raced functions called so far.
-pub fn names() -> Vec<&'static str> {
-    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    registry.iter().map(|r| r.name()).collect()
 }
 
 /// `after` as a policy holds it: the delay in ns and the quantile in parts per billion (0 for a

@@ -30,7 +30,6 @@ const RECORD_EVERY: u32 = 8;
 /// are recorded.
 #[inline(always)]
 pub(super) fn open(policy: &'static RaceRetry) -> bool {
-    policy.register();
     policy.budget.deposit();
     #[cfg(feature = "metrics")]
     policy.meter().started();

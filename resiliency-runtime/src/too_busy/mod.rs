@@ -168,5 +168,6 @@ pub use monitor::{
     DEFAULT_INTERVAL, DEFAULT_MAX_LAG,
 };
 pub use registry::get;
+pub(crate) use registry::set_up;
 pub use rules::{shed_probability, Recovery, Smoothing};
-pub(crate) use settings::{check_value, set_up};
+pub(crate) use settings::check_value;
