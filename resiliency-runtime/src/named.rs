@@ -17,6 +17,7 @@ pub(crate) enum Origin {
     /// A builder's `register`.
     Builder,
     /// A `tower` layer's `new`.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     Layer,
     /// A `#[too_busy]` or `#[race_retry]` site.
     Attribute,

@@ -174,10 +174,14 @@ impl RaceRetry {
         }
     }
 
-    /// Unchecked (values out of range are clamped): what a `#[race_retry]` site's policy is
-    /// made with before its options are put in force. Use [`builder`](Self::builder).
-    #[doc(hidden)]
-    pub const fn new(name: &'static str, retries: u32, after: After, total: Duration) -> Self {
+    /// Unchecked (values out of range are clamped): what a policy is made with before its
+    /// options are put in force ([`apply`](Self::apply)).
+    pub(crate) const fn new(
+        name: &'static str,
+        retries: u32,
+        after: After,
+        total: Duration,
+    ) -> Self {
         let (after_ns, quantile_ppb) = after_words(after);
         RaceRetry {
             name,
@@ -205,62 +209,18 @@ impl RaceRetry {
         }
     }
 
-    /// The attribute's `each`, unchecked.
-    #[doc(hidden)]
-    pub const fn with_each(mut self, each: Duration) -> Self {
-        self.each_ns = AtomicU64::new(each_word(Some(each)));
-        self
-    }
-
-    /// The attribute's `budget`: a `share` outside [`MIN_BUDGET_SHARE`, 1] is clamped (NaN
-    /// counts as the minimum).
-    #[doc(hidden)]
-    pub const fn with_budget(mut self, share: f64) -> Self {
-        // NaN fails `share > MIN_BUDGET_SHARE`.
-        let share = if share > MAX_BUDGET_SHARE {
-            MAX_BUDGET_SHARE
-        } else if share > MIN_BUDGET_SHARE {
-            share
-        } else {
-            MIN_BUDGET_SHARE
-        };
-        self.budget = Budget::new(Some(share));
-        self
-    }
-
-    /// The attribute's `budget = "off"`.
-    #[doc(hidden)]
-    pub const fn no_budget(mut self) -> Self {
-        self.budget = Budget::new(None);
-        self
-    }
-
-    /// The attribute's `backoff`, unchecked.
-    #[doc(hidden)]
-    pub const fn backoff(mut self, base: Duration) -> Self {
-        self.backoff = self.backoff.base(base);
-        self
-    }
-
-    /// The attribute's `backoff_factor`: below 1 (or NaN) counts as 1.
-    #[doc(hidden)]
-    pub const fn backoff_factor(mut self, factor: f64) -> Self {
-        self.backoff = self.backoff.factor(factor);
-        self
-    }
-
-    /// The attribute's `backoff_max`, unchecked.
-    #[doc(hidden)]
-    pub const fn backoff_max(mut self, max: Duration) -> Self {
-        self.backoff = self.backoff.max(max);
-        self
-    }
-
-    /// The attribute's `backoff = "off"`.
-    #[doc(hidden)]
-    pub const fn no_backoff(mut self) -> Self {
-        self.backoff = Backoff::OFF;
-        self
+    /// The policy of `options` unchecked: values past the rules clamped as a policy clamps
+    /// whatever it holds (a `total` not given is zero). For the tests of those guarantees,
+    /// through `__private`.
+    pub(crate) fn unchecked(options: &RaceRetryBuilder) -> Self {
+        let policy = RaceRetry::new(
+            options.name,
+            0,
+            After::Percentile(0.95),
+            options.total.unwrap_or(Duration::ZERO),
+        );
+        policy.apply(options);
+        policy
     }
 
     /// The function's name.
@@ -320,12 +280,7 @@ impl RaceRetry {
         self.budget.set_share(if options.no_budget {
             None
         } else {
-            Some(
-                options
-                    .budget
-                    .unwrap_or(DEFAULT_BUDGET)
-                    .clamp(MIN_BUDGET_SHARE, MAX_BUDGET_SHARE),
-            )
+            Some(share(options.budget.unwrap_or(DEFAULT_BUDGET)))
         });
         let mut backoff = if options.no_backoff {
             Backoff::OFF
@@ -428,6 +383,19 @@ impl RaceRetry {
         P: Fn(&E) -> bool,
     {
         Race::new(self, make, retryable)
+    }
+}
+
+/// A budget share as a policy holds it: outside [`MIN_BUDGET_SHARE`, `MAX_BUDGET_SHARE`] clamped,
+/// NaN as the minimum.
+fn share(share: f64) -> f64 {
+    // NaN fails `share > MIN_BUDGET_SHARE`.
+    if share > MAX_BUDGET_SHARE {
+        MAX_BUDGET_SHARE
+    } else if share > MIN_BUDGET_SHARE {
+        share
+    } else {
+        MIN_BUDGET_SHARE
     }
 }
 

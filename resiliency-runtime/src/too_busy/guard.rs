@@ -140,10 +140,9 @@ impl TooBusy {
         }
     }
 
-    /// Unchecked, with no signal: what a `#[too_busy]` site's guard is made with before its
-    /// options are put in force. Use [`builder`](Self::builder).
-    #[doc(hidden)]
-    pub const fn new(name: &'static str) -> Self {
+    /// With no signal: what a guard is made with before its options are put in force
+    /// ([`apply`](Self::apply)).
+    pub(crate) const fn new(name: &'static str) -> Self {
         TooBusy {
             name,
             max_lag_ns: AtomicU64::new(0),
@@ -161,30 +160,6 @@ impl TooBusy {
             #[cfg(feature = "metrics")]
             metrics: OnceLock::new(),
         }
-    }
-
-    /// Refuses calls when the runtime's smoothed lag passes `max_lag`: with probability
-    /// `(lag - max_lag) / max_lag`, so always at twice `max_lag`. On beside any other signal.
-    #[doc(hidden)]
-    pub const fn max_lag(mut self, max_lag: Duration) -> Self {
-        self.max_lag_ns = AtomicU64::new(setting_ns(Some(max_lag)));
-        self
-    }
-
-    /// Refuses a call when `limit` calls are already in flight (0: no limit). Without
-    /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
-    #[doc(hidden)]
-    pub const fn max_in_flight(mut self, limit: u32) -> Self {
-        self.max_in_flight = AtomicU32::new(limit);
-        self
-    }
-
-    /// Refuses calls while the mean latency of recent calls is above `max_latency`. Without
-    /// [`max_lag`](Self::max_lag), the guard then ignores the runtime's lag.
-    #[doc(hidden)]
-    pub const fn max_latency(mut self, max_latency: Duration) -> Self {
-        self.max_latency_ns = AtomicU64::new(setting_ns(Some(max_latency)));
-        self
     }
 
     /// Puts checked options in force, keeping the calls in flight and the latency measured.

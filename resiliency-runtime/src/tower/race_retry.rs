@@ -11,7 +11,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::BoxError;
-use crate::race_retry::future::{Always, MakeAttempt, Race, Retryable};
+use crate::race_retry::future::{Always, Race};
+use crate::race_retry::{MakeAttempt, Retryable};
 use crate::race_retry::{RaceRetry, RaceRetryBuilder};
 use crate::{ConfigError, Rejected};
 
