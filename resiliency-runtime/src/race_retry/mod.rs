@@ -74,6 +74,7 @@ mod budget;
 mod builder;
 mod engine;
 mod latency;
+mod meter;
 mod observe;
 mod policy;
 mod registry;

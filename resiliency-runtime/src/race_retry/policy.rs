@@ -15,6 +15,7 @@ use super::budget::Budget;
 use super::builder::RaceRetryBuilder;
 use super::engine::{Always, Race};
 use super::latency::Latencies;
+use super::meter::MeterCell;
 use crate::rejected::FromRejected;
 
 pub use resiliency_rules::MAX_RETRIES;
@@ -117,8 +118,7 @@ pub struct RaceRetry {
     pub(crate) won_by_extra: AtomicU64,
     pub(crate) budget_refused: AtomicU64,
     pub(crate) deadlines: AtomicU64,
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::race_retry::RaceMetrics>>,
+    pub(super) metrics: MeterCell,
 }
 
 impl fmt::Debug for RaceRetry {
@@ -204,8 +204,7 @@ impl RaceRetry {
             won_by_extra: AtomicU64::new(0),
             budget_refused: AtomicU64::new(0),
             deadlines: AtomicU64::new(0),
-            #[cfg(feature = "metrics")]
-            metrics: OnceLock::new(),
+            metrics: MeterCell::new(),
         }
     }
 

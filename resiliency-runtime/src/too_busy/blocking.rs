@@ -42,7 +42,6 @@ impl TooBusy {
             Ok(held) => held,
             Err(rejected) => return R::refused(rejected),
         };
-        #[cfg(feature = "metrics")]
         self.meter().admitted(held.slot);
         let mut holding = Holding {
             guard: self,

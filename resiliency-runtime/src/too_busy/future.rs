@@ -128,7 +128,6 @@ where
             Stage::New => match this.admission.guard.admit() {
                 Ok(held) => {
                     this.admission.stage = Stage::Running(held);
-                    #[cfg(feature = "metrics")]
                     this.admission.guard.meter().admitted(held.slot);
                 }
                 Err(rejected) => {

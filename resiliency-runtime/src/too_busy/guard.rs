@@ -12,6 +12,7 @@ use super::adaptive::{Adaptive, Verdict};
 use super::builder::TooBusyBuilder;
 use super::future::TooBusyCall;
 use super::in_flight;
+use super::meter::{Meter, MeterCell};
 use super::monitor::{current_lag_ns, nanos, LagCap, MAX_LAG_NS};
 use super::rules::shed_probability;
 use crate::random::random;
@@ -102,8 +103,7 @@ pub struct TooBusy {
     /// on every thread and should not share a line with counters that other threads write.
     counters: Counters,
     base: OnceLock<Instant>,
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::too_busy::BusyMetrics>>,
+    pub(super) metrics: MeterCell,
 }
 
 #[repr(align(128))]
@@ -157,8 +157,7 @@ impl TooBusy {
                 latency_at: AtomicU64::new(0),
             },
             base: OnceLock::new(),
-            #[cfg(feature = "metrics")]
-            metrics: OnceLock::new(),
+            metrics: MeterCell::new(),
         }
     }
 
@@ -210,10 +209,7 @@ impl TooBusy {
     /// The in-flight limit in force is `limit` (0: none), for the metrics' gauge.
     #[inline]
     fn gauge_limit(&self, limit: u32) {
-        #[cfg(feature = "metrics")]
         self.meter().limit(limit);
-        #[cfg(not(feature = "metrics"))]
-        let _ = limit;
     }
 
     /// The `max_lag` this guard names, if any (without one, it may use the default: see
@@ -280,7 +276,6 @@ impl TooBusy {
         F::Output: Refuse,
     {
         let held = self.admit()?;
-        #[cfg(feature = "metrics")]
         self.meter().admitted(held.slot);
         Ok(TooBusyCall::admitted(self, held, body))
     }
@@ -317,7 +312,6 @@ impl TooBusy {
         }
         let (lag_ns, max_lag_ns) = self.lag_and_max(self.max_lag_ns.load(Relaxed));
         let free = lag_ns.is_none_or(|lag| lag <= max_lag_ns);
-        #[cfg(feature = "metrics")]
         if free {
             self.meter().admitted(false);
         }
@@ -433,7 +427,6 @@ impl TooBusy {
         };
         if held.slot {
             in_flight::give_back(&self.counters.in_flight);
-            #[cfg(feature = "metrics")]
             self.meter().left();
         }
         if held.start_ns != 0 {
@@ -443,7 +436,6 @@ impl TooBusy {
             if held.learn {
                 self.learn(at.saturating_sub(held.start_ns - 1), in_flight, failed, at);
             }
-            #[cfg(feature = "metrics")]
             self.meter().ran(sample);
             // Measured for `max_in_flight = "auto"` alone: no mean to keep.
             if self.max_latency_ns.load(Relaxed) == 0 {
@@ -494,8 +486,7 @@ impl TooBusy {
             return;
         };
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            #[cfg(feature = "metrics")]
-            if let Some(adaptive) = self.adaptive.get() {
+            if let Some(adaptive) = self.adaptive.get().filter(|_| Meter::ON) {
                 // Under the controller's lock, as a change of settings sets it: the limit in force
                 // then, unless the limit is no longer learned.
                 let _control = adaptive.control();
@@ -526,7 +517,6 @@ impl TooBusy {
 
     #[cold]
     fn refuse(&self, signal: BusySignal) -> Rejected {
-        #[cfg(feature = "metrics")]
         self.meter().refused(&signal);
         tracing::debug!(target: "resiliency::too_busy", guard = self.name(), ?signal, "call refused");
         Rejected::new(Reason::TooBusy {

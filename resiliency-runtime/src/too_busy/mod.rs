@@ -154,6 +154,7 @@ mod guard;
 mod in_flight;
 #[cfg(all(test, resiliency_loom))]
 mod loom;
+mod meter;
 mod monitor;
 mod registry;
 mod rules;

@@ -646,8 +646,7 @@ impl Probe {
 
     /// The sample's `tracing` events and the `on_lag` callbacks.
     fn report(&mut self, sample: Duration, lag: Duration) {
-        #[cfg(feature = "metrics")]
-        crate::metrics::too_busy::lag(lag);
+        super::meter::lag(lag);
         let max_lag = max_lag();
         tracing::trace!(target: "resiliency::too_busy", ?sample, ?lag, "runtime lag sample");
         if (lag > max_lag) != self.above {
