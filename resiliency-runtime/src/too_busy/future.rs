@@ -11,7 +11,8 @@ use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use super::guard::{Held, Refuse, TooBusy};
+use super::admission::Held;
+use super::guard::{Refuse, TooBusy};
 use crate::rejected::{poll_refusal, Rejected};
 
 #[derive(Copy, Clone, Debug)]

@@ -145,6 +145,7 @@
 //!   tests).
 
 mod adaptive;
+mod admission;
 #[cfg(feature = "axum")]
 mod axum;
 mod blocking;
@@ -156,6 +157,7 @@ mod in_flight;
 mod loom;
 mod meter;
 mod monitor;
+mod record;
 mod registry;
 mod rules;
 mod settings;
