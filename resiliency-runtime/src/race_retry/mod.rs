@@ -80,15 +80,17 @@ mod policy;
 mod registry;
 mod reporter;
 mod settings;
+mod stats;
 mod timers;
 
 pub use builder::RaceRetryBuilder;
 pub use observe::{observe, Attempt, Observed, Outcome};
-pub use policy::{After, RaceRetry, RaceRetryStats, MAX_RETRIES};
+pub use policy::{After, RaceRetry, MAX_RETRIES};
 pub(crate) use registry::set_up;
 pub use registry::{get, names, stats};
 pub use resiliency_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 pub(crate) use settings::check_value;
+pub use stats::RaceRetryStats;
 
 /// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]), and [`Always`],
 /// the `retry_if` of [`RaceRetry::run`]'s. Code rarely spells them out: `.await` the call.

@@ -1,5 +1,5 @@
 //! [`RaceRetry`]: one raced function's settings and the state its calls share (the retry budget,
-//! its recent latencies, counters).
+//! its recent latencies, counters); what the counters say is in `stats.rs`.
 
 use std::fmt;
 use std::future::Future;
@@ -134,24 +134,6 @@ impl fmt::Debug for RaceRetry {
             .field("stats", &self.stats())
             .finish()
     }
-}
-
-/// What a raced function's calls did so far (see [`RaceRetry::stats`], [`stats`](super::stats)).
-#[non_exhaustive]
-#[derive(Copy, Clone, Debug, Default, PartialEq)]
-pub struct RaceRetryStats {
-    /// Attempts started after the first of their call.
-    pub extra_attempts: u64,
-    /// Calls answered by an attempt other than the first.
-    pub won_by_extra: u64,
-    /// Extra attempts the budget did not allow.
-    pub budget_refused: u64,
-    /// Calls that ran out of time (`total`) with no attempt successful.
-    pub deadlines: u64,
-    /// Whole extra attempts the budget holds now (with a budget).
-    pub budget_balance: f64,
-    /// The `after` delay an attempt started now would wait.
-    pub after: Duration,
 }
 
 impl RaceRetry {
@@ -334,23 +316,6 @@ impl RaceRetry {
             0 => None,
             ppb => Some(ppb as f64 / 1e9),
         }
-    }
-
-    /// What this function's calls did so far.
-    pub fn stats(&self) -> RaceRetryStats {
-        RaceRetryStats {
-            extra_attempts: self.extra_attempts.load(Relaxed),
-            won_by_extra: self.won_by_extra.load(Relaxed),
-            budget_refused: self.budget_refused.load(Relaxed),
-            deadlines: self.deadlines.load(Relaxed),
-            budget_balance: self.budget.balance(),
-            after: self.after(),
-        }
-    }
-
-    /// Attempt latencies seen so far (recorded with `After::Percentile` only).
-    pub fn latency_samples(&self) -> u64 {
-        self.latencies.samples()
     }
 
     /// Time since this function's first extra attempt (the time base of the budget's floor).
