@@ -235,7 +235,8 @@ pub use resiliency_macros::breaker;
 /// overridden by name at run time ([`settings`](mod@crate::settings),
 /// `RESILIENCY_TOO_BUSY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
 /// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
-/// guard, the first called giving its options, as a guard registered from code by that name does.
+/// guard with a guard registered from code or by a `TooBusyLayer` by that name, the first set up
+/// giving its options; a site whose own options differ logs the difference (a settings error).
 ///
 /// ```
 /// use std::time::Duration;
@@ -481,8 +482,8 @@ pub use resiliency_macros::too_busy;
 /// overridden by name at run time ([`settings`](mod@crate::settings),
 /// `RESILIENCY_RACE_RETRY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
 /// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
-/// policy, the first called giving its options, as a policy registered from code by that name
-/// does.
+/// policy with a policy registered from code or by a `RaceRetryLayer` by that name, the first set
+/// up giving its options; a site whose own options differ logs the difference (a settings error).
 ///
 /// ```
 /// use std::time::Duration;

@@ -12,10 +12,10 @@
 //! * Under overload the monitor's own timer waits in the run queue behind the work it measures,
 //!   so samples come seconds late. Guarded calls therefore also look (now and then, one clock
 //!   read) whether the timer is overdue: the overdue time first seen is one sample, as a stall is,
-//!   and every interval it stays overdue while calls keep running counts as one more sample
-//!   (`Smoothing::overdue`); a late sample that follows a late one, or that calls saw coming,
-//!   counts the same way (`Smoothing::sampled`). A lone stall still moves the lag by one capped
-//!   sample; a runtime that stays behind is seen within a few intervals.
+//!   and every interval it stays overdue while calls keep running counts as one more sample; a
+//!   late sample that follows a late one, or that calls saw coming, counts the same way. A lone
+//!   stall still moves the lag by one capped sample; a runtime that stays behind is seen within a
+//!   few intervals.
 //! * A guarded call is refused with probability [`shed_probability`]`(lag, max_lag)`: 0 at
 //!   `max_lag` (70 ms by default), 1 at twice it; or when `max_in_flight` calls are running; or
 //!   while recent calls took longer than `max_latency` on average. Refusals are immediate (no
