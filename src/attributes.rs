@@ -247,7 +247,8 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         /// overridden by name at run time ([`settings`](mod@crate::settings),
         /// `RESILIENCY_TOO_BUSY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
         /// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
-        /// guard, the first called giving its options, as a guard registered from code by that name does.
+        /// guard with a guard registered from code or by a `TooBusyLayer` by that name, the first set up
+        /// giving its options; a site whose own options differ logs the difference (a settings error).
         ///
         /// ```
         /// use std::time::Duration;
@@ -491,8 +492,8 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// overridden by name at run time ([`settings`](mod@crate::settings),
         /// `RESILIENCY_RACE_RETRY__<NAME>__<SETTING>`), the site's name being its `name` (checked as
         /// `#[breaker]`'s: a non-empty string literal) or else the fn's path. Sites of one name share one
-        /// policy, the first called giving its options, as a policy registered from code by that name
-        /// does.
+        /// policy with a policy registered from code or by a `RaceRetryLayer` by that name, the first set
+        /// up giving its options; a site whose own options differ logs the difference (a settings error).
         ///
         /// ```
         /// use std::time::Duration;

@@ -752,6 +752,46 @@ async fn named_sites_report_under_their_names() {
     assert!(seen.series_of(&by_path("named_race")).is_empty());
 }
 
+#[race_retry(
+    name = "metrics.race.layered",
+    retries = 1,
+    after = "10ms",
+    total = "1s"
+)]
+async fn layered_race() -> Result<u32, BoxError> {
+    Ok(1)
+}
+
+/// A `RaceRetryLayer` of a `#[race_retry]` fn's name drives that fn's policy: its calls are
+/// counted in the same series, beside the fn's own.
+#[cfg(feature = "tower")]
+#[tokio::test(start_paused = true)]
+async fn a_layer_of_an_attribute_sites_name_reports_in_its_series() {
+    use resiliency::race_retry::{After, RaceRetry};
+    use resiliency::tower::RaceRetryLayer;
+    use tower::{Layer, Service, ServiceExt};
+
+    install();
+    let name = "metrics.race.layered";
+    layered_race().await.unwrap();
+    let options = RaceRetry::builder(name)
+        .retries(1)
+        .after(After::Fixed(ms(10)))
+        .total(secs(1));
+    let layer = RaceRetryLayer::new(options).unwrap();
+    assert!(std::ptr::eq(layer.policy(), race_retry::get(name).unwrap()));
+    let mut service = layer.layer(tower::service_fn(
+        |n: u32| async move { Ok::<_, BoxError>(n) },
+    ));
+    assert_eq!(service.ready().await.unwrap().call(2).await.unwrap(), 2);
+    let seen = Seen::now();
+    assert_eq!(
+        race_calls(&seen, name, "success"),
+        2,
+        "the fn's call and the layer's"
+    );
+}
+
 #[too_busy(max_lag = "20ms")]
 async fn on_a_stalled_runtime() -> Result<(), Rejected> {
     Ok(())

@@ -529,14 +529,16 @@ static DEFAULT_BACKOFF: LazyLock<race_retry::RaceRetry> = LazyLock::new(|| {
     .build()
     .unwrap()
 });
-// `after` at or above `total` is past the builder's rules; the attribute's `const` constructors
-// (through `__private`) build it, as a learned `after` can reach `total`.
-static SEQUENTIAL: race_retry::RaceRetry = resiliency::__private::RaceRetry::new(
-    "race_retry::sequential",
-    2,
-    race_retry::After::Fixed(Duration::MAX),
-    Duration::from_millis(400),
-);
+// `after` at or above `total` is past the builder's rules; `__private::race_retry_unchecked`
+// builds it, as a learned `after` can reach `total`.
+static SEQUENTIAL: LazyLock<race_retry::RaceRetry> = LazyLock::new(|| {
+    resiliency::__private::race_retry_unchecked(
+        race_retry::RaceRetry::builder("race_retry::sequential")
+            .retries(2)
+            .after(race_retry::After::Fixed(Duration::MAX))
+            .total(Duration::from_millis(400)),
+    )
+});
 
 /// `RaceRetry::backoff_bound` says the default: a quarter of `after` (150 ms), doubling; with no
 /// staggered start before the deadline (`after` of `Duration::MAX`), a quarter of `total`.
@@ -618,13 +620,15 @@ async fn a_backoff_never_waits_past_the_next_staggered_start() {
     );
 }
 
-static NEVER_BEFORE_THE_DEADLINE: race_retry::RaceRetry = resiliency::__private::RaceRetry::new(
-    "race_retry::never_before_the_deadline",
-    2,
-    race_retry::After::Fixed(Duration::MAX),
-    Duration::from_millis(450),
-)
-.backoff(Duration::MAX);
+static NEVER_BEFORE_THE_DEADLINE: LazyLock<race_retry::RaceRetry> = LazyLock::new(|| {
+    resiliency::__private::race_retry_unchecked(
+        race_retry::RaceRetry::builder("race_retry::never_before_the_deadline")
+            .retries(2)
+            .after(race_retry::After::Fixed(Duration::MAX))
+            .total(Duration::from_millis(450))
+            .backoff(Duration::MAX),
+    )
+});
 
 /// A backoff that ends at or past the deadline starts nothing: when no other attempt runs, the
 /// call returns the last error then and there, not the deadline's `Rejected` at 450 ms. (No

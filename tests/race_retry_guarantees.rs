@@ -26,10 +26,20 @@ use resiliency::{race_retry, Rejected};
 use tokio::time::{sleep, timeout, Instant};
 
 /// Settings past the rules that `RaceRetry::builder` (and the attribute) enforce: an `after` or
-/// `each` at or above `total`, zero durations, quantiles and budget shares out of range. Only the
-/// `const` constructors behind the attribute's expansion build them (they clamp instead of
-/// refusing); the policy must stand them all the same.
-use resiliency::__private::RaceRetry as Unchecked;
+/// `each` at or above `total`, zero durations, quantiles and budget shares out of range. No public
+/// constructor builds them; `__private::race_retry_unchecked` does ([`unchecked`]), for these
+/// tests, and the policy must stand them all the same.
+fn past_rules(name: &'static str, retries: u32, after: After, total: Duration) -> RaceRetryBuilder {
+    RaceRetry::builder(name)
+        .retries(retries)
+        .after(after)
+        .total(total)
+}
+
+/// The policy of `options`, no rule checked (values past them clamped as the policy clamps).
+fn unchecked(options: RaceRetryBuilder) -> RaceRetry {
+    resiliency::__private::race_retry_unchecked(options)
+}
 
 /// What attempt k of a call does. A wait of 0 ms means at once, without awaiting.
 #[derive(Copy, Clone, Debug)]
@@ -317,12 +327,14 @@ async fn total_at_duration_max_is_no_deadline() {
     assert_eq!(answer.unwrap(), 1);
 }
 
-static AFTER_MAX: RaceRetry = Unchecked::new(
-    "guarantees::after_max",
-    2,
-    After::Fixed(Duration::MAX),
-    ms(1000),
-);
+static AFTER_MAX: LazyLock<RaceRetry> = LazyLock::new(|| {
+    unchecked(past_rules(
+        "guarantees::after_max",
+        2,
+        After::Fixed(Duration::MAX),
+        ms(1000),
+    ))
+});
 
 /// `after = Duration::MAX` starts no hedge: a hanging attempt 1 runs alone until the deadline; a
 /// failed one still starts the next, after its backoff (at most a quarter of `total` here, there
@@ -350,16 +362,22 @@ async fn after_at_duration_max_starts_no_hedge() {
     );
 }
 
-static EACH_MAX: RaceRetry =
-    Unchecked::new("guarantees::each_max", 2, After::Fixed(ms(100)), ms(1000))
-        .with_each(Duration::MAX);
-static ALL_MAX: RaceRetry = Unchecked::new(
-    "guarantees::all_max",
-    2,
-    After::Fixed(Duration::MAX),
-    Duration::MAX,
-)
-.with_each(Duration::MAX);
+static EACH_MAX: LazyLock<RaceRetry> = LazyLock::new(|| {
+    unchecked(
+        past_rules("guarantees::each_max", 2, After::Fixed(ms(100)), ms(1000)).each(Duration::MAX),
+    )
+});
+static ALL_MAX: LazyLock<RaceRetry> = LazyLock::new(|| {
+    unchecked(
+        past_rules(
+            "guarantees::all_max",
+            2,
+            After::Fixed(Duration::MAX),
+            Duration::MAX,
+        )
+        .each(Duration::MAX),
+    )
+});
 
 /// `each = Duration::MAX` bounds no attempt: attempt 1 answers at 500 ms while 2 and 3 (started at
 /// 100 and 200 ms) hang. With all three at `Duration::MAX`, an attempt that answers after an hour
@@ -880,15 +898,19 @@ fn without_a_time_driver_a_call_that_waits_panics_and_leaves_the_policy_consiste
 // ---------------------------------------------------------------------------------------------
 // Extreme settings
 
-/// A share below the rules' 0.001: only the const constructors behind the attribute build it.
-static TINY_BUDGET: RaceRetry = Unchecked::new(
-    "guarantees::tiny_budget",
-    1,
-    After::Fixed(ms(100)),
-    Duration::from_secs(1),
-)
-.with_budget(0.0001)
-.no_backoff();
+/// A share below the rules' 0.001: only `__private::race_retry_unchecked` builds it.
+static TINY_BUDGET: LazyLock<RaceRetry> = LazyLock::new(|| {
+    unchecked(
+        past_rules(
+            "guarantees::tiny_budget",
+            1,
+            After::Fixed(ms(100)),
+            Duration::from_secs(1),
+        )
+        .budget(0.0001)
+        .no_backoff(),
+    )
+});
 
 /// A budget share below 0.001 still bounds extra attempts: 100 calls at one instant whose first
 /// attempt fails get the floor's first burst (10) and nothing more.
@@ -906,80 +928,97 @@ async fn a_tiny_budget_share_still_bounds_extra_attempts() {
     );
 }
 
-static MANY: RaceRetry = Unchecked::new(
-    "guarantees::many",
-    u32::MAX,
-    After::Fixed(Duration::ZERO),
-    ms(100),
-)
-.no_budget();
-static EACH_ZERO: RaceRetry =
-    Unchecked::new("guarantees::each_zero", 2, After::Fixed(ms(100)), ms(1000))
-        .with_each(Duration::ZERO);
-static TOTAL_ZERO: RaceRetry = Unchecked::new(
-    "guarantees::total_zero",
-    2,
-    After::Fixed(ms(100)),
-    Duration::ZERO,
-);
-static QUANTILES: [RaceRetry; 7] = [
-    Unchecked::new(
-        "guarantees::q_nan",
-        1,
-        After::Percentile(f64::NAN),
-        ms(1000),
-    ),
-    Unchecked::new(
-        "guarantees::q_negative",
-        1,
-        After::Percentile(-1.0),
-        ms(1000),
-    ),
-    Unchecked::new("guarantees::q_zero", 1, After::Percentile(0.0), ms(1000)),
-    Unchecked::new("guarantees::q_one", 1, After::Percentile(1.0), ms(1000)),
-    Unchecked::new("guarantees::q_two", 1, After::Percentile(2.0), ms(1000)),
-    Unchecked::new(
-        "guarantees::q_inf",
-        1,
-        After::Percentile(f64::INFINITY),
-        ms(1000),
-    ),
-    Unchecked::new(
-        "guarantees::q_neg_inf",
-        1,
-        After::Percentile(f64::NEG_INFINITY),
-        ms(1000),
-    ),
-];
-static BACKOFFS: [RaceRetry; 9] = [
-    backoff("guarantees::backoff_base_max").backoff(Duration::MAX),
-    backoff("guarantees::backoff_base_zero").backoff(Duration::ZERO),
-    backoff("guarantees::backoff_max_max").backoff_max(Duration::MAX),
-    backoff("guarantees::backoff_max_zero").backoff_max(Duration::ZERO),
-    backoff("guarantees::backoff_factor_nan").backoff_factor(f64::NAN),
-    backoff("guarantees::backoff_factor_inf").backoff_factor(f64::INFINITY),
-    backoff("guarantees::backoff_factor_neg_inf").backoff_factor(f64::NEG_INFINITY),
-    backoff("guarantees::backoff_factor_below_one").backoff_factor(0.5),
-    backoff("guarantees::backoff_all_max")
-        .backoff(Duration::MAX)
-        .backoff_factor(f64::MAX)
-        .backoff_max(Duration::MAX),
-];
+static MANY: LazyLock<RaceRetry> = LazyLock::new(|| {
+    unchecked(
+        past_rules(
+            "guarantees::many",
+            u32::MAX,
+            After::Fixed(Duration::ZERO),
+            ms(100),
+        )
+        .no_budget(),
+    )
+});
+static EACH_ZERO: LazyLock<RaceRetry> = LazyLock::new(|| {
+    unchecked(
+        past_rules("guarantees::each_zero", 2, After::Fixed(ms(100)), ms(1000))
+            .each(Duration::ZERO),
+    )
+});
+static TOTAL_ZERO: LazyLock<RaceRetry> = LazyLock::new(|| {
+    unchecked(past_rules(
+        "guarantees::total_zero",
+        2,
+        After::Fixed(ms(100)),
+        Duration::ZERO,
+    ))
+});
+static QUANTILES: LazyLock<[RaceRetry; 7]> = LazyLock::new(|| {
+    [
+        past_rules(
+            "guarantees::q_nan",
+            1,
+            After::Percentile(f64::NAN),
+            ms(1000),
+        ),
+        past_rules(
+            "guarantees::q_negative",
+            1,
+            After::Percentile(-1.0),
+            ms(1000),
+        ),
+        past_rules("guarantees::q_zero", 1, After::Percentile(0.0), ms(1000)),
+        past_rules("guarantees::q_one", 1, After::Percentile(1.0), ms(1000)),
+        past_rules("guarantees::q_two", 1, After::Percentile(2.0), ms(1000)),
+        past_rules(
+            "guarantees::q_inf",
+            1,
+            After::Percentile(f64::INFINITY),
+            ms(1000),
+        ),
+        past_rules(
+            "guarantees::q_neg_inf",
+            1,
+            After::Percentile(f64::NEG_INFINITY),
+            ms(1000),
+        ),
+    ]
+    .map(unchecked)
+});
+static BACKOFFS: LazyLock<[RaceRetry; 9]> = LazyLock::new(|| {
+    [
+        backoff("guarantees::backoff_base_max").backoff(Duration::MAX),
+        backoff("guarantees::backoff_base_zero").backoff(Duration::ZERO),
+        backoff("guarantees::backoff_max_max").backoff_max(Duration::MAX),
+        backoff("guarantees::backoff_max_zero").backoff_max(Duration::ZERO),
+        backoff("guarantees::backoff_factor_nan").backoff_factor(f64::NAN),
+        backoff("guarantees::backoff_factor_inf").backoff_factor(f64::INFINITY),
+        backoff("guarantees::backoff_factor_neg_inf").backoff_factor(f64::NEG_INFINITY),
+        backoff("guarantees::backoff_factor_below_one").backoff_factor(0.5),
+        backoff("guarantees::backoff_all_max")
+            .backoff(Duration::MAX)
+            .backoff_factor(f64::MAX)
+            .backoff_max(Duration::MAX),
+    ]
+    .map(unchecked)
+});
 
 /// A policy whose every attempt may fail, for the backoff settings: 16 retries, `total` 1 s, no
 /// staggered start, no budget.
-const fn backoff(name: &'static str) -> RaceRetry {
-    Unchecked::new(name, MAX_RETRIES, After::Fixed(Duration::MAX), ms(1000)).no_budget()
+fn backoff(name: &'static str) -> RaceRetryBuilder {
+    past_rules(name, MAX_RETRIES, After::Fixed(Duration::MAX), ms(1000)).no_budget()
 }
 
-static SHARES: [RaceRetry; 5] = [
-    Unchecked::new("guarantees::b_nan", 1, After::Fixed(ms(100)), ms(1000)).with_budget(f64::NAN),
-    Unchecked::new("guarantees::b_negative", 1, After::Fixed(ms(100)), ms(1000)).with_budget(-1.0),
-    Unchecked::new("guarantees::b_zero", 1, After::Fixed(ms(100)), ms(1000)).with_budget(0.0),
-    Unchecked::new("guarantees::b_tiny", 1, After::Fixed(ms(100)), ms(1000)).with_budget(1e-300),
-    Unchecked::new("guarantees::b_inf", 1, After::Fixed(ms(100)), ms(1000))
-        .with_budget(f64::INFINITY),
-];
+static SHARES: LazyLock<[RaceRetry; 5]> = LazyLock::new(|| {
+    [
+        past_rules("guarantees::b_nan", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::NAN),
+        past_rules("guarantees::b_negative", 1, After::Fixed(ms(100)), ms(1000)).budget(-1.0),
+        past_rules("guarantees::b_zero", 1, After::Fixed(ms(100)), ms(1000)).budget(0.0),
+        past_rules("guarantees::b_tiny", 1, After::Fixed(ms(100)), ms(1000)).budget(1e-300),
+        past_rules("guarantees::b_inf", 1, After::Fixed(ms(100)), ms(1000)).budget(f64::INFINITY),
+    ]
+    .map(unchecked)
+});
 
 /// Settings out of range neither panic nor size anything by their value: `retries = u32::MAX` is
 /// 16 (17 attempts at most), `each` and `total` of zero end attempts and calls at their first
@@ -1013,7 +1052,7 @@ async fn extreme_settings_neither_panic_nor_allocate_by_their_value() {
     let answer: Result<u32, Error> = TOTAL_ZERO.run(|| async { Ok(7) }).await;
     assert_eq!(answer.unwrap(), 7);
 
-    for policy in &QUANTILES {
+    for policy in QUANTILES.iter() {
         for i in 0..64 {
             let script = Script::new(&[Answer(1 + i % 7)]);
             let answer: Result<u32, Error> = policy.run(|| script.attempt()).await;
@@ -1023,7 +1062,7 @@ async fn extreme_settings_neither_panic_nor_allocate_by_their_value() {
         assert!(policy.latency_samples() >= 64, "{policy:?}");
     }
 
-    for policy in &BACKOFFS {
+    for policy in BACKOFFS.iter() {
         assert!(
             policy.backoff_bound(u32::MAX) <= Duration::MAX,
             "{policy:?}"
@@ -1043,7 +1082,7 @@ async fn extreme_settings_neither_panic_nor_allocate_by_their_value() {
         assert_eq!(script.live(), 0);
     }
 
-    for policy in &SHARES {
+    for policy in SHARES.iter() {
         for _ in 0..20 {
             let script = Script::new(&[Fail(0), Answer(0)]);
             let _: Result<u32, Error> = policy.run(|| script.attempt()).await;

@@ -230,21 +230,34 @@ async fn shared_with_a_layer(n: u32) -> Result<u32, support::BoxError> {
 }
 
 /// A `#[race_retry]` fn is found by its name once it ran, and a `RaceRetryLayer` of that name
-/// drives the same policy: the attribute's settings (not the builder's), one set of stats, and
-/// a change of setting reaches both.
+/// drives the same policy: the attribute's settings, one set of stats, and a change of setting
+/// reaches both; a layer of other options is an error (`tests/one_registry.rs` has the rest).
 #[tokio::test(start_paused = true)]
 async fn a_layer_of_an_attribute_sites_name_drives_its_policy() {
     assert_eq!(shared_with_a_layer(1).await.unwrap(), 1);
     let policy = race_retry::get("tower_race.shared").expect("found after its first call");
     assert_eq!(policy.total(), Duration::from_secs(1));
-    let layer =
-        RaceRetryLayer::new(RaceRetry::builder("tower_race.shared").total(ms(300))).unwrap();
+    let error = RaceRetryLayer::new(RaceRetry::builder("tower_race.shared").total(ms(300)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("race_retry `tower_race.shared`: `"),
+        "{error}"
+    );
+    let layer = RaceRetryLayer::new(
+        RaceRetry::builder("tower_race.shared")
+            .retries(1)
+            .after(After::Fixed(ms(50)))
+            .total(Duration::from_secs(1)),
+    )
+    .unwrap();
     let mut service = layer.layer(service_fn(
         |n: u32| async move { Ok::<_, support::BoxError>(n) },
     ));
     assert_eq!(service.ready().await.unwrap().call(2).await.unwrap(), 2);
     let via_layer = race_retry::get("tower_race.shared").unwrap();
     assert!(std::ptr::eq(policy, via_layer), "one policy for the name");
+    assert!(std::ptr::eq(layer.policy(), via_layer));
     assert_eq!(
         via_layer.total(),
         Duration::from_secs(1),

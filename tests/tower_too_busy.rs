@@ -81,9 +81,15 @@ async fn the_guard_is_registered_by_name_and_run_time_settings_reach_it() {
     let name = "tower::too_busy::settings";
     let layer = TooBusyLayer::new(TooBusy::builder(name).max_in_flight(8)).unwrap();
     assert!(std::ptr::eq(layer.guard(), too_busy::get(name).unwrap()));
-    // The first registration's options win.
-    let again = TooBusyLayer::new(TooBusy::builder(name).max_in_flight(2)).unwrap();
+    // The same options: the same guard; other options: an error, the first registration's kept.
+    let again = TooBusyLayer::new(TooBusy::builder(name).max_in_flight(8)).unwrap();
     assert!(std::ptr::eq(again.guard(), layer.guard()));
+    let error = TooBusyLayer::new(TooBusy::builder(name).max_in_flight(2)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "too_busy `tower::too_busy::settings`: `max_in_flight` = 2 from the layer differs from 8 \
+         from the layer"
+    );
     assert_eq!(layer.guard().in_flight_limit(), Some(8));
 
     settings::set(Policy::TooBusy, name, "max_in_flight", 1).unwrap();

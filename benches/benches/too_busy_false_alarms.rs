@@ -3,8 +3,8 @@
 //! The same lag traces are fed to toobusy-js's rule as released ([`Smoothing::toobusy()`], its
 //! default 500 ms interval) and to ours ([`Smoothing::default()`]: toobusy-js PR #17's samples
 //! capped at `2 * max_lag` and the inverse factor while the lag falls, plus our two additions: a
-//! late sample after a late one counts per interval it covers ([`Smoothing::sampled`]), and a
-//! guard that finds the monitor's timer overdue acts on it at once ([`Smoothing::overdue`])) at our
+//! late sample after a late one counts per interval it covers ([`sampled`]), and a guard that
+//! finds the monitor's timer overdue acts on it at once ([`overdue`])) at our
 //! default 10 ms interval, and at 100 ms and 500 ms. `max_lag` is 70 ms (toobusy-js's default)
 //! throughout. The tables are printed and written to this benchmark's section of
 //! `benches/README.md` (`common::publish`). Everything is computed, nothing
@@ -22,7 +22,7 @@
 //!   moment it ran, like Node's `setInterval` (and tokio's `MissedTickBehavior::Delay`): the timer
 //!   due at `d` runs at `f = d + lag(d)`, its sample is `f - d = lag(d)` (toobusy-js's
 //!   `now - lastTime - interval`), the smoothed lag becomes `rule.next(smoothed, lag(d), max_lag)`
-//!   (ours: `rule.sampled(smoothed, previous sample, lag(d), I, max_lag)`, as our monitor does),
+//!   (ours: `sampled(rule, smoothed, previous sample, lag(d), I, max_lag)`, as our monitor does),
 //!   and the next timer is due at `f + I`. A stall therefore yields one sample however long it is
 //!   (the timer due during it runs once, at its end), or none if no timer falls due during it. The
 //!   smoothed lag starts at 0.
@@ -33,7 +33,7 @@
 //!   a monitor sample taken at the same moment comes first (Node runs the timers phase before it
 //!   polls for I/O). Ours: tokio runs the tasks woken before the timer first, so a sample taken at
 //!   the same moment comes after; and while a timer due at `d` has not run, the decision acts on
-//!   `rule.overdue(smoothed, decided - d, I, max_lag)`. (Our guard looks at the timer on every
+//!   `overdue(rule, smoothed, decided - d, I, max_lag)`. (Our guard looks at the timer on every
 //!   call while the runtime lags, and on every 32nd call otherwise; the model looks at every
 //!   request.) The figures below
 //!   are the mean of these probabilities (the expected share refused), not a sampled outcome.
@@ -171,8 +171,8 @@ struct Config {
     label: &'static str,
     smoothing: Smoothing,
     interval: u64,
-    /// Ours: guards look at an overdue timer ([`Smoothing::overdue`]) and a late sample after a
-    /// late one counts per interval ([`Smoothing::sampled`]); toobusy-js: neither.
+    /// Ours: guards look at an overdue timer ([`overdue`]) and a late sample after a late one
+    /// counts per interval ([`sampled`]); toobusy-js: neither.
     ours: bool,
 }
 
@@ -232,9 +232,15 @@ impl Run {
                     .first()
                     .filter(|&&x| x <= ran);
                 let first_seen = first.map(|&x| us(x - due));
-                config
-                    .smoothing
-                    .sampled(smoothed, previous, sample, first_seen, interval, max_lag)
+                sampled(
+                    config.smoothing,
+                    smoothed,
+                    previous,
+                    sample,
+                    first_seen,
+                    interval,
+                    max_lag,
+                )
             } else {
                 config.smoothing.next(smoothed, sample, max_lag)
             };
@@ -258,7 +264,7 @@ impl Run {
     /// The lag a decision at `t` acts on. toobusy-js: the smoothed lag, a sample taken at `t`
     /// included (Node runs the timers phase first). Ours: tokio runs what was woken before the
     /// timer, so a sample taken at `t` comes after; and a timer due before `t` that has not run
-    /// is overdue, which the guard counts ([`Smoothing::overdue`]).
+    /// is overdue, which the guard counts ([`overdue`]).
     fn lag_at(&self, t: u64) -> Duration {
         let taken = if self.config.ours {
             self.ticks.partition_point(|&(_, ran, _)| ran < t)
@@ -272,7 +278,8 @@ impl Run {
             Some(&(due, _, _)) if self.config.ours && due < t => {
                 // The first decision after `due` is the first look at the overdue timer.
                 let first_seen = self.first_decision_after(due).min(t) - due;
-                self.config.smoothing.overdue(
+                overdue(
+                    self.config.smoothing,
                     smoothed,
                     us(first_seen),
                     us(t - due),
@@ -289,6 +296,69 @@ impl Run {
         let decided = arrival + trace.lag(arrival);
         shed_probability(self.lag_at(decided), us(MAX_LAG))
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Our monitor's and guard's two additions, over the public `Smoothing::next`: the rule of
+// `resiliency-runtime/src/too_busy/rules.rs` (its unit tests pin the same figures)
+// ---------------------------------------------------------------------------------------------
+
+/// How many samples a timer overdue by `overdue` counts for, first seen `first_seen` overdue: one,
+/// plus one per `interval` since, at most 32.
+fn counted(first_seen: Duration, overdue: Duration, interval: Duration) -> u32 {
+    let since = overdue.saturating_sub(first_seen);
+    1 + (since.as_nanos() / interval.as_nanos().max(1)).min(31) as u32
+}
+
+/// `samples` times `Smoothing::next` with `sample`.
+fn repeated(
+    rule: Smoothing,
+    current: Duration,
+    samples: u32,
+    sample: Duration,
+    max_lag: Duration,
+) -> Duration {
+    (0..samples).fold(current, |lag, _| rule.next(lag, sample, max_lag))
+}
+
+/// The smoothed lag after the monitor's timer ran `sample` late: one sample, unless the sample
+/// before it was late too or calls first found the timer `first_seen` overdue; then one more per
+/// `interval` it stayed overdue.
+fn sampled(
+    rule: Smoothing,
+    current: Duration,
+    previous: Duration,
+    sample: Duration,
+    first_seen: Option<Duration>,
+    interval: Duration,
+    max_lag: Duration,
+) -> Duration {
+    let behind = if previous > max_lag && sample > max_lag {
+        Duration::ZERO
+    } else {
+        first_seen.map_or(sample, |seen| seen.min(sample))
+    };
+    repeated(
+        rule,
+        current,
+        counted(behind, sample, interval),
+        sample,
+        max_lag,
+    )
+}
+
+/// The smoothed lag a guard acts on while the monitor's timer is overdue: first found
+/// `first_seen` overdue, `overdue` now; never below `current`.
+fn overdue(
+    rule: Smoothing,
+    current: Duration,
+    first_seen: Duration,
+    overdue: Duration,
+    interval: Duration,
+    max_lag: Duration,
+) -> Duration {
+    let samples = counted(first_seen, overdue, interval);
+    repeated(rule, current, samples, overdue, max_lag).max(current)
 }
 
 /// The arrival times of requests in `[start, end)`.

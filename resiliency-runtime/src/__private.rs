@@ -200,13 +200,14 @@ impl fmt::Debug for KeyedSite {
     }
 }
 
-use crate::too_busy::TooBusyBuilder;
-pub use crate::too_busy::{InFlight, TooBusy};
+pub use crate::too_busy::InFlight;
+use crate::too_busy::{TooBusy, TooBusyBuilder};
 
 /// A `#[too_busy]` site: its guard, set up on first use from the attribute's arguments
 /// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
 /// settings on top. The guard is the one registered under the site's name: sites of one name (and
-/// a guard registered from code by that name) share it, the first set up giving its options.
+/// a guard registered from code or by a layer by that name) share it, the first set up giving its
+/// options (a site whose own options differ logs the difference).
 pub struct TooBusySite {
     name: fn() -> &'static str,
     configure: fn(TooBusyBuilder) -> TooBusyBuilder,
@@ -310,14 +311,21 @@ impl BusySite {
     }
 }
 
-use crate::race_retry::RaceRetryBuilder;
-pub use crate::race_retry::{After, Backoff, Budget, RaceRetry};
+pub use crate::race_retry::{After, Backoff, Budget};
+use crate::race_retry::{RaceRetry, RaceRetryBuilder};
+
+/// The policy of `options` with no rule checked: values past the rules clamped as a policy
+/// clamps whatever it holds (a `total` not given is zero). For the tests of the `race_retry`
+/// guarantees on extreme settings; nothing else builds such a policy.
+pub fn race_retry_unchecked(options: RaceRetryBuilder) -> RaceRetry {
+    RaceRetry::unchecked(&options)
+}
 
 /// A `#[race_retry]` site: its policy, set up on first use from the attribute's arguments
 /// (`configure`, as builder calls), checked then by the builder's rules, with the run-time
 /// settings on top. The policy is the one registered under the site's name: sites of one name
-/// (and a policy registered from code by that name) share it, the first set up giving its
-/// options.
+/// (and a policy registered from code or by a layer by that name) share it, the first set up
+/// giving its options (a site whose own options differ logs the difference).
 pub struct RaceSite {
     name: fn() -> &'static str,
     configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,

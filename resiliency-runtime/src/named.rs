@@ -1,63 +1,189 @@
-//! Policies registered by name for the life of the process, leaked once per name: what
-//! `TooBusyBuilder::register`, `RaceRetryBuilder::register` and the sites of `#[too_busy]` and
-//! `#[race_retry]` keep, and `too_busy::get` and `race_retry::get` read.
+//! Policies registered by name for the life of the process, leaked once per name: the one
+//! registry of `#[too_busy]` and `#[race_retry]`, whether an attribute's site (at its first
+//! call), a builder's `register` or a `tower` layer made the policy. Each name keeps the options
+//! it was registered with and where they come from, so that a later registration with other
+//! options is refused (a builder, a layer) or logged (an attribute's site), never silent.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::Mutex;
 
+use crate::settings::{Options, Value};
 use crate::ConfigError;
 
-pub(crate) struct Named<T: 'static> {
-    map: Mutex<Option<HashMap<&'static str, &'static T>>>,
+/// Where a name's options come from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A builder's `register`.
+    Builder,
+    /// A `tower` layer's `new`.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    Layer,
+    /// A `#[too_busy]` or `#[race_retry]` site.
+    Attribute,
 }
 
-impl<T: Sync> Named<T> {
-    pub(crate) const fn new() -> Self {
+/// One setting that two registrations of a name give different values: its name and each
+/// value (`None`: not given, its default applies).
+pub(crate) type Difference = (&'static str, Option<Value>, Option<Value>);
+
+/// The first setting in which two sets of options differ, if any: the policy's own comparison
+/// (in its `registry.rs`).
+pub(crate) type Differ<O> = fn(&O, &O) -> Option<Difference>;
+
+struct Entry<T: 'static, O> {
+    policy: &'static T,
+    options: O,
+    origin: Origin,
+}
+
+pub(crate) struct Named<T: 'static, O> {
+    map: Mutex<Option<HashMap<&'static str, Entry<T, O>>>>,
+    differ: Differ<O>,
+}
+
+impl<T: Sync, O: Options> Named<T, O> {
+    pub(crate) const fn new(differ: Differ<O>) -> Self {
         Named {
             map: Mutex::new(None),
+            differ,
         }
+    }
+
+    fn locked<R>(&self, f: impl FnOnce(&mut HashMap<&'static str, Entry<T, O>>) -> R) -> R {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        f(map.get_or_insert_with(HashMap::new))
     }
 
     /// The policy registered under `name`, if any.
     pub(crate) fn get(&self, name: &str) -> Option<&'static T> {
-        self.map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()?
-            .get(name)
-            .copied()
+        self.locked(|map| map.get(name).map(|entry| entry.policy))
     }
 
-    /// The policy registered under `name`, or the one `make` makes, registered now (under the
-    /// lock, as [`get_or_register`](Self::get_or_register)).
-    pub(crate) fn get_or_insert_with(
+    /// Every name registered, sorted.
+    pub(crate) fn names(&self) -> Vec<&'static str> {
+        let mut names = self.locked(|map| map.keys().copied().collect::<Vec<_>>());
+        names.sort_unstable();
+        names
+    }
+
+    /// The policy registered under `name` with the same options, or else the one `make` builds
+    /// from `options` (given by a builder or a layer, as `origin` says), registered now. The lock
+    /// is held meanwhile, so a second registration of the name waits for `make` (and the settings
+    /// it puts in force). A name registered with other options is an error naming the setting
+    /// that differs, both values and where each comes from.
+    pub(crate) fn register(
         &self,
         name: &'static str,
+        options: O,
+        origin: Origin,
+        make: impl FnOnce(O) -> Result<&'static T, ConfigError>,
+    ) -> Result<&'static T, ConfigError> {
+        self.locked(|map| {
+            if let Some(entry) = map.get(name) {
+                return match self.conflict(name, &options, origin, entry) {
+                    Some(message) => Err(ConfigError::new(O::POLICY.name(), name, message)),
+                    None => Ok(entry.policy),
+                };
+            }
+            let policy = make(options.clone())?;
+            map.insert(
+                name,
+                Entry {
+                    policy,
+                    options,
+                    origin,
+                },
+            );
+            Ok(policy)
+        })
+    }
+
+    /// The policy registered under `name`, or the one `make` makes, registered now with the
+    /// options of an attribute's site (`options`, as written). A name registered with other
+    /// options keeps its policy, and the difference is logged as a settings error (once per
+    /// site: its caller keeps the policy).
+    pub(crate) fn set_up(
+        &self,
+        name: &'static str,
+        options: O,
         make: impl FnOnce() -> &'static T,
     ) -> &'static T {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        let policy = map
-            .get_or_insert_with(HashMap::new)
-            .entry(name)
-            .or_insert_with(make);
+        let (policy, conflict) = self.locked(|map| {
+            if let Some(entry) = map.get(name) {
+                let conflict = self.conflict(name, &options, Origin::Attribute, entry);
+                return (entry.policy, conflict);
+            }
+            let policy = make();
+            map.insert(
+                name,
+                Entry {
+                    policy,
+                    options,
+                    origin: Origin::Attribute,
+                },
+            );
+            (policy, None)
+        });
+        // Out of the lock: a subscriber may look a policy up.
+        if let Some(message) = conflict {
+            let error = ConfigError::new(O::POLICY.name(), name, message);
+            tracing::error!(
+                target: "resiliency::settings",
+                %error,
+                "options differ from those the name was registered with; the registered policy is used"
+            );
+        }
         policy
     }
 
-    /// The policy registered under `name`, or the one `make` builds, leaked and registered now.
-    /// The lock is held meanwhile, so a second registration of the name waits for `make` (and
-    /// the settings it puts in force) and gets the same policy.
-    pub(crate) fn get_or_register(
+    /// What differs between `options` (from `origin`) and the options `entry` was registered
+    /// with, in words: "`total` = 300ms from the layer differs from 1s in the attribute of
+    /// `fetch`".
+    fn conflict(
         &self,
-        name: &'static str,
-        make: impl FnOnce() -> Result<&'static T, ConfigError>,
-    ) -> Result<&'static T, ConfigError> {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        let map = map.get_or_insert_with(HashMap::new);
-        if let Some(policy) = map.get(name) {
-            return Ok(policy);
-        }
-        let policy = make()?;
-        map.insert(name, policy);
-        Ok(policy)
+        name: &str,
+        options: &O,
+        origin: Origin,
+        entry: &Entry<T, O>,
+    ) -> Option<String> {
+        let (setting, new, old) = (self.differ)(options, &entry.options)?;
+        let value = |value: Option<Value>| match value {
+            Some(value) => value.to_string(),
+            None => "the default".to_owned(),
+        };
+        Some(format!(
+            "`{setting}` = {} {} differs from {} {}",
+            value(new),
+            Where(origin, name),
+            value(old),
+            Where(entry.origin, name),
+        ))
     }
+}
+
+/// Where options come from, in words.
+struct Where<'a>(Origin, &'a str);
+
+impl fmt::Display for Where<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Origin::Builder => f.write_str("from `register`"),
+            Origin::Layer => f.write_str("from the layer"),
+            Origin::Attribute => write!(f, "in the attribute of `{}`", self.1),
+        }
+    }
+}
+
+/// The first of `settings` for which `a` and `b` give different values, each value read with
+/// `in_force` (the value given, or the default that then applies).
+pub(crate) fn first_difference<O: Options>(
+    a: &O,
+    b: &O,
+    in_force: impl Fn(&O, &'static str) -> Option<Value>,
+) -> Option<Difference> {
+    O::POLICY.settings().iter().find_map(|&setting| {
+        let (x, y) = (in_force(a, setting), in_force(b, setting));
+        (x != y).then_some((setting, x, y))
+    })
 }

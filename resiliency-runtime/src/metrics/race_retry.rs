@@ -9,7 +9,7 @@ use super::{
     quietly, register, Sites, RACE_ATTEMPTS, RACE_ATTEMPT_DURATION, RACE_BUDGET_REFUSED,
     RACE_CALLS, RACE_WINS,
 };
-use crate::race_retry::{RaceRetry, MAX_RETRIES};
+use crate::race_retry::MAX_RETRIES;
 
 /// Attempt numbers a call can have: 1 to `MAX_RETRIES + 1`.
 const ATTEMPTS: usize = MAX_RETRIES as usize + 1;
@@ -149,11 +149,7 @@ impl RaceMetrics {
     }
 }
 
-impl RaceRetry {
-    /// This function's handles, made at its first use.
-    #[inline(always)]
-    pub(crate) fn meter(&self) -> &RaceMetrics {
-        self.metrics
-            .get_or_init(|| SITES.get(self.name(), describe, RaceMetrics::new))
-    }
+/// The handles of the raced functions called `name`, made at the first use of one.
+pub(crate) fn handles(name: &str) -> Arc<RaceMetrics> {
+    SITES.get(name, describe, RaceMetrics::new)
 }

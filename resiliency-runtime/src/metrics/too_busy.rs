@@ -11,7 +11,6 @@ use super::{
     TOO_BUSY_IN_FLIGHT_LIMIT, TOO_BUSY_LAG, TOO_BUSY_REFUSED,
 };
 use crate::rejected::BusySignal;
-use crate::too_busy::TooBusy;
 
 /// The handles of every guard called `name`.
 pub(crate) struct BusyMetrics {
@@ -145,13 +144,9 @@ impl BusyMetrics {
     }
 }
 
-impl TooBusy {
-    /// This guard's handles, made at its first use.
-    #[inline(always)]
-    pub(crate) fn meter(&self) -> &BusyMetrics {
-        self.metrics
-            .get_or_init(|| SITES.get(self.name(), describe, BusyMetrics::new))
-    }
+/// The handles of the guards called `name`, made at the first use of one.
+pub(crate) fn handles(name: &str) -> Arc<BusyMetrics> {
+    SITES.get(name, describe, BusyMetrics::new)
 }
 
 static LAG: OnceLock<Gauge> = OnceLock::new();

@@ -237,7 +237,6 @@ where
         }
         let poll = this.attempts.as_mut().poll_first(cx);
         if let Poll::Ready(Ok(_)) = &poll {
-            #[cfg(feature = "metrics")]
             policy.meter().won(1);
             if let Some(start) = *this.start {
                 let record = *this.record;
@@ -345,7 +344,6 @@ where
             }
         }
         let error = fatal?;
-        #[cfg(feature = "metrics")]
         reporter.policy.meter().failed(false);
         let (timed, now) = (reporter.timed(), clock.now());
         self.attempts
@@ -431,7 +429,6 @@ where
         let launched = self.attempts.launched;
         let policy = *self.policy;
         let error = self.last_error.take();
-        #[cfg(feature = "metrics")]
         policy.meter().failed(error.is_none());
         Some(error.unwrap_or_else(|| E::from(reporter::deadline(policy, launched))))
     }

@@ -60,8 +60,8 @@
 //!   range (`retries` of 0 or above [`MAX_RETRIES`], a budget share outside [[`MIN_BUDGET_SHARE`],
 //!   [`MAX_BUDGET_SHARE`]], an `after` or `each` not below `total`, a percentile not strictly
 //!   between 0 and 1, a zero duration, a backoff factor below 1 or infinite). Whatever a policy
-//!   holds, even past those rules (`RaceRetry`'s hidden `const` constructors clamp instead of
-//!   refusing), neither panics nor allocates by its value: a `total`, [`After`] or `each` too long
+//!   holds, even past those rules (which no public constructor builds; a policy clamps what it is
+//!   given rather than trust it), neither panics nor allocates by its value: a `total`, [`After`] or `each` too long
 //!   for an `Instant` (up to `Duration::MAX`) means never, `retries` is at most [`MAX_RETRIES`], a
 //!   budget share outside [0.001, 1] is clamped, any [`After::Percentile`] (NaN and infinities
 //!   included) learns a delay within `total`, a backoff's base or max of up to `Duration::MAX`
@@ -74,22 +74,30 @@ mod budget;
 mod builder;
 mod engine;
 mod latency;
+mod meter;
 mod observe;
 mod policy;
 mod registry;
 mod reporter;
 mod settings;
+mod stats;
 mod timers;
 
 pub use builder::RaceRetryBuilder;
 pub use observe::{observe, Attempt, Observed, Outcome};
-pub use policy::{names, stats, After, RaceRetry, RaceRetryStats, MAX_RETRIES};
-pub use registry::get;
+pub use policy::{After, RaceRetry, MAX_RETRIES};
+pub(crate) use registry::set_up;
+pub use registry::{get, names, stats};
 pub use resiliency_rules::{Backoff, Budget, MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
-pub(crate) use settings::set_up;
+pub use stats::RaceRetryStats;
 
-/// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]) and the retry
-/// predicates it is generic over. Code rarely spells them out: `.await` the call.
+/// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]), and [`Always`],
+/// the `retry_if` of [`RaceRetry::run`]'s. Code rarely spells them out: `.await` the call.
+///
+/// [`Always`]: future::Always
 pub mod future {
-    pub use super::engine::{Always, MakeAttempt, Race, Retryable};
+    pub use super::engine::{Always, Race};
 }
+
+#[cfg(feature = "tower")]
+pub(crate) use engine::{MakeAttempt, Retryable};

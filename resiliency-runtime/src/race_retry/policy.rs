@@ -1,10 +1,10 @@
 //! [`RaceRetry`]: one raced function's settings and the state its calls share (the retry budget,
-//! its recent latencies, counters).
+//! its recent latencies, counters); what the counters say is in `stats.rs`.
 
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
@@ -15,6 +15,7 @@ use super::budget::Budget;
 use super::builder::RaceRetryBuilder;
 use super::engine::{Always, Race};
 use super::latency::Latencies;
+use super::meter::MeterCell;
 use crate::rejected::FromRejected;
 
 pub use resiliency_rules::MAX_RETRIES;
@@ -86,8 +87,6 @@ pub use resiliency_rules::After;
 /// ```
 pub struct RaceRetry {
     name: &'static str,
-    /// Set once the policy is in `REGISTRY` (by its first call).
-    registered: OnceLock<()>,
     /// The settings, as calls read them (and run-time settings change them). `after` is a
     /// fixed delay in ns, or a percentile when `quantile_ppb` (the quantile in parts per
     /// billion) is not 0; `each_ns` is 0 without `each`, its ns plus one with it; `u64::MAX`
@@ -110,8 +109,7 @@ pub struct RaceRetry {
     pub(crate) won_by_extra: AtomicU64,
     pub(crate) budget_refused: AtomicU64,
     pub(crate) deadlines: AtomicU64,
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: OnceLock<std::sync::Arc<crate::metrics::race_retry::RaceMetrics>>,
+    pub(super) metrics: MeterCell,
 }
 
 impl fmt::Debug for RaceRetry {
@@ -129,26 +127,6 @@ impl fmt::Debug for RaceRetry {
     }
 }
 
-/// What a raced function's calls did so far (see [`RaceRetry::stats`], [`stats`](super::stats)).
-#[non_exhaustive]
-#[derive(Copy, Clone, Debug, Default, PartialEq)]
-pub struct RaceRetryStats {
-    /// Attempts started after the first of their call.
-    pub extra_attempts: u64,
-    /// Calls answered by an attempt other than the first.
-    pub won_by_extra: u64,
-    /// Extra attempts the budget did not allow.
-    pub budget_refused: u64,
-    /// Calls that ran out of time (`total`) with no attempt successful.
-    pub deadlines: u64,
-    /// Whole extra attempts the budget holds now (with a budget).
-    pub budget_balance: f64,
-    /// The `after` delay an attempt started now would wait.
-    pub after: Duration,
-}
-
-static REGISTRY: Mutex<Vec<&'static RaceRetry>> = Mutex::new(Vec::new());
-
 impl RaceRetry {
     /// A builder for a raced function named `name`, with the options of `#[race_retry]`:
     /// [`total`](RaceRetryBuilder::total) is required; `retries` defaults to 2 and `after` to
@@ -160,14 +138,17 @@ impl RaceRetry {
         }
     }
 
-    /// Unchecked (values out of range are clamped): what a `#[race_retry]` site's policy is
-    /// made with before its options are put in force. Use [`builder`](Self::builder).
-    #[doc(hidden)]
-    pub const fn new(name: &'static str, retries: u32, after: After, total: Duration) -> Self {
+    /// Unchecked (values out of range are clamped): what a policy is made with before its
+    /// options are put in force ([`apply`](Self::apply)).
+    pub(crate) const fn new(
+        name: &'static str,
+        retries: u32,
+        after: After,
+        total: Duration,
+    ) -> Self {
         let (after_ns, quantile_ppb) = after_words(after);
         RaceRetry {
             name,
-            registered: OnceLock::new(),
             retries: AtomicU32::new(if retries > MAX_RETRIES {
                 MAX_RETRIES
             } else {
@@ -187,67 +168,22 @@ impl RaceRetry {
             won_by_extra: AtomicU64::new(0),
             budget_refused: AtomicU64::new(0),
             deadlines: AtomicU64::new(0),
-            #[cfg(feature = "metrics")]
-            metrics: OnceLock::new(),
+            metrics: MeterCell::new(),
         }
     }
 
-    /// The attribute's `each`, unchecked.
-    #[doc(hidden)]
-    pub const fn with_each(mut self, each: Duration) -> Self {
-        self.each_ns = AtomicU64::new(each_word(Some(each)));
-        self
-    }
-
-    /// The attribute's `budget`: a `share` outside [`MIN_BUDGET_SHARE`, 1] is clamped (NaN
-    /// counts as the minimum).
-    #[doc(hidden)]
-    pub const fn with_budget(mut self, share: f64) -> Self {
-        // NaN fails `share > MIN_BUDGET_SHARE`.
-        let share = if share > MAX_BUDGET_SHARE {
-            MAX_BUDGET_SHARE
-        } else if share > MIN_BUDGET_SHARE {
-            share
-        } else {
-            MIN_BUDGET_SHARE
-        };
-        self.budget = Budget::new(Some(share));
-        self
-    }
-
-    /// The attribute's `budget = "off"`.
-    #[doc(hidden)]
-    pub const fn no_budget(mut self) -> Self {
-        self.budget = Budget::new(None);
-        self
-    }
-
-    /// The attribute's `backoff`, unchecked.
-    #[doc(hidden)]
-    pub const fn backoff(mut self, base: Duration) -> Self {
-        self.backoff = self.backoff.base(base);
-        self
-    }
-
-    /// The attribute's `backoff_factor`: below 1 (or NaN) counts as 1.
-    #[doc(hidden)]
-    pub const fn backoff_factor(mut self, factor: f64) -> Self {
-        self.backoff = self.backoff.factor(factor);
-        self
-    }
-
-    /// The attribute's `backoff_max`, unchecked.
-    #[doc(hidden)]
-    pub const fn backoff_max(mut self, max: Duration) -> Self {
-        self.backoff = self.backoff.max(max);
-        self
-    }
-
-    /// The attribute's `backoff = "off"`.
-    #[doc(hidden)]
-    pub const fn no_backoff(mut self) -> Self {
-        self.backoff = Backoff::OFF;
-        self
+    /// The policy of `options` unchecked: values past the rules clamped as a policy clamps
+    /// whatever it holds (a `total` not given is zero). For the tests of those guarantees,
+    /// through `__private`.
+    pub(crate) fn unchecked(options: &RaceRetryBuilder) -> Self {
+        let policy = RaceRetry::new(
+            options.name,
+            0,
+            After::Percentile(0.95),
+            options.options.total.unwrap_or(Duration::ZERO),
+        );
+        policy.apply(options);
+        policy
     }
 
     /// The function's name.
@@ -307,10 +243,8 @@ impl RaceRetry {
         self.each_ns.store(each_word(options.each), Relaxed);
         self.budget.set_share(match options.budget {
             Some(resiliency_rules::Budget::Off) => None,
-            Some(resiliency_rules::Budget::Share(share)) => {
-                Some(share.clamp(MIN_BUDGET_SHARE, MAX_BUDGET_SHARE))
-            }
-            None => Some(DEFAULT_BUDGET),
+            Some(resiliency_rules::Budget::Share(given)) => Some(share(given)),
+            None => Some(share(DEFAULT_BUDGET)),
         });
         let mut backoff = match options.backoff {
             Some(resiliency_rules::Backoff::Off) => Backoff::OFF,
@@ -364,44 +298,9 @@ impl RaceRetry {
         }
     }
 
-    /// What this function's calls did so far.
-    pub fn stats(&self) -> RaceRetryStats {
-        RaceRetryStats {
-            extra_attempts: self.extra_attempts.load(Relaxed),
-            won_by_extra: self.won_by_extra.load(Relaxed),
-            budget_refused: self.budget_refused.load(Relaxed),
-            deadlines: self.deadlines.load(Relaxed),
-            budget_balance: self.budget.balance(),
-            after: self.after(),
-        }
-    }
-
-    /// Attempt latencies seen so far (recorded with `After::Percentile` only).
-    pub fn latency_samples(&self) -> u64 {
-        self.latencies.samples()
-    }
-
     /// Time since this function's first extra attempt (the time base of the budget's floor).
     pub(crate) fn since_first(&self, now: Instant) -> Duration {
         now.saturating_duration_since(*self.base.get_or_init(|| now))
-    }
-
-    /// Makes the stats reachable by name, on the first call.
-    #[inline]
-    pub(crate) fn register(&'static self) {
-        if self.registered.get().is_none() {
-            self.register_slow();
-        }
-    }
-
-    #[cold]
-    fn register_slow(&'static self) {
-        self.registered.get_or_init(|| {
-            REGISTRY
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(self);
-        });
     }
 
     /// Races attempts made by `make` (called once per attempt; each call's future is one
@@ -431,20 +330,17 @@ impl RaceRetry {
     }
 }
 
-/// The stats of the raced function called `name` (its path, e.g. `my_app::db::lookup`), once it
-/// has been called.
-pub fn stats(name: &str) -> Option<RaceRetryStats> {
-    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    registry
-        .iter()
-        .find(|r| r.name() == name)
-        .map(|r| r.stats())
-}
-
-/// The names of the raced functions called so far.
-pub fn names() -> Vec<&'static str> {
-    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    registry.iter().map(|r| r.name()).collect()
+/// A budget share as a policy holds it: outside [`MIN_BUDGET_SHARE`, `MAX_BUDGET_SHARE`] clamped,
+/// NaN as the minimum.
+fn share(share: f64) -> f64 {
+    // NaN fails `share > MIN_BUDGET_SHARE`.
+    if share > MAX_BUDGET_SHARE {
+        MAX_BUDGET_SHARE
+    } else if share > MIN_BUDGET_SHARE {
+        share
+    } else {
+        MIN_BUDGET_SHARE
+    }
 }
 
 /// `after` as a policy holds it: the delay in ns and the quantile in parts per billion (0 for a

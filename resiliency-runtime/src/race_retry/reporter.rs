@@ -30,9 +30,7 @@ const RECORD_EVERY: u32 = 8;
 /// are recorded.
 #[inline(always)]
 pub(super) fn open(policy: &'static RaceRetry) -> bool {
-    policy.register();
     policy.budget.deposit();
-    #[cfg(feature = "metrics")]
     policy.meter().started();
     sampled(policy)
 }
@@ -90,7 +88,6 @@ impl Reporter {
     pub(super) fn ended(self, number: u32, started: Instant, now: Instant, outcome: Outcome) {
         let policy = self.policy;
         let elapsed = now.saturating_duration_since(started);
-        #[cfg(feature = "metrics")]
         policy.meter().ran(elapsed);
         if let Some(q) = policy.quantile().filter(|_| self.record) {
             // Losers count with the time they ran (a lower bound): leaving them out would teach the
@@ -123,7 +120,6 @@ impl Reporter {
 
     /// Attempt `number` won: counted if it was an extra one.
     pub(super) fn won(self, number: u32) {
-        #[cfg(feature = "metrics")]
         self.policy.meter().won(number);
         if number > 1 {
             self.policy.won_by_extra.fetch_add(1, Relaxed);
@@ -133,14 +129,12 @@ impl Reporter {
     /// An extra attempt starts.
     pub(super) fn extra_started(self) {
         self.policy.extra_attempts.fetch_add(1, Relaxed);
-        #[cfg(feature = "metrics")]
         self.policy.meter().started();
     }
 
     /// The deadline passed with no attempt successful: counted.
     pub(super) fn count_deadline(self) {
         self.policy.deadlines.fetch_add(1, Relaxed);
-        #[cfg(feature = "metrics")]
         self.policy.meter().failed(true);
     }
 
@@ -172,7 +166,6 @@ impl Reporter {
             return true;
         }
         policy.budget_refused.fetch_add(1, Relaxed);
-        #[cfg(feature = "metrics")]
         policy.meter().budget_refused();
         tracing::debug!(
             target: TARGET,

@@ -1,7 +1,8 @@
 //! Calls of a blocking closure through a guard: `max_in_flight` and `max_latency` as for an
 //! async call, on the caller's thread; the runtime's lag is not looked at.
 
-use super::guard::{Held, Refuse, TooBusy};
+use super::admission::Held;
+use super::guard::{Refuse, TooBusy};
 
 impl TooBusy {
     /// Runs the blocking `body` on the caller's thread unless `max_in_flight` or `max_latency`
@@ -42,7 +43,6 @@ impl TooBusy {
             Ok(held) => held,
             Err(rejected) => return R::refused(rejected),
         };
-        #[cfg(feature = "metrics")]
         self.meter().admitted(held.slot);
         let mut holding = Holding {
             guard: self,

@@ -11,7 +11,8 @@ use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use super::guard::{Held, Refuse, TooBusy};
+use super::admission::Held;
+use super::guard::{Refuse, TooBusy};
 use crate::rejected::{poll_refusal, Rejected};
 
 #[derive(Copy, Clone, Debug)]
@@ -128,7 +129,6 @@ where
             Stage::New => match this.admission.guard.admit() {
                 Ok(held) => {
                     this.admission.stage = Stage::Running(held);
-                    #[cfg(feature = "metrics")]
                     this.admission.guard.meter().admitted(held.slot);
                 }
                 Err(rejected) => {

@@ -12,10 +12,10 @@
 //! * Under overload the monitor's own timer waits in the run queue behind the work it measures,
 //!   so samples come seconds late. Guarded calls therefore also look (now and then, one clock
 //!   read) whether the timer is overdue: the overdue time first seen is one sample, as a stall is,
-//!   and every interval it stays overdue while calls keep running counts as one more sample
-//!   ([`Smoothing::overdue`]); a late sample that follows a late one, or that calls saw coming,
-//!   counts the same way ([`Smoothing::sampled`]). A lone stall still moves the lag by one capped
-//!   sample; a runtime that stays behind is seen within a few intervals.
+//!   and every interval it stays overdue while calls keep running counts as one more sample; a
+//!   late sample that follows a late one, or that calls saw coming, counts the same way. A lone
+//!   stall still moves the lag by one capped sample; a runtime that stays behind is seen within a
+//!   few intervals.
 //! * A guarded call is refused with probability [`shed_probability`]`(lag, max_lag)`: 0 at
 //!   `max_lag` (70 ms by default), 1 at twice it; or when `max_in_flight` calls are running; or
 //!   while recent calls took longer than `max_latency` on average. Refusals are immediate (no
@@ -145,6 +145,7 @@
 //!   tests).
 
 mod adaptive;
+mod admission;
 #[cfg(feature = "axum")]
 mod axum;
 mod blocking;
@@ -154,7 +155,9 @@ mod guard;
 mod in_flight;
 #[cfg(all(test, resiliency_loom))]
 mod loom;
+mod meter;
 mod monitor;
+mod record;
 mod registry;
 mod rules;
 mod settings;
@@ -168,6 +171,6 @@ pub use monitor::{
     DEFAULT_INTERVAL, DEFAULT_MAX_LAG,
 };
 pub use registry::get;
+pub(crate) use registry::set_up;
 pub use resiliency_rules::InFlight;
 pub use rules::{shed_probability, Recovery, Smoothing};
-pub(crate) use settings::set_up;

@@ -101,21 +101,7 @@ impl Smoothing {
     ///
     /// [`next`]: Smoothing::next
     /// [`overdue`]: Smoothing::overdue
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use resiliency::too_busy::Smoothing;
-    ///
-    /// let ms = Duration::from_millis;
-    /// let fast = Smoothing::default();
-    /// // A lone 300 ms stall after quiet samples: one capped sample.
-    /// assert_eq!(fast.sampled(ms(0), ms(1), ms(300), None, ms(10), ms(70)).as_micros(), 46_666);
-    /// // Calls kept running from 20 ms on while the timer waited: work queued behind it.
-    /// assert!(fast.sampled(ms(0), ms(1), ms(300), Some(ms(20)), ms(10), ms(70)) > ms(139));
-    /// // A second late sample in a row: the runtime stays behind.
-    /// assert!(fast.sampled(ms(47), ms(300), ms(300), None, ms(10), ms(70)) > ms(139));
-    /// ```
-    pub fn sampled(
+    pub(crate) fn sampled(
         &self,
         current: Duration,
         previous: Duration,
@@ -150,19 +136,7 @@ impl Smoothing {
     /// as [`next`]; the result is never below `current`, and at most 32 samples are counted.
     ///
     /// [`next`]: Smoothing::next
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use resiliency::too_busy::Smoothing;
-    ///
-    /// let ms = Duration::from_millis;
-    /// let fast = Smoothing::default();
-    /// // First seen 300 ms overdue, after a stall: one sample, capped at 140 ms.
-    /// assert_eq!(fast.overdue(ms(0), ms(300), ms(300), ms(10), ms(70)).as_micros(), 46_666);
-    /// // Overdue for 40 ms more while calls ran: four more samples.
-    /// assert_eq!(fast.overdue(ms(0), ms(300), ms(340), ms(10), ms(70)).as_millis(), 121);
-    /// ```
-    pub fn overdue(
+    pub(crate) fn overdue(
         &self,
         current: Duration,
         first_seen: Duration,
@@ -231,6 +205,29 @@ mod tests {
                 (lag.as_secs_f64() * 1e4).round() / 10.0
             })
             .collect()
+    }
+
+    #[test]
+    fn sampled_counts_a_lone_stall_once_and_a_runtime_behind_per_interval() {
+        let fast = Smoothing::default();
+        // A lone 300 ms stall after quiet samples: one capped sample.
+        let lone = fast.sampled(ms(0), ms(1), ms(300), None, ms(10), ms(70));
+        assert_eq!(lone.as_micros(), 46_666);
+        // Calls kept running from 20 ms on while the timer waited: work queued behind it.
+        assert!(fast.sampled(ms(0), ms(1), ms(300), Some(ms(20)), ms(10), ms(70)) > ms(139));
+        // A second late sample in a row: the runtime stays behind.
+        assert!(fast.sampled(ms(47), ms(300), ms(300), None, ms(10), ms(70)) > ms(139));
+    }
+
+    #[test]
+    fn overdue_counts_one_sample_then_one_per_interval() {
+        let fast = Smoothing::default();
+        // First seen 300 ms overdue, after a stall: one sample, capped at 140 ms.
+        let first = fast.overdue(ms(0), ms(300), ms(300), ms(10), ms(70));
+        assert_eq!(first.as_micros(), 46_666);
+        // Overdue for 40 ms more while calls ran: four more samples.
+        let later = fast.overdue(ms(0), ms(300), ms(340), ms(10), ms(70));
+        assert_eq!(later.as_millis(), 121);
     }
 
     #[test]

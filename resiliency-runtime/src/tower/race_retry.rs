@@ -11,7 +11,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::BoxError;
-use crate::race_retry::future::{Always, MakeAttempt, Race, Retryable};
+use crate::race_retry::future::{Always, Race};
+use crate::race_retry::{MakeAttempt, Retryable};
 use crate::race_retry::{RaceRetry, RaceRetryBuilder};
 use crate::{ConfigError, Rejected};
 
@@ -75,10 +76,13 @@ impl<P> fmt::Debug for RaceRetryLayer<P> {
 
 impl RaceRetryLayer {
     /// The policy registered under the builder's name (registered now with these options if the
-    /// name is new); options that break a rule are an error.
+    /// name is new), be it by a builder, another layer or a `#[race_retry]` fn that ran: one
+    /// policy, its settings, stats and metrics. Options that break a rule are an error, as are
+    /// options that differ from those the name was registered with (the error names the setting,
+    /// both values and where each comes from).
     pub fn new(options: RaceRetryBuilder) -> Result<Self, ConfigError> {
         Ok(RaceRetryLayer {
-            policy: options.register()?,
+            policy: options.register_as(crate::named::Origin::Layer)?,
             retry_if: Always,
         })
     }

@@ -34,10 +34,13 @@ impl fmt::Debug for TooBusyLayer {
 
 impl TooBusyLayer {
     /// The guard registered under the builder's name (registered now with these options if the
-    /// name is new); options that break a rule are an error.
+    /// name is new), be it by a builder, another layer or a `#[too_busy]` fn that ran: one guard,
+    /// its settings, state and metrics. Options that break a rule are an error, as are options
+    /// that differ from those the name was registered with (the error names the setting, both
+    /// values and where each comes from).
     pub fn new(options: TooBusyBuilder) -> Result<Self, ConfigError> {
         Ok(TooBusyLayer {
-            guard: options.register()?,
+            guard: options.register_as(crate::named::Origin::Layer)?,
         })
     }
 

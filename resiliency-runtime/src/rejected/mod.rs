@@ -1,9 +1,14 @@
-//! The one error every policy refuses a call with.
+//! The one error every policy refuses a call with: [`Rejected`], what it says ([`RejectedKind`],
+//! its accessors) and the reasons behind it. How it reads (Display) is in `display.rs`.
 
 use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+
+mod display;
+#[cfg(test)]
+mod tests;
 
 /// A call that a policy refused or abandoned.
 ///
@@ -361,179 +366,5 @@ impl Rejected {
                 None
             }
         }
-    }
-}
-
-impl fmt::Display for Rejected {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &*self.reason {
-            Reason::Open { circuit, retry_in } => {
-                write!(
-                    f,
-                    "{circuit} is open; it half-opens in {}",
-                    Rounded(*retry_in)
-                )
-            }
-            Reason::ForcedOpen { circuit } => write!(f, "{circuit} is forced open"),
-            Reason::ProbesBusy { circuit } => {
-                write!(
-                    f,
-                    "{circuit} is half-open and its probe calls are in flight"
-                )
-            }
-            Reason::Timeout { circuit, after } => {
-                write!(
-                    f,
-                    "call through {circuit} timed out after {}",
-                    Rounded(*after)
-                )
-            }
-            Reason::Deadline {
-                name,
-                total,
-                attempts,
-            } => {
-                let s = if *attempts == 1 { "" } else { "s" };
-                write!(
-                    f,
-                    "`{name}` found no answer within its deadline of {} ({attempts} attempt{s})",
-                    Rounded(*total)
-                )
-            }
-            Reason::AttemptTimeout { name, each } => write!(
-                f,
-                "the last attempt of `{name}` ran past its limit of {} per attempt",
-                Rounded(*each)
-            ),
-            Reason::TooBusy { name, signal } => {
-                write!(f, "`{name}` is too busy: ")?;
-                match signal {
-                    BusySignal::Lag { lag, max_lag } => write!(
-                        f,
-                        "the runtime lags {} (max_lag {})",
-                        Rounded(*lag),
-                        Rounded(*max_lag)
-                    ),
-                    BusySignal::InFlight { limit: 1, auto } => write!(
-                        f,
-                        "1 call is in flight (max_in_flight {})",
-                        if *auto { "auto, now 1" } else { "1" }
-                    ),
-                    BusySignal::InFlight { limit, auto: false } => {
-                        write!(f, "{limit} calls are in flight (max_in_flight {limit})")
-                    }
-                    BusySignal::InFlight { limit, auto: true } => write!(
-                        f,
-                        "{limit} calls are in flight (max_in_flight auto, now {limit})"
-                    ),
-                    BusySignal::Latency { mean, max_latency } => write!(
-                        f,
-                        "recent calls took {} on average (max_latency {})",
-                        Rounded(*mean),
-                        Rounded(*max_latency)
-                    ),
-                }
-            }
-        }
-    }
-}
-
-impl fmt::Debug for Rejected {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Rejected")
-            .field("kind", &self.kind())
-            .field("message", &format_args!("{self}"))
-            .finish()
-    }
-}
-
-impl std::error::Error for Rejected {}
-
-/// A duration rounded for messages: "799ms", "4.99s", "250us" (the exact value stays available).
-pub(crate) struct Rounded(pub(crate) Duration);
-
-impl fmt::Display for Rounded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let nanos = self.0.as_nanos();
-        if nanos >= 1_000_000_000 {
-            write!(f, "{}s", trim(format!("{:.2}", self.0.as_secs_f64())))
-        } else if nanos >= 1_000_000 {
-            write!(f, "{}ms", nanos / 1_000_000)
-        } else if nanos >= 1_000 {
-            write!(f, "{}us", nanos / 1_000)
-        } else {
-            write!(f, "{nanos}ns")
-        }
-    }
-}
-
-fn trim(mut s: String) -> String {
-    while s.contains('.') && (s.ends_with('0') || s.ends_with('.')) {
-        s.pop();
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Rounded;
-    use std::time::Duration;
-
-    #[test]
-    fn a_rejected_is_one_pointer() {
-        assert_eq!(
-            std::mem::size_of::<super::Rejected>(),
-            std::mem::size_of::<usize>()
-        );
-    }
-
-    #[test]
-    fn every_busy_signal_is_readable() {
-        use super::{BusySignal, Reason, Rejected, Signal};
-        let ms = Duration::from_millis;
-        let cases = [
-            (
-                BusySignal::Lag {
-                    lag: ms(90),
-                    max_lag: ms(70),
-                },
-                Signal::Lag,
-            ),
-            (
-                BusySignal::InFlight {
-                    limit: 4,
-                    auto: true,
-                },
-                Signal::InFlight,
-            ),
-            (
-                BusySignal::Latency {
-                    mean: ms(300),
-                    max_latency: ms(200),
-                },
-                Signal::Latency,
-            ),
-        ];
-        for (signal, public) in cases {
-            let rejected = Rejected::new(Reason::TooBusy {
-                name: "handler",
-                signal,
-            });
-            assert!(rejected.is_too_busy());
-            assert_eq!(rejected.busy_signal(), Some(public));
-        }
-    }
-
-    #[test]
-    fn rounded_durations() {
-        let r = |d| Rounded(d).to_string();
-        assert_eq!(r(Duration::from_nanos(799_873_814)), "799ms");
-        assert_eq!(r(Duration::from_secs(2)), "2s");
-        assert_eq!(r(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(r(Duration::from_nanos(4_998_203_188)), "5s");
-        assert_eq!(r(Duration::from_millis(4_991)), "4.99s");
-        assert_eq!(r(Duration::from_secs(180)), "180s");
-        assert_eq!(r(Duration::from_micros(250)), "250us");
-        assert_eq!(r(Duration::from_nanos(7)), "7ns");
     }
 }

@@ -1,0 +1,81 @@
+//! [`Meter`]: a raced function's metrics, what its call paths report to with no `cfg` of their
+//! own. With the `metrics` feature, the handles of [`crate::metrics::race_retry`] (one set per
+//! name, made at the policy's first use); without it, a zero-sized handle whose methods do
+//! nothing.
+
+use super::policy::RaceRetry;
+
+#[cfg(feature = "metrics")]
+pub(crate) use on::{Meter, MeterCell};
+
+#[cfg(not(feature = "metrics"))]
+pub(crate) use off::{Meter, MeterCell};
+
+impl RaceRetry {
+    /// This function's metrics.
+    #[inline(always)]
+    pub(crate) fn meter(&self) -> &Meter {
+        self.metrics.get(self.name())
+    }
+}
+
+#[cfg(feature = "metrics")]
+mod on {
+    use std::sync::{Arc, OnceLock};
+
+    pub(crate) use crate::metrics::race_retry::RaceMetrics as Meter;
+
+    /// A raced function's handles, made at its first use.
+    pub(crate) struct MeterCell(OnceLock<Arc<Meter>>);
+
+    impl MeterCell {
+        pub(crate) const fn new() -> Self {
+            MeterCell(OnceLock::new())
+        }
+
+        #[inline(always)]
+        pub(crate) fn get(&self, name: &str) -> &Meter {
+            self.0
+                .get_or_init(|| crate::metrics::race_retry::handles(name))
+        }
+    }
+}
+
+#[cfg(not(feature = "metrics"))]
+mod off {
+    use std::time::Duration;
+
+    /// No metrics: every method does nothing.
+    pub(crate) struct Meter;
+
+    impl Meter {
+        #[inline(always)]
+        pub(crate) fn started(&self) {}
+
+        #[inline(always)]
+        pub(crate) fn won(&self, _number: u32) {}
+
+        #[inline(always)]
+        pub(crate) fn failed(&self, _deadline: bool) {}
+
+        #[inline(always)]
+        pub(crate) fn budget_refused(&self) {}
+
+        #[inline(always)]
+        pub(crate) fn ran(&self, _elapsed: Duration) {}
+    }
+
+    /// No handles to hold.
+    pub(crate) struct MeterCell;
+
+    impl MeterCell {
+        pub(crate) const fn new() -> Self {
+            MeterCell
+        }
+
+        #[inline(always)]
+        pub(crate) fn get(&self, _name: &str) -> &Meter {
+            &Meter
+        }
+    }
+}
