@@ -2,6 +2,7 @@
 //! though it is neither cancelled nor changed (its result is returned), under either rule, from
 //! the attribute, the builder and the settings by name; in async and blocking fns; and with no
 //! tokio time driver.
+#![allow(clippy::await_holding_lock)]
 
 use std::time::Duration;
 
