@@ -92,7 +92,7 @@ macro_rules! arguments {
                         let method = syn::Ident::new(stringify!($setting), proc_macro2::Span::call_site());
                         let value = value
                             .value
-                            .tokens(|v| $crate::value::Emit::emit(v, krate));
+                            .tokens(|v| $crate::emit::Emit::emit(v, krate));
                         calls.push(quote::quote!(.#method(#value)));
                     }
                 )*

@@ -11,6 +11,7 @@ use proc_macro::TokenStream;
 
 mod breaker;
 mod driver;
+mod emit;
 mod func;
 mod race_retry;
 mod too_busy;
