@@ -161,3 +161,25 @@ impl<T> Sites<T> {
         site
     }
 }
+
+/// A site's handles of the series of its name ([`Named::handles`]), made at the site's first use:
+/// what a guard or a raced function holds while the `metrics` feature is on.
+pub(crate) struct Cell<M>(std::sync::OnceLock<Arc<M>>);
+
+/// Series handles taken by a site's name.
+pub(crate) trait Named {
+    /// The handles of the sites called `name`.
+    fn handles(name: &str) -> Arc<Self>;
+}
+
+impl<M: Named> Cell<M> {
+    pub(crate) const fn new() -> Self {
+        Cell(std::sync::OnceLock::new())
+    }
+
+    /// The handles of the site called `name`, taken at the first call.
+    #[inline(always)]
+    pub(crate) fn get(&self, name: &str) -> &M {
+        self.0.get_or_init(|| M::handles(name))
+    }
+}

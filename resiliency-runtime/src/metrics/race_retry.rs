@@ -153,3 +153,9 @@ impl RaceMetrics {
 pub(crate) fn handles(name: &str) -> Arc<RaceMetrics> {
     SITES.get(name, describe, RaceMetrics::new)
 }
+
+impl super::Named for RaceMetrics {
+    fn handles(name: &str) -> Arc<Self> {
+        handles(name)
+    }
+}

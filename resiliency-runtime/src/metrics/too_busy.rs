@@ -165,3 +165,9 @@ pub(crate) fn lag(lag: Duration) {
     });
     quietly(|| gauge.set(lag.as_secs_f64()));
 }
+
+impl super::Named for BusyMetrics {
+    fn handles(name: &str) -> Arc<Self> {
+        handles(name)
+    }
+}

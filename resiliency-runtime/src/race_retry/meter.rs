@@ -21,24 +21,10 @@ impl RaceRetry {
 
 #[cfg(feature = "metrics")]
 mod on {
-    use std::sync::{Arc, OnceLock};
-
     pub(crate) use crate::metrics::race_retry::RaceMetrics as Meter;
 
     /// A raced function's handles, made at its first use.
-    pub(crate) struct MeterCell(OnceLock<Arc<Meter>>);
-
-    impl MeterCell {
-        pub(crate) const fn new() -> Self {
-            MeterCell(OnceLock::new())
-        }
-
-        #[inline(always)]
-        pub(crate) fn get(&self, name: &str) -> &Meter {
-            self.0
-                .get_or_init(|| crate::metrics::race_retry::handles(name))
-        }
-    }
+    pub(crate) type MeterCell = crate::metrics::Cell<Meter>;
 }
 
 #[cfg(not(feature = "metrics"))]

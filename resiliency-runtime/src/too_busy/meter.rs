@@ -20,25 +20,12 @@ impl TooBusy {
 
 #[cfg(feature = "metrics")]
 mod on {
-    use std::sync::{Arc, OnceLock};
     use std::time::Duration;
 
     pub(crate) use crate::metrics::too_busy::BusyMetrics as Meter;
 
     /// A guard's handles, made at its first use.
-    pub(crate) struct MeterCell(OnceLock<Arc<Meter>>);
-
-    impl MeterCell {
-        pub(crate) const fn new() -> Self {
-            MeterCell(OnceLock::new())
-        }
-
-        #[inline(always)]
-        pub(crate) fn get(&self, name: &str) -> &Meter {
-            self.0
-                .get_or_init(|| crate::metrics::too_busy::handles(name))
-        }
-    }
+    pub(crate) type MeterCell = crate::metrics::Cell<Meter>;
 
     /// A lag monitor sampled: `lag` is the smoothed lag.
     pub(crate) fn lag(lag: Duration) {
