@@ -158,3 +158,50 @@ async fn a_const_out_of_range_is_refused_at_first_use_with_the_compile_time_mess
         assert!(errors[0].contains(site), "{case}: {}", errors[0]);
     }
 }
+
+static RACE_TOTAL_READS: AtomicU32 = AtomicU32::new(0);
+static GUARD_LIMIT_READS: AtomicU32 = AtomicU32::new(0);
+static BREAKER_THRESHOLD_READS: AtomicU32 = AtomicU32::new(0);
+
+fn counted_total() -> Duration {
+    RACE_TOTAL_READS.fetch_add(1, SeqCst);
+    Duration::from_millis(450)
+}
+
+fn counted_limit() -> u32 {
+    GUARD_LIMIT_READS.fetch_add(1, SeqCst);
+    4
+}
+
+fn counted_threshold() -> u32 {
+    BREAKER_THRESHOLD_READS.fetch_add(1, SeqCst);
+    3
+}
+
+#[race_retry(retries = 1, after = "100ms", total = counted_total())]
+async fn raced_once() -> Result<(), Rejected> {
+    Ok(())
+}
+
+#[too_busy(max_in_flight = counted_limit())]
+async fn guarded_once() -> Result<(), Rejected> {
+    Ok(())
+}
+
+#[breaker(error_threshold = counted_threshold())]
+async fn broken_once() -> Result<(), Rejected> {
+    Ok(())
+}
+
+/// An expression is evaluated once, at the site's first call, however many calls follow.
+#[tokio::test(start_paused = true)]
+async fn an_expression_is_evaluated_once() {
+    for _ in 0..3 {
+        raced_once().await.unwrap();
+        guarded_once().await.unwrap();
+        broken_once().await.unwrap();
+    }
+    assert_eq!(RACE_TOTAL_READS.load(SeqCst), 1);
+    assert_eq!(GUARD_LIMIT_READS.load(SeqCst), 1);
+    assert_eq!(BREAKER_THRESHOLD_READS.load(SeqCst), 1);
+}

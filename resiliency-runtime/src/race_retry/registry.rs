@@ -86,22 +86,15 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// The policy of a `#[race_retry]` site called `name`, whose attribute gives the options
-/// `configure` sets: the one registered under that name (a difference of options logged), or
-/// else the one the settings set up ([`set_up`](super::settings::set_up)), registered now.
+/// `configure` sets (called once, here): the one registered under that name (a difference of
+/// options logged), or else the one the settings set up ([`set_up`](super::settings::set_up)),
+/// registered now.
 pub(crate) fn set_up(
     name: &'static str,
     configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
 ) -> &'static RaceRetry {
-    REGISTRY.set_up(name, configure(RaceRetry::builder(name)), || {
-        super::settings::set_up(name, configure)
+    let attribute = configure(RaceRetry::builder(name));
+    REGISTRY.set_up(name, attribute.clone(), || {
+        super::settings::set_up(name, attribute)
     })
-}
-
-/// What [`super::settings::set_up`] registers its policy with: called by [`set_up`] only, under
-/// the registry's lock, for a name not registered, so the policy `make` makes.
-pub(crate) fn get_or_set_up(
-    _name: &'static str,
-    make: impl FnOnce() -> &'static RaceRetry,
-) -> &'static RaceRetry {
-    make()
 }

@@ -31,33 +31,27 @@ impl Target<RaceRetryBuilder> for &'static RaceRetry {
 /// The deadline of a site whose own options cannot be used: far enough never to matter.
 const ONCE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
-/// The policy of a `#[race_retry]` site called `name`: the one registered under that name, or
-/// else one set up now with the attribute's options (`configure`), each setting that breaks a
-/// rule left at its default (and logged), with the run-time overrides on top, and registered;
-/// from then on, changes to the settings reach it. Should the options stay unusable (the required
-/// `total` at fault), each call runs once, with no deadline, rather than panic in a request path.
-pub(crate) fn set_up(
-    name: &'static str,
-    configure: fn(RaceRetryBuilder) -> RaceRetryBuilder,
-) -> &'static RaceRetry {
-    super::registry::get_or_set_up(name, || {
-        let attribute =
-            settings::usable(configure(RaceRetry::builder(name))).unwrap_or_else(|| {
-                RaceRetry::builder(name)
-                    .retries(1)
-                    .total(ONCE)
-                    .after(After::Fixed(ONCE))
-                    .no_budget()
-                    .no_backoff()
-            });
-        // Placeholders: `attach` puts the options in force before any call.
-        let race: &'static RaceRetry = Box::leak(Box::new(RaceRetry::new(
-            name,
-            0,
-            After::Fixed(Duration::ZERO),
-            Duration::ZERO,
-        )));
-        settings::attach(attribute, race);
-        race
-    })
+/// A new policy for the `#[race_retry]` site called `name`, from its attribute's options
+/// (`attribute`), each setting that breaks a rule left at its default (and logged), with the
+/// run-time overrides on top; from then on, changes to the settings reach it. For the registry to
+/// register ([`super::registry::set_up`]). Should the options stay unusable (the required `total`
+/// at fault), each call runs once, with no deadline, rather than panic in a request path.
+pub(crate) fn set_up(name: &'static str, attribute: RaceRetryBuilder) -> &'static RaceRetry {
+    let attribute = settings::usable(attribute).unwrap_or_else(|| {
+        RaceRetry::builder(name)
+            .retries(1)
+            .total(ONCE)
+            .after(After::Fixed(ONCE))
+            .no_budget()
+            .no_backoff()
+    });
+    // Placeholders: `attach` puts the options in force before any call.
+    let race: &'static RaceRetry = Box::leak(Box::new(RaceRetry::new(
+        name,
+        0,
+        After::Fixed(Duration::ZERO),
+        Duration::ZERO,
+    )));
+    settings::attach(attribute, race);
+    race
 }

@@ -26,19 +26,13 @@ impl Target<TooBusyBuilder> for &'static TooBusy {
     }
 }
 
-/// The guard of a `#[too_busy]` site called `name`: the one registered under that name, or else
-/// one set up now with the attribute's options (`configure`), each setting that breaks a rule
-/// left at its default (and logged), with the run-time overrides on top, and registered; from
-/// then on, changes to the settings reach it.
-pub(crate) fn set_up(
-    name: &'static str,
-    configure: fn(TooBusyBuilder) -> TooBusyBuilder,
-) -> &'static TooBusy {
-    super::registry::get_or_set_up(name, || {
-        let attribute = settings::usable(configure(TooBusy::builder(name)))
-            .unwrap_or_else(|| TooBusy::builder(name));
-        let guard: &'static TooBusy = Box::leak(Box::new(TooBusy::new(name)));
-        settings::attach(attribute, guard);
-        guard
-    })
+/// A new guard for the `#[too_busy]` site called `name`, from its attribute's options
+/// (`attribute`), each setting that breaks a rule left at its default (and logged), with the
+/// run-time overrides on top; from then on, changes to the settings reach it. For the registry
+/// to register ([`super::registry::set_up`]).
+pub(crate) fn set_up(name: &'static str, attribute: TooBusyBuilder) -> &'static TooBusy {
+    let attribute = settings::usable(attribute).unwrap_or_else(|| TooBusy::builder(name));
+    let guard: &'static TooBusy = Box::leak(Box::new(TooBusy::new(name)));
+    settings::attach(attribute, guard);
+    guard
 }
