@@ -57,7 +57,7 @@ resiliency_runtime::__private::breaker_settings!(crate::attributes::documented! 
         ///
         /// | argument | meaning | default |
         /// |---|---|---|
-        /// | `name = "payments"` | calls with one name share one breaker | the fn's path, e.g. `my_app::Client::get` |
+        /// | `name = "payments"` | calls with one name share one breaker (with a breaker registered from code or by a `BreakerLayer` by that name; a difference of options is logged) | the fn's path, e.g. `my_app::Client::get` |
         /// | `key = host` | an expression over the arguments (a string, number, address or `format_args!(..)`: see `BreakerKey`): one breaker per value | none |
     }
     after {

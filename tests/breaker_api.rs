@@ -227,15 +227,20 @@ fn register_twice_with_the_same_name_returns_the_same_breaker() {
         .register()
         .unwrap();
     let second = Breaker::builder("api.register_twice")
-        .error_timeout(secs(99))
+        .error_timeout(secs(5))
         .register()
         .unwrap();
     assert!(Arc::ptr_eq(&first, &second));
+    let other = Breaker::builder("api.register_twice")
+        .error_timeout(secs(99))
+        .register();
     assert_eq!(
-        second.error_timeout(),
-        secs(5),
-        "the first registration's options win"
+        other.unwrap_err().to_string(),
+        "breaker `api.register_twice`: `error_timeout` = 99s from `register` differs from 5s \
+         from `register`",
+        "other options are refused, not silently dropped"
     );
+    assert_eq!(second.error_timeout(), secs(5));
     assert!(Arc::ptr_eq(
         &first,
         &breaker::get("api.register_twice").unwrap()

@@ -1,4 +1,4 @@
-//! One registry for `#[race_retry]` and `#[too_busy]`: a name finds the policy whether an
+//! One registry for every policy (`#[breaker]`, `#[race_retry]`, `#[too_busy]`): a name finds the policy whether an
 //! attribute, a builder or a `tower` layer made it, a layer and an attribute of one name drive
 //! one policy (its settings, state, stats and metrics) whichever came first, and options that
 //! differ are an error for a layer and a logged settings error for an attribute, never silent.
@@ -237,4 +237,94 @@ async fn too_busy_a_layer_then_an_attribute_share_one_guard() {
                    `one.busy.layer_first` differs from 1 from the layer";
     assert_eq!(log.matches(message).count(), 1, "logged once: {log}");
     assert!(log.contains("resiliency::settings"), "{log}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// breaker
+
+#[resiliency::breaker(name = "one.breaker.attribute_first", error_threshold = 2)]
+async fn breaker_attribute_first(ok: bool) -> Result<(), BoxError> {
+    if ok {
+        Ok(())
+    } else {
+        Err("down".into())
+    }
+}
+
+/// The attribute first: a builder of other options is an error naming the setting, both values
+/// and their origins; one of the same options gets the attribute's breaker; a layer of other
+/// options logs the difference and drives the attribute's breaker.
+#[tokio::test(start_paused = true)]
+async fn breaker_an_attribute_then_a_builder_and_a_layer_share_one_breaker() {
+    use resiliency::tower::BreakerLayer;
+    use resiliency::Breaker;
+
+    let name = "one.breaker.attribute_first";
+    breaker_attribute_first(true).await.unwrap();
+    let breaker = resiliency::breaker::get(name).expect("found after its first call");
+    let refused = Breaker::builder(name).error_threshold(5).register();
+    assert_eq!(
+        refused.unwrap_err().to_string(),
+        "breaker `one.breaker.attribute_first`: `error_threshold` = 5 from `register` differs \
+         from 2 in the attribute of `one.breaker.attribute_first`"
+    );
+    let same = Breaker::builder(name)
+        .error_threshold(2)
+        .register()
+        .unwrap();
+    assert!(std::sync::Arc::ptr_eq(&same, &breaker));
+
+    let captured = Captured::default();
+    let _log = tracing::subscriber::set_default(captured.subscriber());
+    let layer = BreakerLayer::new(Breaker::builder(name).error_threshold(7)).unwrap();
+    let mut service = layer.layer(service_fn(|()| async {
+        Err::<(), BoxError>("down".into())
+    }));
+    let text = captured.text();
+    assert!(
+        text.contains("`error_threshold` = 7 from the layer differs from 2 in the attribute"),
+        "{text}"
+    );
+    // The attribute's threshold: two errors through the layer open the attribute's breaker.
+    for _ in 0..2 {
+        let _ = service.ready().await.unwrap().call(()).await;
+    }
+    assert!(breaker_attribute_first(true).await.is_err(), "one breaker");
+}
+
+#[resiliency::breaker(name = "one.breaker.builder_first", error_threshold = 2)]
+async fn breaker_builder_first(ok: bool) -> Result<(), BoxError> {
+    if ok {
+        Ok(())
+    } else {
+        Err("down".into())
+    }
+}
+
+/// A builder first: the attribute's site uses the registered breaker (its options), and logs
+/// the difference as a settings error.
+#[tokio::test(start_paused = true)]
+async fn breaker_a_builder_then_an_attribute_share_one_breaker() {
+    let name = "one.breaker.builder_first";
+    let registered = resiliency::Breaker::builder(name)
+        .error_threshold(3)
+        .register()
+        .unwrap();
+    let captured = Captured::default();
+    let _log = tracing::subscriber::set_default(captured.subscriber());
+    for _ in 0..2 {
+        assert!(breaker_builder_first(false).await.is_err());
+    }
+    let text = captured.text();
+    assert!(
+        text.contains("`error_threshold` = 2 in the attribute of `one.breaker.builder_first` differs from 3 from `register`"),
+        "{text}"
+    );
+    assert_eq!(
+        registered.state(),
+        resiliency::breaker::State::Closed,
+        "the registered threshold, 3"
+    );
+    assert!(breaker_builder_first(false).await.is_err());
+    assert_eq!(registered.state(), resiliency::breaker::State::Open);
 }

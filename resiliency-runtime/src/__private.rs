@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::breaker::future::BreakerCall;
 use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
+use crate::named::Origin;
 use crate::too_busy::future::TooBusyCall;
 use crate::too_busy::Refuse;
 
@@ -125,11 +126,14 @@ impl BreakerSite {
             let name = (self.name)();
             let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
                 .unwrap_or_else(|| Breaker::builder(name));
-            let breaker = config.clone().register().unwrap_or_else(|error| {
-                tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered breaker");
-                Arc::new(or_defaults(config.build(), || Breaker::builder(name).build()))
-            });
-            &**Box::leak(Box::new(breaker))
+            match config.clone().register_static(Origin::Attribute) {
+                Ok(registered) => &**registered,
+                Err(error) => {
+                    tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered breaker");
+                    let own = Arc::new(or_defaults(config.build(), || Breaker::builder(name).build()));
+                    &**Box::leak(Box::new(own))
+                }
+            }
         }))
     }
 }
@@ -161,7 +165,7 @@ impl KeyedSite {
                 let name = (self.name)();
                 let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
                     .unwrap_or_else(|| Breaker::builder(name));
-                config.clone().register_keyed().unwrap_or_else(|error| {
+                config.clone().register_keyed_as(Origin::Attribute).unwrap_or_else(|error| {
                     tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered keyed breaker");
                     Arc::new(or_defaults(config.build_keyed(), || {
                         Breaker::builder(name).build_keyed()

@@ -1,6 +1,7 @@
 //! Policies registered by name for the life of the process, leaked once per name: the one
 //! registry of `#[too_busy]` and `#[race_retry]`, whether an attribute's site (at its first
-//! call), a builder's `register` or a `tower` layer made the policy. Each name keeps the options
+//! call), a builder's `register` or a `tower` layer made the policy (breakers, which may be keyed,
+//! keep their own map and the same rule, worded by [`conflict`]). Each name keeps the options
 //! it was registered with and where they come from, so that a later registration with other
 //! options is refused (a builder, a layer) or logged (an attribute's site), never silent.
 
@@ -147,19 +148,30 @@ impl<T: Sync, O: Options> Named<T, O> {
         origin: Origin,
         entry: &Entry<T, O>,
     ) -> Option<String> {
-        let (setting, new, old) = (self.differ)(options, &entry.options)?;
-        let value = |value: Option<Value>| match value {
-            Some(value) => value.to_string(),
-            None => "the default".to_owned(),
-        };
-        Some(format!(
-            "`{setting}` = {} {} differs from {} {}",
-            value(new),
-            Where(origin, name),
-            value(old),
-            Where(entry.origin, name),
-        ))
+        let difference = (self.differ)(options, &entry.options)?;
+        Some(conflict(name, difference, origin, entry.origin))
     }
+}
+
+/// A difference between two registrations of `name`, in words: "`total` = 300ms from the layer
+/// differs from 1s in the attribute of `fetch`".
+pub(crate) fn conflict(
+    name: &str,
+    (setting, new, old): Difference,
+    origin: Origin,
+    registered: Origin,
+) -> String {
+    let value = |value: Option<Value>| match value {
+        Some(value) => value.to_string(),
+        None => "the default".to_owned(),
+    };
+    format!(
+        "`{setting}` = {} {} differs from {} {}",
+        value(new),
+        Where(origin, name),
+        value(old),
+        Where(registered, name),
+    )
 }
 
 /// Where options come from, in words.

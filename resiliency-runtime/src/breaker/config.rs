@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::keyed::KeyedBreaker;
 use super::registry;
 use super::Breaker;
+use crate::named::Origin;
 use crate::ConfigError;
 use resiliency_rules::BreakerOptions;
 
@@ -102,45 +103,75 @@ impl BreakerBuilder {
         Ok(KeyedBreaker::new(Arc::new(self.validate()?)))
     }
 
-    /// Builds the breaker and registers it under its name, so that [`get`](super::get) and every
-    /// `#[breaker(name = ...)]` with this name use it. If the name is taken, returns the registered
-    /// breaker (the first registration's options win).
+    /// Builds the breaker and registers it under its name, so that [`get`](super::get), every
+    /// `#[breaker(name = ...)]` and every [`BreakerLayer`](crate::tower::BreakerLayer) with this
+    /// name use it. If the name is taken, returns the registered breaker when its options are the
+    /// same, and else an error naming the setting that differs.
     ///
     /// The run-time settings by name ([`settings`](crate::settings)) apply to a registered
     /// breaker, these options being its defaults.
+    ///
+    /// ```
+    /// use resiliency::Breaker;
+    ///
+    /// let breaker = Breaker::builder("ledger").error_threshold(5).register().unwrap();
+    /// let again = Breaker::builder("ledger").error_threshold(5).register().unwrap();
+    /// assert!(std::sync::Arc::ptr_eq(&breaker, &again));
+    /// assert_eq!(
+    ///     Breaker::builder("ledger").error_threshold(2).register().unwrap_err().to_string(),
+    ///     "breaker `ledger`: `error_threshold` = 2 from `register` differs from 5 from `register`"
+    /// );
+    /// ```
     pub fn register(self) -> Result<Arc<Breaker>, ConfigError> {
-        self.register_static().map(Arc::clone)
+        self.register_static(Origin::Builder).map(Arc::clone)
     }
 
-    /// [`register`](Self::register), the breaker as the registry holds it for good.
-    pub(crate) fn register_static(self) -> Result<&'static Arc<Breaker>, ConfigError> {
+    /// [`register`](Self::register), the breaker as the registry holds it for good, the options
+    /// coming from `origin`: a difference from a registration of the name is an error for a
+    /// builder, and logged for an attribute's site or a layer (which then use the registered
+    /// breaker).
+    pub(crate) fn register_static(
+        self,
+        origin: Origin,
+    ) -> Result<&'static Arc<Breaker>, ConfigError> {
         let config = Arc::new(self.validate()?);
         let name = config.name.clone();
         let mut created = false;
-        let breaker = registry::single(name.clone(), || {
+        let (breaker, conflict) = registry::single(name.clone(), &self, origin, || {
             created = true;
             Arc::new(Breaker::new(config, None))
         })
-        .ok_or_else(|| self_conflict(&name, "keyed"))?;
+        .map_err(|()| self_conflict(&name, "keyed"))?;
         if created {
             crate::settings::attach(self, breaker.clone());
         }
+        differing(&name, origin, conflict)?;
         Ok(breaker)
     }
 
     /// Builds a keyed family and registers it under its name (see [`register`](Self::register)).
     pub fn register_keyed(self) -> Result<Arc<KeyedBreaker>, ConfigError> {
+        self.register_keyed_as(Origin::Builder)
+    }
+
+    /// [`register_keyed`](Self::register_keyed), the options coming from `origin` (see
+    /// [`register_static`](Self::register_static)).
+    pub(crate) fn register_keyed_as(
+        self,
+        origin: Origin,
+    ) -> Result<Arc<KeyedBreaker>, ConfigError> {
         let config = Arc::new(self.validate()?);
         let name = config.name.clone();
         let mut created = false;
-        let family = registry::keyed(name.clone(), || {
+        let (family, conflict) = registry::keyed(name.clone(), &self, origin, || {
             created = true;
             Arc::new(KeyedBreaker::new(config))
         })
-        .ok_or_else(|| self_conflict(&name, "single"))?;
+        .map_err(|()| self_conflict(&name, "single"))?;
         if created {
             crate::settings::attach(self, family.clone());
         }
+        differing(&name, origin, conflict)?;
         Ok(family)
     }
 
@@ -207,6 +238,24 @@ impl BreakerBuilder {
             max_keys: o.max_keys.unwrap_or(DEFAULT_MAX_KEYS),
         })
     }
+}
+
+/// A registration whose options differ from the name's (`conflict`, in words): an error for a
+/// builder; logged for an attribute's site or a layer, which use the registered breaker.
+fn differing(name: &str, origin: Origin, conflict: Option<String>) -> Result<(), ConfigError> {
+    let Some(message) = conflict else {
+        return Ok(());
+    };
+    let error = ConfigError::new("breaker", name, message);
+    if origin == Origin::Builder {
+        return Err(error);
+    }
+    tracing::error!(
+        target: "resiliency::settings",
+        %error,
+        "options differ from those the name was registered with; the registered breaker is used"
+    );
+    Ok(())
 }
 
 fn self_conflict(name: &str, other: &str) -> ConfigError {

@@ -14,6 +14,7 @@ use super::classify::{AnyError, Classify, FailureIf, ServerErrors};
 use super::BoxError;
 use crate::breaker::future::BreakerCall;
 use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
+use crate::named::Origin;
 use crate::{ConfigError, Rejected};
 
 /// The layer's breaker is one for every request (the default).
@@ -172,7 +173,7 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C, Unkeyed> {
         // counter every thread would write).
         let breaker = *self.resolved.single.get_or_init(|| {
             let options = self.options.clone();
-            options.clone().register_static().map_or_else(
+            options.clone().register_static(Origin::Layer).map_or_else(
                 |error| {
                     tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered breaker");
                     let own = Arc::new(options.build().expect("the options were checked"));
@@ -196,7 +197,7 @@ impl<S, C: Clone, F: Clone> Layer<S> for BreakerLayer<C, KeyBy<F>> {
     fn layer(&self, inner: S) -> Self::Service {
         let family = self.resolved.family.get_or_init(|| {
             let options = self.options.clone();
-            options.clone().register_keyed().unwrap_or_else(|error| {
+            options.clone().register_keyed_as(Origin::Layer).unwrap_or_else(|error| {
                 tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered keyed breaker");
                 Arc::new(options.build_keyed().expect("the options were checked"))
             })

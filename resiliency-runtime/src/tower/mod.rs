@@ -4,7 +4,10 @@
 //! Each layer drives the policy registered under its name, the one the attribute of that name,
 //! [`breaker::get`](crate::breaker::get), [`too_busy::get`](crate::too_busy::get) and
 //! [`race_retry::get`](crate::race_retry::get) return: the run-time [`settings`](crate::settings) by name
-//! and the `metrics` series by name apply to it with no code of yours.
+//! and the `metrics` series by name apply to it with no code of yours. The first to register a
+//! name (a layer, an attribute's first call, a builder's `register`) gives its options; a layer
+//! whose own options differ uses the registered policy all the same, and logs the difference as
+//! a settings error (target `resiliency::settings`) naming the setting and both values.
 //!
 //! # A circuit breaker
 //!
