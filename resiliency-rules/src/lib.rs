@@ -1,6 +1,11 @@
-//! The configuration rules of the `resiliency` policies, each written once: the attributes check
-//! them at compile time (pointing at the token to change) and the builders at run time (a
-//! `ConfigError`).
+//! The settings and configuration rules of the `resiliency` policies, each written once: the
+//! attributes check the rules at compile time (pointing at the token to change) and the builders
+//! at run time (a `ConfigError`).
+//!
+//! Each policy's settings are declared in one table (`breaker_settings!`, `race_retry_settings!`,
+//! `too_busy_settings!`, hidden: see the `table` module's source), which every crate of the
+//! workspace reads: the options structs below, the attributes' arguments, the builders' methods,
+//! the settings by name and the docs' tables all come from it.
 //!
 //! For each policy, a plain struct holds the options as given ([`BreakerOptions`],
 //! [`RaceRetryOptions`], [`TooBusyOptions`]) and a function returns every [`Violation`] of its
