@@ -487,7 +487,24 @@ fn verdict(ok: bool) -> &'static str {
     }
 }
 
+/// The copy above gives the figures the runtime's own rule is pinned to (the unit tests of
+/// `resiliency-runtime/src/too_busy/rules.rs`): a copy that drifted would stop the run here
+/// rather than measure a rule the runtime does not have.
+fn check_the_copy() {
+    let ms = Duration::from_millis;
+    let fast = Smoothing::default();
+    let lone = sampled(fast, ms(0), ms(1), ms(300), None, ms(10), ms(70));
+    assert_eq!(lone.as_micros(), 46_666, "a lone stall");
+    assert!(sampled(fast, ms(0), ms(1), ms(300), Some(ms(20)), ms(10), ms(70)) > ms(139));
+    assert!(sampled(fast, ms(47), ms(300), ms(300), None, ms(10), ms(70)) > ms(139));
+    let first = overdue(fast, ms(0), ms(300), ms(300), ms(10), ms(70));
+    assert_eq!(first.as_micros(), 46_666, "first seen overdue");
+    let later = overdue(fast, ms(0), ms(300), ms(340), ms(10), ms(70));
+    assert_eq!(later.as_millis(), 121, "overdue 40 ms more");
+}
+
 fn main() {
+    check_the_copy();
     let a = one_stall();
     let b = bursts("(b) 150 ms stall every ~2 s", 150 * MS);
     let b2 = bursts("(b') 300 ms stall every ~2 s", 300 * MS);
