@@ -61,9 +61,9 @@ pub use resiliency_runtime::metrics;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use resiliency_runtime::tower;
-pub use resiliency_runtime::{breaker, race_retry, settings, too_busy};
+pub use resiliency_runtime::{breaker, race_retry, retry_hint, settings, too_busy};
 pub use resiliency_runtime::{
-    Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind,
+    Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind, RetryHint,
 };
 
 #[doc(hidden)]

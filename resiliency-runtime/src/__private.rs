@@ -13,6 +13,7 @@ use crate::too_busy::future::TooBusyCall;
 use crate::too_busy::Refuse;
 
 pub use crate::rejected::FromRejected;
+pub use crate::retry_hint::{HintOf, NoHint, ReadsHint};
 pub use resiliency_rules::{breaker_settings, race_retry_settings, too_busy_settings};
 
 /// The type an attribute's `async move` body must produce: generated code names it in a `return`

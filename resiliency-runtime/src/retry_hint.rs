@@ -1,0 +1,129 @@
+//! What an upstream asked for: how long to wait before calling it again (`Retry-After`).
+//!
+//! An error or a response that knows how long its upstream asked callers to wait implements
+//! [`RetryHint`]. The policies read it where they can: a raced call's next attempt waits at least
+//! that long (never past its `total`), and a breaker that opens on such errors stays open at least
+//! that long. `#[race_retry]` and `#[breaker]` read the hint of any error type that implements
+//! the trait, with no argument to write; code that calls the engines directly passes the hint
+//! with the methods that say so.
+//!
+//! ```
+//! use std::time::Duration;
+//! use resiliency::RetryHint;
+//!
+//! /// An upstream's error, with the wait its `Retry-After` header asked for.
+//! #[derive(Debug)]
+//! enum ApiError {
+//!     Throttled { retry_after: Duration },
+//!     Down,
+//! }
+//!
+//! impl RetryHint for ApiError {
+//!     fn retry_after(&self) -> Option<Duration> {
+//!         match self {
+//!             ApiError::Throttled { retry_after } => Some(*retry_after),
+//!             ApiError::Down => None,
+//!         }
+//!     }
+//! }
+//!
+//! let throttled = ApiError::Throttled { retry_after: Duration::from_secs(2) };
+//! assert_eq!(throttled.retry_after(), Some(Duration::from_secs(2)));
+//! assert_eq!(ApiError::Down.retry_after(), None);
+//! ```
+
+use std::time::Duration;
+
+use crate::Rejected;
+
+/// How long the upstream asked callers to wait before the next call, when it said.
+pub trait RetryHint {
+    /// The wait asked for, if any.
+    fn retry_after(&self) -> Option<Duration>;
+}
+
+/// A refusal's hint: for an open breaker, the time until it half-opens
+/// ([`Rejected::retry_after`]).
+impl RetryHint for Rejected {
+    fn retry_after(&self) -> Option<Duration> {
+        Rejected::retry_after(self)
+    }
+}
+
+impl<T: RetryHint + ?Sized> RetryHint for &T {
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+impl<T: RetryHint + ?Sized> RetryHint for Box<T> {
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+impl<T: RetryHint + ?Sized> RetryHint for std::sync::Arc<T> {
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+/// The generated code's reader of an error's hint: [`RetryHint::retry_after`] for a type that
+/// implements it, `None` for any other, chosen where the type is known (the user's fn), so that
+/// no bound is asked of error types. `(&HintOf(&error)).hint()`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct HintOf<'a, E: ?Sized>(pub &'a E);
+
+/// The hint of a type that implements [`RetryHint`].
+#[doc(hidden)]
+pub trait ReadsHint {
+    fn hint(&self) -> Option<Duration>;
+}
+
+impl<E: RetryHint + ?Sized> ReadsHint for HintOf<'_, E> {
+    #[inline(always)]
+    fn hint(&self) -> Option<Duration> {
+        self.0.retry_after()
+    }
+}
+
+/// No hint for a type that does not implement [`RetryHint`].
+#[doc(hidden)]
+pub trait NoHint {
+    #[inline(always)]
+    fn hint(&self) -> Option<Duration> {
+        None
+    }
+}
+
+impl<E: ?Sized> NoHint for &HintOf<'_, E> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Throttled;
+
+    impl RetryHint for Throttled {
+        fn retry_after(&self) -> Option<Duration> {
+            Some(Duration::from_secs(3))
+        }
+    }
+
+    #[derive(Debug)]
+    struct Plain;
+
+    #[test]
+    fn the_probe_reads_a_hint_where_there_is_one() {
+        #[allow(unused_imports)]
+        use super::{NoHint as _, ReadsHint as _};
+        assert_eq!((&HintOf(&Throttled)).hint(), Some(Duration::from_secs(3)));
+        assert_eq!((&HintOf(&Plain)).hint(), None);
+        assert_eq!(
+            (&HintOf(&Box::new(Throttled))).hint(),
+            Some(Duration::from_secs(3))
+        );
+    }
+}
