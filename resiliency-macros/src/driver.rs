@@ -207,6 +207,24 @@ pub(crate) trait Attribute: Arguments {
 
     /// The expansion of a fn whose arguments and shape passed every check (`expand.rs`).
     fn expand(&self, checked: Self::Checked, func: ItemFn) -> TokenStream;
+
+    /// `fallback = path` and `fallback_on = "..."`, as given.
+    fn fallback_args(
+        &self,
+    ) -> (
+        Option<&Spanned<syn::ExprPath>>,
+        Option<&Spanned<crate::fallback::On>>,
+    );
+
+    /// The fallback, when `fallback` is given.
+    fn fallback(&self) -> Option<crate::fallback::Fallback<'_>> {
+        let (path, on) = self.fallback_args();
+        Some(crate::fallback::Fallback {
+            path: &path?.value,
+            on: on.map(|on| on.value).unwrap_or_default(),
+            policy: Self::NAME,
+        })
+    }
 }
 
 /// Parses, validates and expands `#[A(args)] item`.
@@ -215,9 +233,14 @@ pub(crate) fn run<A: Attribute>(args: TokenStream, item: TokenStream) -> TokenSt
     let mut errors = Errors::default();
     let (attr, given) = parse_args::<A>(args.clone(), A::NAME, &mut errors);
     attr.validate(&given, &mut errors);
-    let func = func::parse(item.clone(), A::NAME, A::RETURNS, &mut errors);
-    if let Some(func) = &func {
+    let mut func = func::parse(item.clone(), A::NAME, A::RETURNS, &mut errors);
+    if let Some(func) = &mut func {
         func::check_settings(&attr.at_first_use(), func, &mut errors);
+        let (fallback, on) = attr.fallback_args();
+        crate::fallback::check(fallback, on, &given, func, A::NAME, &mut errors);
+        if fallback.is_some() {
+            crate::fallback::name_arguments(func);
+        }
     }
     let checked = func
         .as_ref()

@@ -322,7 +322,7 @@ pub(crate) fn check_settings(
 }
 
 /// The names the fn's arguments bind.
-fn argument_names(func: &ItemFn) -> Vec<String> {
+pub(crate) fn argument_names(func: &ItemFn) -> Vec<String> {
     fn each(pat: &syn::Pat, out: &mut Vec<String>) {
         match pat {
             syn::Pat::Ident(ident) => {

@@ -12,6 +12,7 @@ use proc_macro::TokenStream;
 mod breaker;
 mod driver;
 mod emit;
+mod fallback;
 mod func;
 mod race_retry;
 mod too_busy;

@@ -12,6 +12,12 @@ use crate::named::Origin;
 use crate::too_busy::future::TooBusyCall;
 use crate::too_busy::Refuse;
 
+pub use crate::fallback::{
+    blocking_output, counts_for, counts_for_blocking, fallback_arg, on_error, on_error_fn, output,
+    refusal_attempts, refusals, refusals_blocking, retry_if_for, BlockingOutput, Cause, Failure,
+    FallbackArg, FallbackOutput, FallbackSite, Later, Now, RefusalAttempts, Refusals,
+};
+pub use crate::race_retry::numbered;
 pub use crate::rejected::FromRejected;
 pub use crate::retry_hint::{HintOf, NoHint, ReadsHint};
 pub use resiliency_rules::{breaker_settings, race_retry_settings, too_busy_settings};

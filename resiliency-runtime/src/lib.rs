@@ -25,6 +25,7 @@
 
 pub mod breaker;
 mod config_error;
+mod fallback;
 #[cfg(feature = "axum")]
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub mod http;

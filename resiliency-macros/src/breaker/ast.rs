@@ -11,6 +11,8 @@ resiliency_rules::breaker_settings!(crate::driver::arguments! {
         name: LitStr = Str("payments"),
         key: Expr = Expression("host"),
         count_if: Expr = Expression("is_transient"),
+        fallback: syn::ExprPath = crate::fallback::FallbackPath,
+        fallback_on: crate::fallback::On = crate::fallback::FallbackOn,
     }
     options resiliency_rules::BreakerOptions;
 });

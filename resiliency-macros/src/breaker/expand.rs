@@ -85,56 +85,119 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     // The `call` token carries the return type's span, so that a return type the breaker cannot
     // refuse through is reported there.
     let ret_span = func::error_type_span(&func);
-    if func::is_blocking(&func) {
+    let fallback = crate::driver::Attribute::fallback(attr);
+    let refusals = fallback.as_ref().is_some_and(|f| f.refusals_only());
+    let count_if = attr.count_if.as_ref().map(|counts| &counts.value);
+    let call = if func::is_blocking(&func) {
         // A blocking fn: its body in a closure, called at once through the breaker.
         let body = func::blocking_body(&func);
-        let call = match attr.count_if.as_ref().map(|counts| &counts.value) {
+        let call = match count_if {
+            None if refusals => quote_spanned!(ret_span=> call_blocking(
+                #krate::__private::refusals_blocking(#body)
+            )),
             None => quote_spanned!(ret_span=> call_blocking(#body)),
+            Some(counts) if refusals => {
+                // The predicate is typed by the body first, then judges the body's own errors.
+                let (body_ident, counts_ident) = hygienic();
+                let call = quote_spanned!(ret_span=> call_blocking_if(
+                    #krate::__private::refusals_blocking(#body_ident),
+                    #krate::__private::on_error(#counts_ident),
+                ));
+                quote! {
+                    {
+                        let #body_ident = #body;
+                        let #counts_ident = #krate::__private::counts_for_blocking(&#body_ident, #counts);
+                        { #site }.#call
+                    }
+                }
+            }
             Some(counts) => quote_spanned!(ret_span=> call_blocking_if(#body, #counts)),
         };
-        return quote! {
-            #(#attrs)*
-            #vis #sig {
-                #(#inner)*
-                { #site }.#call
-            }
-        };
-    }
-    let body = func::async_body(&func, &krate);
-    let count_if = attr.count_if.as_ref().map(|counts| &counts.value);
-    let call = match count_if {
-        None => quote_spanned!(ret_span=> call(#body)),
-        Some(counts) => {
-            // Pin the body's output to the return type first, so that a predicate of the wrong
-            // type is reported on the predicate rather than on the return type.
-            let body = match func::return_type(&func) {
-                Some(ret) if !func::mentions_impl(quote::ToTokens::to_token_stream(ret)) => {
-                    quote!(#krate::__private::returns::<#ret, _>(#body))
-                }
-                _ => body,
-            };
-            quote_spanned!(ret_span=> call_if(#body, #counts))
+        match count_if {
+            Some(_) if refusals => call,
+            _ => quote!({ #site }.#call),
         }
+    } else {
+        async_call(&func, &site, count_if, refusals, ret_span, &krate)
     };
-    // The call's `Future` impl repeats the bounds of `call` and `call_if` (`E: FromRejected`, the
-    // predicate taking `&E`); should one not hold, the error is reported once if `.await` is
-    // spanned where rustc reports the call's bound: at the return type, or, for a predicate that
-    // is not a closure, at the predicate (a path's last segment).
-    let wait = match count_if {
-        Some(Expr::Closure(_)) => quote_spanned!(ret_span=> .await),
-        Some(counts) => {
-            let (_, last) = first_last(counts);
-            quote_spanned!(last=> .await)
+    let body = match &fallback {
+        Some(fallback) => {
+            crate::fallback::finish(fallback, &func, call, attr.name.as_ref(), &krate)
         }
-        None => quote_spanned!(ret_span=> .await),
+        None => call,
     };
     quote! {
         #(#attrs)*
         #vis #sig {
             #(#inner)*
-            { #site }.#call #wait
+            #body
         }
     }
+}
+
+/// The names a fallback's call binds the body and the predicate to.
+fn hygienic() -> (syn::Ident, syn::Ident) {
+    (
+        syn::Ident::new("body", Span::mixed_site()),
+        syn::Ident::new("counts", Span::mixed_site()),
+    )
+}
+
+/// The call of an `async fn`'s body through the site's breaker, awaited.
+fn async_call(
+    func: &ItemFn,
+    site: &TokenStream,
+    count_if: Option<&Expr>,
+    refusals: bool,
+    ret_span: Span,
+    krate: &TokenStream,
+) -> TokenStream {
+    let body = func::async_body(func, krate);
+    // The call's `Future` impl repeats the bounds of `call` and `call_if` (`E: FromRejected`, the
+    // predicate taking `&E`); should one not hold, the error is reported once if `.await` is
+    // spanned where rustc reports the call's bound: at the return type, or, for a predicate that
+    // is not a closure, at the predicate (a path's last segment).
+    let wait = match count_if {
+        Some(Expr::Closure(_)) | None => quote_spanned!(ret_span=> .await),
+        Some(counts) => {
+            let (_, last) = first_last(counts);
+            quote_spanned!(last=> .await)
+        }
+    };
+    let call = match count_if {
+        None if refusals => {
+            quote_spanned!(ret_span=> call(#krate::__private::refusals(#body)))
+        }
+        None => quote_spanned!(ret_span=> call(#body)),
+        Some(counts) => {
+            // Pin the body's output to the return type first, so that a predicate of the wrong
+            // type is reported on the predicate rather than on the return type.
+            let body = match func::return_type(func) {
+                Some(ret) if !func::mentions_impl(quote::ToTokens::to_token_stream(ret)) => {
+                    quote!(#krate::__private::returns::<#ret, _>(#body))
+                }
+                _ => body,
+            };
+            if refusals {
+                // The predicate is typed by the body first (`counts_for`), then judges the
+                // body's own errors (`on_error`).
+                let (body_ident, counts_ident) = hygienic();
+                let call = quote_spanned!(ret_span=> call_if(
+                    #krate::__private::refusals(#body_ident),
+                    #krate::__private::on_error(#counts_ident),
+                ));
+                return quote! {
+                    {
+                        let #body_ident = #body;
+                        let #counts_ident = #krate::__private::counts_for(&#body_ident, #counts);
+                        { #site }.#call #wait
+                    }
+                };
+            }
+            quote_spanned!(ret_span=> call_if(#body, #counts))
+        }
+    };
+    quote!({ #site }.#call #wait)
 }
 
 /// `::resiliency::__private::KeyedSite::breaker(&BREAKER, &key)`, spanned from the key's first

@@ -32,6 +32,15 @@ impl Attribute for ast::Breaker {
         }
     }
 
+    fn fallback_args(
+        &self,
+    ) -> (
+        Option<&crate::value::Spanned<syn::ExprPath>>,
+        Option<&crate::value::Spanned<crate::fallback::On>>,
+    ) {
+        (self.fallback.as_ref(), self.fallback_on.as_ref())
+    }
+
     fn expand(&self, (): (), func: ItemFn) -> TokenStream {
         expand::expand(self, func)
     }

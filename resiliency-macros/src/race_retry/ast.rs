@@ -15,9 +15,52 @@ resiliency_rules::race_retry_settings!(crate::driver::arguments! {
     pub(crate) struct RaceRetry {
         name: LitStr = Str("payments"),
         retry_if: Expr = Expression("is_transient"),
+        attempt: syn::Ident = crate::race_retry::ast::AttemptBinding,
+        fallback: syn::ExprPath = crate::fallback::FallbackPath,
+        fallback_on: crate::fallback::On = crate::fallback::FallbackOn,
     }
     options resiliency_rules::RaceRetryOptions;
 });
+
+const ATTEMPT: &str = "`attempt` names the attempt number the body can use (0 for the first attempt, 1 for the first retry), such as `attempt = n`";
+
+/// `attempt = n`: the name the body sees the attempt number by.
+pub(crate) struct AttemptBinding;
+
+impl Value for AttemptBinding {
+    type Out = syn::Ident;
+
+    fn expected(&self) -> String {
+        "a name such as `n`".to_owned()
+    }
+
+    fn parse(&self, _name: &str, expr: &Expr) -> syn::Result<(syn::Ident, Span)> {
+        match expr {
+            Expr::Path(path) if path.qself.is_none() => match path.path.get_ident() {
+                Some(ident) if ident != "self" => Ok((ident.clone(), ident.span())),
+                _ => Err(syn::Error::new_spanned(path, ATTEMPT)),
+            },
+            Expr::Group(group) => self.parse(_name, &group.expr),
+            Expr::Lit(lit) => match &lit.lit {
+                Lit::Str(text) => Err(syn::Error::new(
+                    text.span(),
+                    format_args!(
+                        "{ATTEMPT}: write the name without quotes, `attempt = {}`",
+                        text.value()
+                    ),
+                )),
+                _ => Err(syn::Error::new_spanned(expr, ATTEMPT)),
+            },
+            Expr::Infer(_) => Err(syn::Error::new_spanned(
+                expr,
+                format_args!("{ATTEMPT}; to leave it unused, leave out `attempt`"),
+            )),
+            _ => Err(syn::Error::new_spanned(expr, ATTEMPT)),
+        }
+    }
+}
+
+impl value::AtFirstUse for syn::Ident {}
 
 /// The one word `budget` and `backoff` take besides their values.
 pub(crate) const OFF: &str = "off";

@@ -50,6 +50,8 @@ use crate::func;
 pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -> TokenStream {
     let krate = crate::value::krate_path(attr.krate.as_ref());
     let ret_span = func::error_type_span(&func);
+    // The fn as written (its `self` and `mut` arguments as they are), for the fallback's call.
+    let original = func.clone();
     // An owned `self` cannot be rebound: the body uses each attempt's copy under another name.
     if let Some(binding) = bindings.iter().find(|b| b.receiver.is_some()) {
         let renamed = rename_self(func.block.to_token_stream(), &binding.ident);
@@ -89,13 +91,41 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
             quote_spanned!(ident.span()=> #allow let #mutability #ident = #krate::__private::attempt_arg(&#from);)
         },
     );
-    let attempt = quote! {
-        move || {
-            #(#copies)*
-            #body
-        }
+    let attempt = match attr.attempt.as_ref().map(|binding| &binding.value) {
+        None => quote! {
+            move || {
+                #(#copies)*
+                #body
+            }
+        },
+        // The attempt number as the body's `n`: a closure of it, wrapped so that the race calls
+        // it with each attempt's number.
+        Some(number) => quote! {
+            #krate::__private::numbered(move |#number: u32| {
+                #(#copies)*
+                #body
+            })
+        },
     };
+    let fallback = crate::driver::Attribute::fallback(attr);
+    // With a fallback for refusals only, each attempt's errors are kept apart from the race's
+    // refusal (`Failure<E>`), and `retry_if` judges the attempts' own errors.
+    let refusals = fallback.as_ref().is_some_and(|f| f.refusals_only());
     let (setup, run) = match attr.retry_if.as_ref().map(|predicate| &predicate.value) {
+        Some(predicate) if refusals => {
+            let name = Ident::new("attempt", Span::mixed_site());
+            let retryable = Ident::new("retryable", Span::mixed_site());
+            (
+                quote! {
+                    let #name = #attempt;
+                    let #retryable = #krate::__private::retry_if_for(&#name, #predicate);
+                },
+                quote_spanned!(ret_span=> run_if(
+                    #krate::__private::on_error_fn(#retryable),
+                    #krate::__private::refusal_attempts(#name),
+                ).await),
+            )
+        }
         // The compiler must learn the error type from the body before it checks the predicate,
         // or `retry_if = f` with `f(&str)` makes it `str` and every bound fails at once. So the
         // attempt is bound first, and the predicate is called from a closure that `run_if` types;
@@ -120,24 +150,41 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
                 quote_spanned!(ret_span=> run_if(#predicate, #name).await),
             )
         }
+        None if refusals => (
+            quote!(),
+            quote_spanned!(ret_span=> run(#krate::__private::refusal_attempts(#attempt)).await),
+        ),
         None => (quote!(), quote_spanned!(ret_span=> run(#attempt).await)),
     };
     // `.await` is spanned like `run`: the race's `Future` impl needs `E: From<Rejected>` too, and
     // should that fail, the error points at `E`, not at the whole attribute.
+    let call = quote! {
+        #setup
+        {
+            #marker
+            static RACE: #krate::__private::RaceSite = #krate::__private::RaceSite::new(
+                #name,
+                #configure,
+            );
+            RACE.race()
+        }
+        .#run
+    };
+    let body = match &fallback {
+        Some(fallback) => crate::fallback::finish(
+            fallback,
+            &original,
+            quote!({ #call }),
+            attr.name.as_ref(),
+            &krate,
+        ),
+        None => call,
+    };
     quote! {
         #(#attrs)*
         #vis #sig {
             #(#inner)*
-            #setup
-            {
-                #marker
-                static RACE: #krate::__private::RaceSite = #krate::__private::RaceSite::new(
-                    #name,
-                    #configure,
-                );
-                RACE.race()
-            }
-            .#run
+            #body
         }
     }
 }

@@ -39,7 +39,27 @@ impl Attribute for ast::RaceRetry {
             valid::blocking(func, errors);
             return Vec::new();
         }
+        if let Some(attempt) = &self.attempt {
+            let name = attempt.value.to_string();
+            if crate::func::argument_names(func).contains(&name) {
+                errors.push(
+                    attempt.span,
+                    format_args!(
+                        "`attempt = {name}` would hide the argument `{name}` in the body; name the attempt number otherwise, such as `attempt = n`"
+                    ),
+                );
+            }
+        }
         bindings::bindings(func, errors)
+    }
+
+    fn fallback_args(
+        &self,
+    ) -> (
+        Option<&crate::value::Spanned<syn::ExprPath>>,
+        Option<&crate::value::Spanned<crate::fallback::On>>,
+    ) {
+        (self.fallback.as_ref(), self.fallback_on.as_ref())
     }
 
     fn expand(&self, bindings: Vec<bindings::Binding>, func: ItemFn) -> TokenStream {

@@ -12,6 +12,8 @@ resiliency_rules::too_busy_settings!(crate::driver::arguments! {
     /// `#[too_busy(...)]`'s arguments: the code, then the settings of `resiliency_rules`' table.
     pub(crate) struct TooBusy {
         name: LitStr = Str("payments"),
+        fallback: syn::ExprPath = crate::fallback::FallbackPath,
+        fallback_on: crate::fallback::On = crate::fallback::FallbackOn,
     }
     options resiliency_rules::TooBusyOptions;
 });

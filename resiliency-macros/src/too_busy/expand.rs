@@ -75,20 +75,39 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
             TOO_BUSY.guard()
         }
     };
+    let fallback = crate::driver::Attribute::fallback(attr);
+    // With a fallback for refusals only, the body's errors are kept apart from the guard's
+    // refusal (`Failure<E>`).
+    let refusals = fallback.as_ref().is_some_and(|f| f.refusals_only());
+    let with_fallback = |call: TokenStream| match &fallback {
+        Some(fallback) => {
+            crate::fallback::finish(fallback, &func, call, attr.name.as_ref(), &krate)
+        }
+        None => call,
+    };
     if func::is_blocking(&func) {
         // A blocking fn (which returns a `Result`, checked in `valid`): its body in a closure,
         // called at once through the guard.
-        let body = func::blocking_body(&func);
+        let mut body = func::blocking_body(&func);
+        if refusals {
+            body = quote!(#krate::__private::refusals_blocking(#body));
+        }
         let call = quote_spanned!(ret_span=> call_blocking(#body));
+        let body = with_fallback(quote!(#site.#call));
         return quote! {
             #(#attrs)*
             #vis #sig {
                 #(#inner)*
-                #site.#call
+                #body
             }
         }
         .into_token_stream();
     }
+    let body = if refusals {
+        quote!(#krate::__private::refusals(#body))
+    } else {
+        body
+    };
     // A call the guard admits now holding nothing (the lag alone, below `max_lag`) has nothing to
     // give back or record however it ends: its body runs as it is. Any other call asks at its
     // first poll. The body is written once, and goes to one arm or the other.
@@ -98,17 +117,22 @@ pub(crate) fn expand(attr: &TooBusy, func: ItemFn) -> TokenStream {
     // error type without it gets the same message as under the other attributes; another type
     // with `respond`, bound on `Refuse`.
     let call = match func::return_type(&func) {
-        Some(ty) if func::is_result(ty) => quote_spanned!(ret_span=> call(#body_ident)),
+        Some(ty) if func::is_result(ty) || refusals => {
+            quote_spanned!(ret_span=> call(#body_ident))
+        }
         _ => quote_spanned!(ret_span=> respond(#body_ident)),
     };
+    let body = with_fallback(quote! {
+        match (#site.admit_free(), #body) {
+            (::core::result::Result::Ok(()), #body_ident) => #body_ident.await,
+            (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call.await,
+        }
+    });
     quote! {
         #(#attrs)*
         #vis #sig {
             #(#inner)*
-            match (#site.admit_free(), #body) {
-                (::core::result::Result::Ok(()), #body_ident) => #body_ident.await,
-                (::core::result::Result::Err(#site_ident), #body_ident) => #site_ident.#call.await,
-            }
+            #body
         }
     }
     .into_token_stream()

@@ -209,7 +209,7 @@ where
         let mut this = self.project();
         *this.launched = 1;
         *this.busy = 1;
-        this.first.set(Some(this.make.make()));
+        this.first.set(Some(this.make.make(0)));
         *this.running = 1;
         let poll = this
             .first
@@ -281,7 +281,7 @@ where
             started: now,
         });
         *this.busy = number;
-        let future = Box::pin(this.make.make());
+        let future = Box::pin(this.make.make(number - 1));
         *this.busy = ENGINE;
         *this.running += 1;
         if let Some(extra) = this.extra.last_mut() {

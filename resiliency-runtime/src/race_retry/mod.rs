@@ -84,6 +84,7 @@ mod stats;
 mod timers;
 
 pub use builder::RaceRetryBuilder;
+pub use engine::{numbered, MakeAttempt, Numbered};
 pub use observe::{observe, Attempt, Observed, Outcome};
 pub use policy::{After, RaceRetry, MAX_RETRIES};
 pub(crate) use registry::set_up;
@@ -100,4 +101,4 @@ pub mod future {
 }
 
 #[cfg(feature = "tower")]
-pub(crate) use engine::{MakeAttempt, Retryable};
+pub(crate) use engine::Retryable;

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::backoff::Backoff;
 use super::budget::Budget;
 use super::builder::RaceRetryBuilder;
+use super::engine::MakeAttempt;
 use super::engine::{Always, Race};
 use super::latency::Latencies;
 use super::meter::MeterCell;
@@ -308,9 +309,12 @@ impl RaceRetry {
     /// attempt k started or after a backoff when one fails; the first `Ok` wins and every other attempt is
     /// cancelled before this returns; after `total`, `Err(E::from(Rejected))`; when every attempt
     /// failed, the last error. The attempts run inside the caller's task (nothing is spawned).
+    ///
+    /// `make` is a closure with no argument, or one that takes the attempt's number (0 for the
+    /// first attempt) wrapped in [`numbered`](super::numbered), to send each attempt elsewhere.
     pub fn run<M, Fut, T, E>(&'static self, make: M) -> Race<M, Fut, E, Always>
     where
-        M: FnMut() -> Fut,
+        M: MakeAttempt<Fut>,
         Fut: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
@@ -321,7 +325,7 @@ impl RaceRetry {
     /// (with that error, the other attempts cancelled).
     pub fn run_if<M, Fut, T, E, P>(&'static self, retryable: P, make: M) -> Race<M, Fut, E, P>
     where
-        M: FnMut() -> Fut,
+        M: MakeAttempt<Fut>,
         Fut: Future<Output = Result<T, E>>,
         E: FromRejected,
         P: Fn(&E) -> bool,

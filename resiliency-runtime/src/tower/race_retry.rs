@@ -273,7 +273,7 @@ where
     S: Service<Req> + Clone,
     Req: Clone,
 {
-    fn make(&mut self) -> AttemptFuture<S, Req> {
+    fn make(&mut self, _attempt: u32) -> AttemptFuture<S, Req> {
         let service = self.first.take().unwrap_or_else(|| self.service.clone());
         AttemptFuture {
             state: Attempt::Ready {
