@@ -381,3 +381,41 @@ mod guarantees {
         }
     }
 }
+
+mod tracing_events {
+    use super::*;
+
+    fn quiet(_n: u32, _why: Rejected) -> Result<u32, ApiError> {
+        Ok(0)
+    }
+
+    #[breaker(name = "fallback-traced", error_threshold = 1, error_timeout = "30s", fallback = quiet)]
+    async fn traced(n: u32) -> Result<u32, ApiError> {
+        if n == 0 {
+            Err(ApiError::Down)
+        } else {
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_fallback_is_a_tracing_event_of_its_own() {
+        let captured = support::Captured::default();
+        let rt = support::paused_runtime();
+        tracing::subscriber::with_default(captured.subscriber(), || {
+            rt.block_on(async {
+                assert!(traced(0).await.is_err());
+                assert_eq!(traced(1).await.unwrap(), 0);
+            })
+        });
+        let text = captured.text();
+        let line = text
+            .lines()
+            .find(|line| line.contains("resiliency::fallback"))
+            .unwrap_or_else(|| panic!("no fallback event in:\n{text}"));
+        assert!(line.contains("the call fell back"), "{line}");
+        assert!(line.contains("policy=\"breaker\""), "{line}");
+        assert!(line.contains("name=\"fallback-traced\""), "{line}");
+        assert!(line.contains("cause=\"refused\""), "{line}");
+    }
+}

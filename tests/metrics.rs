@@ -1199,3 +1199,47 @@ async fn too_busy_auto_sets_the_limit_gauge_as_it_learns() {
         f64::from(limit)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fallbacks
+
+fn cached_metrics(_fails: bool, why: Rejected) -> Result<&'static str, BoxError> {
+    assert!(why.is_circuit_open());
+    Ok("cached")
+}
+
+#[breaker(
+    name = "metrics-fallback",
+    error_threshold = 1,
+    error_timeout = "30s",
+    fallback = cached_metrics
+)]
+async fn with_fallback(fails: bool) -> Result<&'static str, BoxError> {
+    if fails {
+        Err("down".into())
+    } else {
+        Ok("fresh")
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fallback_counts_as_a_fallback_never_as_a_success() {
+    install();
+    assert_eq!(with_fallback(false).await.unwrap(), "fresh");
+    assert!(with_fallback(true).await.is_err());
+    assert_eq!(with_fallback(false).await.unwrap(), "cached");
+    assert_eq!(with_fallback(false).await.unwrap(), "cached");
+    let seen = Seen::now();
+    let name = "metrics-fallback";
+    // The guarded calls: one success, one error, two refusals; the fallbacks add no success.
+    assert_eq!(calls(&seen, name, "success"), 1);
+    assert_eq!(calls(&seen, name, "error"), 1);
+    assert_eq!(calls(&seen, name, "refused"), 2);
+    assert_eq!(
+        seen.value(
+            series::FALLBACKS,
+            &[("name", name), ("policy", "breaker"), ("cause", "refused")]
+        ),
+        2.0
+    );
+}

@@ -4,6 +4,8 @@
 //!   which must fail with the message pinned in the `.stderr` beside each case;
 //! - `ui/common/fail/`: errors of the argument and duration parser the three attributes share
 //!   (argument syntax, `crate = "..."`, duration literals), shown on `#[breaker]`;
+//! - `ui/fallback/fail/`: bad uses of `fallback` and `fallback_on`, which every attribute takes
+//!   (a fallback not found, of the wrong arity, reason or return type; arguments it cannot get);
 //! - `ui/axum/fail/`: cases that need the `axum` feature, run when it is on, as with
 //!   `cargo test --all-features`;
 //! - `ui/tower/fail/`: type-level requirements of the `tower` layers (a request or a service the
@@ -23,7 +25,7 @@ fn ui() {
     for attribute in ["breaker", "race_retry", "too_busy"] {
         t.pass(format!("tests/ui/{attribute}/pass/*.rs"));
     }
-    for attribute in ["common", "breaker", "race_retry", "too_busy"] {
+    for attribute in ["common", "fallback", "breaker", "race_retry", "too_busy"] {
         t.compile_fail(format!("tests/ui/{attribute}/fail/*.rs"));
     }
     if cfg!(feature = "axum") {

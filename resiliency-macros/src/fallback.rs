@@ -291,7 +291,21 @@ pub(crate) fn finish(
             }
         }
     });
-    let called = quote_spanned!(span=> #path(#(#copies,)* #reason));
+    // The reason as the fallback's last argument, shown at the path: a reason of the wrong type
+    // is reported there, not on the whole attribute.
+    let reason_arg = Ident::new("reason", Span::mixed_site().located_at(span));
+    let called = quote_spanned!(span=> #path(#(#copies,)* #reason_arg));
+    // The crate's path at the fallback's path too, so that an error about the output is shown
+    // there once, not also on the whole attribute.
+    let krate_here: TokenStream = krate
+        .clone()
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect();
+    let krate = &krate_here;
     let output = if func::is_blocking(func) {
         quote_spanned!(span=> #krate::__private::blocking_output::<#ret, _>(#called))
     } else {

@@ -197,7 +197,7 @@ impl<F: Future> FallbackOutput<F::Output, Later> for F {
 
 /// A fallback's output as a future of the fn's return type `R`.
 #[inline(always)]
-pub fn output<R, M, O: FallbackOutput<R, M>>(output: O) -> O::Future {
+pub fn output<R, M, O: FallbackOutput<R, M>>(output: O) -> impl Future<Output = R> {
     output.into_output()
 }
 
@@ -207,14 +207,22 @@ pub fn output<R, M, O: FallbackOutput<R, M>>(output: O) -> O::Future {
     label = "the fallback of a blocking fn must return `{R}` (a blocking fn cannot wait for a future)",
     note = "a fallback takes the fn's arguments and the reason (the `Rejected`, or with `fallback_on = \"errors\"` the fn's error type), and returns what the fn returns"
 )]
-pub trait BlockingOutput<R> {}
+pub trait BlockingOutput<R> {
+    /// The fallback's value.
+    fn into_output(self) -> R;
+}
 
-impl<R> BlockingOutput<R> for R {}
+impl<R> BlockingOutput<R> for R {
+    #[inline(always)]
+    fn into_output(self) -> R {
+        self
+    }
+}
 
 /// A blocking fallback's output, checked against the fn's return type `R`.
 #[inline(always)]
-pub fn blocking_output<R, O: BlockingOutput<R> + Into<R>>(output: O) -> R {
-    output.into()
+pub fn blocking_output<R, O: BlockingOutput<R>>(output: O) -> R {
+    output.into_output()
 }
 
 /// The fallback's copy of an argument, made before the call takes the argument: `&T` and `&self`
