@@ -62,6 +62,8 @@ resiliency_runtime::__private::breaker_settings!(crate::attributes::documented! 
     }
     after {
         /// | `count_if = is_transient` | `fn(&E) -> bool`: only errors it accepts count | every error |
+        /// | `fallback = path` | a fn or method (`Self::cached`) called instead when the call is refused: with the fn's arguments (`self` first, owned ones cloned before the call) and the `Rejected`; sync or `async`; see [Fallbacks](macro@crate::breaker#fallbacks) | none: the refusal is the caller's `Err` |
+        /// | `fallback_on = "errors"` | the fallback covers every `Err`, refusals included, and gets the fn's error type | `"refusals"` |
         /// | `crate = "::resiliency"` | the path to this crate, when re-exported | `::resiliency` |
         ///
         /// Durations, here and in the other attributes, are strings: a number and a unit (`ns`, `us` or
@@ -133,6 +135,68 @@ resiliency_runtime::__private::breaker_settings!(crate::attributes::documented! 
         /// `my_app::Client::fetch` in an `impl`) is the breaker's default name. The call is
         /// [`Breaker::call`](crate::Breaker::call)'s: admitted at its first poll, with the rule and the
         /// timeout in force then.
+        ///
+        /// # Fallbacks
+        ///
+        /// `fallback = path` names what the call returns instead when the policy refuses it: a fn, or a
+        /// method as `Self::name`, called with the fn's arguments (`self` first) and, last, the reason.
+        /// It may be sync or `async`, and returns what the fn returns. Every attribute takes it. The
+        /// compiler checks the fallback where it is named: not found, the wrong number of arguments,
+        /// the wrong reason or return type are errors at `path`.
+        ///
+        /// ```
+        /// use resiliency::{breaker, Rejected};
+        ///
+        /// #[derive(Debug, PartialEq)]
+        /// enum ApiError { Down }
+        ///
+        /// struct Profiles;
+        ///
+        /// impl Profiles {
+        ///     /// The fallback: the same arguments, then the refusal.
+        ///     async fn from_cache(&self, id: u64, why: Rejected) -> Result<String, ApiError> {
+        ///         assert!(why.is_circuit_open());
+        ///         Ok(format!("cached profile {id}"))
+        ///     }
+        ///
+        ///     #[breaker(error_threshold = 1, error_timeout = "30s", fallback = Self::from_cache)]
+        ///     async fn profile(&self, id: u64) -> Result<String, ApiError> {
+        ///         Err(ApiError::Down) // the upstream is down
+        ///     }
+        /// }
+        ///
+        /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+        /// # async fn main() {
+        /// let profiles = Profiles;
+        /// // The body's error is the caller's: the fallback covers refusals.
+        /// assert_eq!(profiles.profile(7).await.unwrap_err(), ApiError::Down);
+        /// // The breaker is open now: the fallback answers.
+        /// assert_eq!(profiles.profile(7).await.unwrap(), "cached profile 7");
+        /// # }
+        /// ```
+        ///
+        /// * **What it covers.** By default, the policy's refusals (an open breaker, its `timeout`, a
+        ///   shed call, a race's deadline): the reason is the `Rejected`, the body's own errors go to
+        ///   the caller as they are, and the fn's error type needs no `From<Rejected>`. With
+        ///   `fallback_on = "errors"`, every `Err` (refusals included, converted by `From<Rejected>`)
+        ///   goes to the fallback, whose reason is then the fn's error type.
+        /// * **Arguments.** The fallback gets each argument as the caller gave it, so each is copied
+        ///   before the call takes it: references and `&self` copied, owned values cloned (an owned
+        ///   argument must be `Clone`; take `&T` or an `Arc` where a clone costs). A pattern argument
+        ///   (`Json(order): Json<Order>`) is given whole. A `&mut` argument stays lent to the call,
+        ///   so it is a compile error with `fallback`.
+        /// * **Counted as a fallback.** The guarded call counts as what it was (a refusal, an error),
+        ///   never as a success; the fallback is a `tracing` event of its own (target
+        ///   `resiliency::fallback`, with `policy`, `name`, `cause`) and, with the `metrics` feature,
+        ///   `resiliency_fallbacks_total`.
+        /// * **Stacked attributes.** A fallback belongs to the attribute it is written on, which is
+        ///   what lets it get that policy's `Rejected` (a separate `#[fallback]` over a stack would
+        ///   only see the fn's error type). To cover a whole stack, put it on the outermost attribute
+        ///   with `fallback_on = "errors"`: the inner attributes' refusals reach it as the fn's error.
+        /// * **Guarantees.** A fallback that panics, or a call dropped while its fallback runs,
+        ///   leaves the policy as the guarded call left it: the call had ended before the fallback
+        ///   started (`tests/fallback.rs`). Return types must be nameable: `impl Trait` in the
+        ///   return type is a compile error with `fallback`.
         ///
         /// # Blocking functions
         ///
@@ -237,6 +301,8 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         /// | `name = "checkout"` | calls with one name share one guard (and its settings, metrics and `too_busy::get`) | the fn's path, e.g. `my_app::api::checkout` |
     }
     after {
+        /// | `fallback = path` | a fn or method called instead when the guard sheds the call: with the fn's arguments and the `Rejected`; sync or `async`; see [Fallbacks](macro@crate::breaker#fallbacks). For fns returning a `Result` | none: the refusal is the caller's `Err` |
+        /// | `fallback_on = "errors"` | the fallback covers every `Err`, refusals included, and gets the fn's error type | `"refusals"` |
         /// | `crate = "::resiliency"` | the path to this crate, when re-exported | `::resiliency` |
         ///
         /// `max_in_flight` may also be a `u32` expression and the durations `Duration` expressions, such
@@ -480,6 +546,9 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
     }
     after {
         /// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
+        /// | `attempt = n` | the name the body reads the attempt's number by, a `u32`: 0 for the first attempt, 1 for the first retry; see [Attempt-aware hedging](#attempt-aware-hedging) | none |
+        /// | `fallback = path` | a fn or method (`Self::cached`) called instead when the call is refused: with the fn's arguments (`self` first, owned ones cloned before the call) and the `Rejected`; sync or `async`; see [Fallbacks](macro@crate::breaker#fallbacks) | none: the refusal is the caller's `Err` |
+        /// | `fallback_on = "errors"` | the fallback covers every `Err`, refusals included, and gets the fn's error type | `"refusals"` |
         /// | `crate = "..."` | the path of this crate, if renamed | `::resiliency` |
         ///
         /// `retries` may also be a `u32` expression, `budget` and `backoff_factor` `f64` expressions, and
@@ -539,6 +608,41 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// each backoff (`backoff_us`), and what [`race_retry::observe`](crate::race_retry::observe) returns to the
         /// caller; [`race_retry::stats`](crate::race_retry::stats) counts extra attempts, wins by them, budget
         /// refusals and deadlines.
+        ///
+        /// # Attempt-aware hedging
+        ///
+        /// `attempt = n` names the attempt's number in the body: 0 for the first attempt, 1 for the
+        /// first retry, and so on (`race_retry::observe` numbers attempts from 1). With it, a retry can
+        /// go elsewhere, as "The Tail at Scale" sends a hedged request to another replica. From code,
+        /// [`race_retry::numbered`](crate::race_retry::numbered) gives a closure the same number.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resiliency::{race_retry, Rejected};
+        ///
+        /// static REPLICAS: [&str; 2] = ["replica-a", "replica-b"];
+        ///
+        /// async fn get(replica: &'static str, id: u64) -> Result<String, Rejected> {
+        ///     if replica == "replica-a" {
+        ///         tokio::time::sleep(Duration::from_secs(5)).await; // a slow replica
+        ///     }
+        ///     Ok(format!("user {id} from {replica}"))
+        /// }
+        ///
+        /// #[race_retry(retries = 1, after = "100ms", total = "1s", attempt = n)]
+        /// async fn lookup(id: u64) -> Result<String, Rejected> {
+        ///     get(REPLICAS[n as usize % REPLICAS.len()], id).await
+        /// }
+        ///
+        /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+        /// # async fn main() {
+        /// // Attempt 0 goes to replica a and hangs; attempt 1, at 100 ms, to replica b.
+        /// assert_eq!(lookup(7).await.unwrap(), "user 7 from replica-b");
+        /// # }
+        /// ```
+        ///
+        /// A fallback (`fallback = path`) answers when the race ends with its own refusal (its
+        /// deadline passed): see [Fallbacks](macro@crate::breaker#fallbacks).
         ///
         /// **With `#[breaker]`.** Attributes of this crate apply top to bottom (the first written is the
         /// outermost). `#[breaker]` above `#[race_retry]` puts the breaker around the whole race: one
