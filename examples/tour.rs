@@ -434,13 +434,13 @@ impl Replicas {
     }
 
     /// The fallback: what a refused call returns instead, with the call's arguments and why.
-    async fn from_cache(&self, id: u64, why: Rejected) -> Result<String, AppError> {
+    async fn cached(&self, id: u64, why: Rejected) -> Result<String, AppError> {
         Ok(format!("user {id} from the cache ({why})"))
     }
 
     /// Attempt `n` goes to replica `n % 2`: the hedge at 100ms goes to the other replica, as "The
     /// Tail at Scale" sends it. When the race's deadline passes, the fallback answers.
-    #[race_retry(retries = 1, after = "100ms", total = "400ms", attempt = n, fallback = Self::from_cache)]
+    #[race_retry(retries = 1, after = "100ms", total = "400ms", attempt = n, fallback = Self::cached)]
     async fn user(&self, id: u64) -> Result<String, AppError> {
         let base = &self.bases[n as usize % self.bases.len()];
         let response = self
@@ -458,7 +458,7 @@ impl Replicas {
 
 async fn replicas_tour() -> std::io::Result<()> {
     println!("\n6. Hedging to another replica, and a fallback (HTTP servers on 127.0.0.1)");
-    println!("   #[race_retry(retries = 1, after = \"100ms\", total = \"400ms\", attempt = n, fallback = Self::from_cache)]");
+    println!("   #[race_retry(retries = 1, after = \"100ms\", total = \"400ms\", attempt = n, fallback = Self::cached)]");
     let (a_delay, b_delay) = (
         Arc::new(AtomicU64::new(2_000)),
         Arc::new(AtomicU64::new(20)),
