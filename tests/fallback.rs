@@ -65,7 +65,7 @@ mod methods {
 
     impl Directory {
         /// An async fallback, a method: `&self` first, the reason last.
-        async fn from_cache(
+        async fn cached(
             &self,
             id: usize,
             region: &str,
@@ -77,7 +77,7 @@ mod methods {
             Ok(format!("{} in {region}", self.cache[id]))
         }
 
-        #[breaker(name = "fallback-method", error_threshold = 1, error_timeout = "30s", fallback = Self::from_cache)]
+        #[breaker(name = "fallback-method", error_threshold = 1, error_timeout = "30s", fallback = Self::cached)]
         pub(super) async fn lookup(&self, id: usize, region: &str) -> Result<String, ApiError> {
             if self.up {
                 Ok(format!("user {id} in {region}"))

@@ -116,6 +116,8 @@ mod tests {
     struct Plain;
 
     #[test]
+    // The borrow chooses the method (autoref specialization), as in generated code.
+    #[allow(clippy::needless_borrow)]
     fn the_probe_reads_a_hint_where_there_is_one() {
         #[allow(unused_imports)]
         use super::{NoHint as _, ReadsHint as _};
