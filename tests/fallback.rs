@@ -419,3 +419,75 @@ mod tracing_events {
         assert!(line.contains("cause=\"refused\""), "{line}");
     }
 }
+
+mod shapes {
+    use super::*;
+    use std::fmt::Display;
+
+    /// Stacked: the outer breaker's fallback covers the inner race's refusal as the fn's error.
+    fn stale_any(_id: u32, _why: BoxError) -> Result<u32, BoxError> {
+        Ok(0)
+    }
+
+    #[breaker(name = "fallback-stacked", error_threshold = 5, fallback = stale_any, fallback_on = "errors")]
+    #[race_retry(retries = 1, after = "50ms", total = "100ms")]
+    async fn stacked(id: u32) -> Result<u32, BoxError> {
+        std::future::pending::<()>().await;
+        Ok(id)
+    }
+
+    /// Generic, with an `impl Trait` argument (cloned for the fallback).
+    fn generic_fallback<T: Display + Clone>(
+        value: T,
+        label: impl Display + Clone,
+        _why: Rejected,
+    ) -> Result<String, ApiError> {
+        Ok(format!("fallback {label}={value}"))
+    }
+
+    #[breaker(name = "fallback-generic", error_threshold = 1, error_timeout = "30s", fallback = generic_fallback)]
+    async fn generic<T: Display + Clone>(
+        value: T,
+        label: impl Display + Clone,
+    ) -> Result<String, ApiError> {
+        if value.to_string().is_empty() {
+            return Err(ApiError::Down);
+        }
+        Ok(format!("{label}={value}"))
+    }
+
+    #[derive(Clone)]
+    pub(super) struct Service {
+        pub(super) name: &'static str,
+    }
+
+    impl Service {
+        fn offline(self: Arc<Self>, id: u32, why: Rejected) -> Result<String, ApiError> {
+            assert!(why.is_deadline());
+            Ok(format!("{} offline for {id}", self.name))
+        }
+
+        /// An owned `self: Arc<Self>` under `#[race_retry]`, with the attempt number.
+        #[race_retry(retries = 1, after = "50ms", total = "200ms", attempt = n, fallback = Self::offline)]
+        pub(super) async fn call(self: Arc<Self>, id: u32) -> Result<String, ApiError> {
+            if id == 0 {
+                std::future::pending::<()>().await;
+            }
+            Ok(format!("{} answered {id} on attempt {n}", self.name))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_shape() {
+        assert_eq!(stacked(1).await.unwrap(), 0);
+        assert_eq!(generic(5, "n").await.unwrap(), "n=5");
+        assert!(generic("", "s").await.is_err());
+        assert_eq!(generic(6, "n").await.unwrap(), "fallback n=6");
+        let service = Arc::new(Service { name: "svc" });
+        assert_eq!(
+            service.clone().call(3).await.unwrap(),
+            "svc answered 3 on attempt 0"
+        );
+        assert_eq!(service.call(0).await.unwrap(), "svc offline for 0");
+    }
+}
