@@ -62,6 +62,7 @@ pub use resiliency_runtime::metrics;
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use resiliency_runtime::tower;
 pub use resiliency_runtime::{breaker, race_retry, retry_hint, settings, too_busy};
+pub use resiliency_runtime::{deadline, time_left};
 pub use resiliency_runtime::{
     Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind, RetryHint,
 };

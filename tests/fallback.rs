@@ -65,12 +65,7 @@ mod methods {
 
     impl Directory {
         /// An async fallback, a method: `&self` first, the reason last.
-        async fn cached(
-            &self,
-            id: usize,
-            region: &str,
-            why: Rejected,
-        ) -> Result<String, ApiError> {
+        async fn cached(&self, id: usize, region: &str, why: Rejected) -> Result<String, ApiError> {
             self.fallbacks.fetch_add(1, SeqCst);
             tokio::task::yield_now().await;
             assert!(why.is_circuit_open());

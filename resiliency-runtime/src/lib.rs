@@ -25,6 +25,7 @@
 
 pub mod breaker;
 mod config_error;
+mod deadline;
 mod fallback;
 #[cfg(feature = "axum")]
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
@@ -49,5 +50,6 @@ pub mod __private;
 
 pub use breaker::{Breaker, BreakerBuilder, KeyedBreaker};
 pub use config_error::ConfigError;
+pub use deadline::{deadline, time_left};
 pub use rejected::{Rejected, RejectedKind};
 pub use retry_hint::RetryHint;

@@ -18,11 +18,12 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
 use super::engine::{nanos, Breaker};
 use super::record::Outcome;
 use super::word::Permit;
+use crate::deadline::Scope;
 use crate::rejected::{poll_refusal, Reason, Rejected};
 
 impl Breaker {
@@ -218,7 +219,12 @@ where
             },
             Stage::Done => panic!("a breaker call was polled after it completed"),
         };
-        match poll_body(this.body, this.count_if, cx) {
+        // The body reads its deadline (`resiliency::deadline`) while it is polled, when a time
+        // limit applies.
+        let scope = deadline_scope(breaker, permit, &this.timer.0);
+        let polled = poll_body(this.body, this.count_if, cx);
+        let started = scope.and_then(|scope| scope.started());
+        match polled {
             Ok(Poll::Ready((output, outcome))) => {
                 *stage = Stage::Done;
                 let slow = *this.slow_at != 0 && breaker.now() >= *this.slow_at;
@@ -235,7 +241,7 @@ where
                     waited: true,
                 };
                 if !waited {
-                    start_clock(breaker, permit, &mut this.timer.0, this.slow_at);
+                    start_clock(breaker, permit, &mut this.timer.0, this.slow_at, started);
                 }
                 wait(breaker, stage, permit, &mut this.timer.0, *this.reject, cx)
             }
@@ -290,17 +296,37 @@ fn refuse<T, E>(
     Poll::Ready(Err(reject(rejected)))
 }
 
+/// The deadline of the body's poll: the timer's, once the body has waited; before that, the
+/// time limit counted from when the body first reads it (if it does). None without a limit.
+#[inline(always)]
+fn deadline_scope(
+    breaker: &Breaker,
+    permit: Permit,
+    timer: &Option<Pin<Box<Sleep>>>,
+) -> Option<Scope> {
+    match timer {
+        Some(sleep) => Some(Scope::at(Some(sleep.deadline()))),
+        None => breaker.limit(permit).map(Scope::lazy),
+    }
+}
+
 /// The body's first wait: the timer starts if a timeout applies (should it fail to start, with
-/// no tokio time driver, the panic drops the call, which gives its slot back), and the time the
-/// call becomes slow is noted if `slow_call_duration` applies.
+/// no tokio time driver, the panic drops the call, which gives its slot back), from `started`
+/// if the body read its deadline before (so that the deadline it read is the timer's), and the
+/// time the call becomes slow is noted if `slow_call_duration` applies.
 fn start_clock(
     breaker: &Breaker,
     permit: Permit,
     timer: &mut Option<Pin<Box<Sleep>>>,
     slow_at: &mut u64,
+    started: Option<Instant>,
 ) {
     if let Some(limit) = breaker.limit(permit) {
-        *timer = Some(Box::pin(tokio::time::sleep(limit)));
+        let sleep = match started.and_then(|started| started.checked_add(limit)) {
+            Some(at) => tokio::time::sleep_until(at),
+            None => tokio::time::sleep(limit),
+        };
+        *timer = Some(Box::pin(sleep));
     }
     if let Some(after) = breaker.slow_after(permit) {
         *slow_at = breaker.now().saturating_add(nanos(after));

@@ -17,6 +17,7 @@ use super::engine::{MakeAttempt, Retryable};
 use super::observe::Outcome;
 use super::reporter::Reporter;
 use super::timers::at;
+use crate::deadline::Scope;
 
 /// `busy` between polls.
 pub(super) const IDLE: u32 = 0;
@@ -28,6 +29,25 @@ struct Extra<Fut> {
     future: Option<Pin<Box<Fut>>>,
     number: u32,
     started: Instant,
+}
+
+/// The time limits of a call's attempts: the call's deadline (`total`) and each attempt's
+/// (`each`), which the attempts read through `resiliency::deadline` while they are polled.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Limits {
+    pub(super) deadline: Option<Instant>,
+    pub(super) each: Option<Duration>,
+}
+
+impl Limits {
+    /// The deadline of an attempt that started at `started`, while it is polled.
+    fn scope(self, started: Instant) -> Scope {
+        let each = self.each.map(|each| at(started, each));
+        Scope::at(match (self.deadline, each) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
 }
 
 /// Where [`Attempts::poll_next`] resumes: 0 is attempt 1, `i + 1` the extra attempt at `i`.
@@ -232,13 +252,16 @@ where
         cx: &mut Context<'_>,
         cursor: &mut Cursor,
         start: Instant,
+        limits: Limits,
     ) -> Option<(u32, Instant, Result<T, E>)> {
         let mut this = self.project();
         if cursor.0 == 0 {
             cursor.0 = 1;
             if let Some(future) = this.first.as_mut().as_pin_mut() {
                 *this.busy = 1;
+                let scope = limits.scope(start);
                 let poll = future.poll(cx);
+                drop(scope);
                 if poll.is_ready() {
                     *this.running -= 1;
                     this.first.set(None);
@@ -255,7 +278,9 @@ where
                 continue;
             };
             *this.busy = extra.number;
+            let scope = limits.scope(extra.started);
             let poll = future.as_mut().poll(cx);
+            drop(scope);
             if poll.is_ready() {
                 *this.running -= 1;
                 extra.future = None;

@@ -19,15 +19,17 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 
-use super::attempts::{Attempts, Cursor, ENGINE, IDLE};
+use super::attempts::{Attempts, Cursor, Limits, ENGINE, IDLE};
 use super::observe::Outcome;
 use super::policy::RaceRetry;
 use super::reporter::{self, reporting, Reporter};
 use super::timers::{at, poll_until, Schedule};
+use crate::deadline::Scope;
 use crate::rejected::FromRejected;
 
 /// The default `retry_if`: every error is worth another attempt.
@@ -119,6 +121,23 @@ impl<M: FnMut(u32) -> Fut, Fut> MakeAttempt<Fut> for Numbered<M> {
     #[inline(always)]
     fn make(&mut self, attempt: u32) -> Fut {
         (self.0)(attempt)
+    }
+}
+
+/// The deadline of a call that started at `start` (none without a `total`).
+fn race_deadline(policy: &RaceRetry, start: Instant) -> Option<Instant> {
+    let total = policy.total();
+    (!total.is_zero()).then(|| at(start, total))
+}
+
+/// Attempt 1's time limit from the call's start: the sooner of `total` and `each`.
+#[inline(always)]
+fn first_limit(policy: &RaceRetry) -> Option<Duration> {
+    let total = policy.total();
+    let total = (!total.is_zero()).then_some(total);
+    match (total, policy.each()) {
+        (Some(total), Some(each)) => Some(total.min(each)),
+        (total, each) => total.or(each),
     }
 }
 
@@ -290,7 +309,16 @@ where
         if *this.record || reporting() {
             *this.start = Some(Instant::now());
         }
+        // Attempt 1 reads its deadline (`resiliency::deadline`) from the start, which the clock
+        // gives when it is first read, if it was not read above.
+        let limit = first_limit(policy);
+        let scope = match (*this.start, limit) {
+            (_, None) => None,
+            (Some(start), Some(limit)) => Some(Scope::at(start.checked_add(limit))),
+            (None, Some(limit)) => Some(Scope::lazy(limit)),
+        };
         let poll = this.attempts.as_mut().poll_first(cx);
+        let read_at = scope.and_then(|scope| scope.started());
         if let Poll::Ready(Ok(_)) = &poll {
             policy.meter().won(1);
             if let Some(start) = *this.start {
@@ -305,7 +333,9 @@ where
             return poll;
         }
         *this.phase = Phase::Racing;
-        let start = *this.start.get_or_insert_with(Instant::now);
+        let start = *this
+            .start
+            .get_or_insert_with(|| read_at.unwrap_or_else(Instant::now));
         this.schedule.next_at = (policy.retries() > 0).then(|| at(start, policy.after()));
         poll
     }
@@ -376,8 +406,14 @@ where
             fatal = self.failed(reporter, 1, reporter.start, error, clock.now());
         }
         let start = reporter.start;
+        let limits = Limits {
+            deadline: race_deadline(self.policy, start),
+            each: self.policy.each(),
+        };
         while let Some((number, started, output)) =
-            self.attempts.as_mut().poll_next(cx, &mut cursor, start)
+            self.attempts
+                .as_mut()
+                .poll_next(cx, &mut cursor, start, limits)
         {
             match output {
                 Ok(value) => {
