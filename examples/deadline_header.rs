@@ -55,7 +55,7 @@ async fn serve() -> std::io::Result<String> {
                     .and_then(|value| value.to_str().ok())
                     .and_then(|value| value.parse::<u64>().ok())
                     .map(Duration::from_millis);
-                let work = if n % 2 == 0 || id == 3 { 300 } else { 20 };
+                let work = if n.is_multiple_of(2) || id == 3 { 300 } else { 20 };
                 let work = Duration::from_millis(work);
                 println!("  server: request #{n} for item {id}, {TIMEOUT_HEADER}: {budget:?}, work {work:?}");
                 if budget.is_some_and(|budget| budget < work) {
