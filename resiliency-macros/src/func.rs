@@ -127,6 +127,25 @@ pub(crate) fn async_body(func: &ItemFn, krate: &TokenStream) -> TokenStream {
     }
 }
 
+/// The reader of each error's `RetryHint`, for the breaker to hold open as long as an upstream
+/// asked: a closure over the fn's error type (or `Failure<E>` when a fallback keeps refusals
+/// apart), written here, where that type is known, so that a type without the trait reads none
+/// and needs nothing. A return type that cannot be named (`impl Trait`) reads none.
+pub(crate) fn hint_reader(func: &ItemFn, refusals: bool, krate: &TokenStream) -> TokenStream {
+    match return_type(func) {
+        Some(ret) if !mentions_impl(quote::ToTokens::to_token_stream(ret)) => {
+            let error = quote::quote!(<#ret as #krate::__private::IsResult>::Err);
+            let error = if refusals {
+                quote::quote!(#krate::__private::Failure<#error>)
+            } else {
+                error
+            };
+            quote::quote!(#krate::__private::hint_reader!(#error))
+        }
+        _ => quote::quote!(#krate::__private::no_hint),
+    }
+}
+
 /// Whether the fn is blocking (not `async`): its body then runs in a closure called at once.
 pub(crate) fn is_blocking(func: &ItemFn) -> bool {
     func.sig.asyncness.is_none()

@@ -12,6 +12,7 @@ use crate::named::Origin;
 use crate::too_busy::future::TooBusyCall;
 use crate::too_busy::Refuse;
 
+pub use crate::__resiliency_hint_reader as hint_reader;
 pub use crate::fallback::{
     blocking_output, counts_for, counts_for_blocking, fallback_arg, on_error, on_error_fn, output,
     refusal_attempts, refusals, refusals_blocking, retry_if_for, BlockingOutput, Cause, Failure,
@@ -29,6 +30,28 @@ pub use resiliency_rules::{breaker_settings, race_retry_settings, too_busy_setti
 #[inline(always)]
 pub fn body_returns<R>() -> R {
     unreachable!("`body_returns` sits behind `if false`")
+}
+
+/// Every error counts (the `count_if` of a `#[breaker]` without one).
+#[inline(always)]
+pub fn every_error<E>(_: &E) -> bool {
+    true
+}
+
+/// No hint, for a fn whose return type cannot be named (`impl Trait`).
+#[inline(always)]
+pub fn no_hint<E>(_: &E) -> Option<std::time::Duration> {
+    None
+}
+
+/// The error type of a fn's return type, named by generated code as `<R as IsResult>::Err`.
+pub trait IsResult {
+    /// The `E` of `Result<T, E>`.
+    type Err;
+}
+
+impl<T, E> IsResult for Result<T, E> {
+    type Err = E;
 }
 
 /// Pins the output type of the body's future to the fn's return type, so that the compiler checks
@@ -66,7 +89,12 @@ impl<B: Deref<Target = Breaker>> Site<B> {
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
-        BreakerCall::new(self.0, body, crate::breaker::future::every_error::<E>)
+        BreakerCall::new(
+            self.0,
+            body,
+            crate::breaker::future::every_error::<E>,
+            crate::breaker::future::no_hint::<E>,
+        )
     }
 
     /// The call with `count_if`: [`Breaker::call_if`]. The body comes first, so that the compiler
@@ -77,7 +105,33 @@ impl<B: Deref<Target = Breaker>> Site<B> {
         E: FromRejected,
         P: FnMut(&E) -> bool,
     {
-        BreakerCall::new(self.0, body, counts)
+        BreakerCall::new(self.0, body, counts, crate::breaker::future::no_hint::<E>)
+    }
+
+    /// The call with its errors' hints: `counts` says whether an error counts (`every_error`
+    /// without `count_if`), `hint` reads its [`RetryHint`](crate::RetryHint) (`hint_reader!`).
+    /// The body comes first, so that the compiler learns the error type from it.
+    #[inline(always)]
+    pub fn call_with<T, E, F, P, H>(self, body: F, counts: P, hint: H) -> BreakerCall<B, F, E, P, H>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+        P: FnMut(&E) -> bool,
+        H: FnMut(&E) -> Option<std::time::Duration>,
+    {
+        BreakerCall::new(self.0, body, counts, hint)
+    }
+
+    /// [`call_with`](Self::call_with) for a blocking fn.
+    #[inline(always)]
+    pub fn call_blocking_with<T, E, F, P, H>(self, body: F, counts: P, hint: H) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+        P: FnMut(&E) -> bool,
+        H: FnMut(&E) -> Option<std::time::Duration>,
+    {
+        crate::breaker::blocking::run(&self.0, counts, hint, body)
     }
 
     /// The call of a blocking fn: [`Breaker::call_blocking`] (`#[breaker]` refuses `timeout` on
@@ -322,8 +376,9 @@ impl BusySite {
     }
 }
 
+use crate::race_retry::future::{Always, Hinted as RaceHinted, Race};
 pub use crate::race_retry::{After, Backoff, Budget};
-use crate::race_retry::{RaceRetry, RaceRetryBuilder};
+use crate::race_retry::{MakeAttempt, RaceRetry, RaceRetryBuilder};
 
 /// The policy of `options` with no rule checked: values past the rules clamped as a policy
 /// clamps whatever it holds (a `total` not given is zero). For the tests of the `race_retry`
@@ -359,17 +414,60 @@ impl RaceSite {
 
     /// The site's policy.
     #[inline]
-    pub fn race(&'static self) -> &'static RaceRetry {
-        match self.race.get() {
+    pub fn race(&'static self) -> RaceCall {
+        RaceCall(match self.race.get() {
             Some(race) => race,
             None => self.set_up(),
-        }
+        })
     }
 
     #[cold]
     fn set_up(&'static self) -> &'static RaceRetry {
         self.race
             .get_or_init(|| crate::race_retry::set_up((self.name)(), self.configure))
+    }
+}
+
+/// The policy of a `#[race_retry]` site, with the calls generated code makes: those of
+/// [`RaceRetry::run`] and [`RaceRetry::run_if`], with a reader of each error's
+/// [`RetryHint`](crate::RetryHint) (`hint_reader!`). The attempts come first, so that the
+/// compiler learns the error type from them before it reads a closure's parameter.
+#[derive(Debug, Clone, Copy)]
+pub struct RaceCall(pub &'static RaceRetry);
+
+impl RaceCall {
+    /// [`RaceRetry::run`], with each error's hint.
+    #[inline(always)]
+    pub fn run_with<M, Fut, T, E, H>(
+        self,
+        make: M,
+        hint: H,
+    ) -> Race<M, Fut, E, RaceHinted<Always, H>>
+    where
+        M: MakeAttempt<Fut>,
+        Fut: Future<Output = Result<T, E>>,
+        E: FromRejected,
+        H: Fn(&E) -> Option<std::time::Duration>,
+    {
+        self.0.run_judged(make, RaceHinted::new(Always, hint))
+    }
+
+    /// [`RaceRetry::run_if`], with each error's hint.
+    #[inline(always)]
+    pub fn run_if_with<M, Fut, T, E, P, H>(
+        self,
+        make: M,
+        retryable: P,
+        hint: H,
+    ) -> Race<M, Fut, E, RaceHinted<P, H>>
+    where
+        M: MakeAttempt<Fut>,
+        Fut: Future<Output = Result<T, E>>,
+        E: FromRejected,
+        P: Fn(&E) -> bool,
+        H: Fn(&E) -> Option<std::time::Duration>,
+    {
+        self.0.run_judged(make, RaceHinted::new(retryable, hint))
     }
 }
 

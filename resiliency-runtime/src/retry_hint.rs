@@ -68,6 +68,61 @@ impl<T: RetryHint + ?Sized> RetryHint for std::sync::Arc<T> {
     }
 }
 
+/// The wait a `Retry-After` header asks for: delta-seconds (`120`) or an HTTP-date (`Wed, 21 Oct
+/// 2015 07:28:00 GMT`, as a wait from now, zero once past). `None` for anything else.
+///
+/// ```
+/// use std::time::Duration;
+/// use http::HeaderValue;
+/// use resiliency::retry_hint::parse_retry_after;
+///
+/// assert_eq!(parse_retry_after(&HeaderValue::from_static("120")), Some(Duration::from_secs(120)));
+/// assert_eq!(
+///     parse_retry_after(&HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT")),
+///     Some(Duration::ZERO), // long past
+/// );
+/// assert_eq!(parse_retry_after(&HeaderValue::from_static("soon")), None);
+/// ```
+#[cfg(any(feature = "tower", feature = "axum"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "tower", feature = "axum"))))]
+pub fn parse_retry_after(value: &http::HeaderValue) -> Option<Duration> {
+    let text = value.to_str().ok()?.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        // Too many digits for a u64 is a wait of centuries: the largest.
+        return Some(Duration::from_secs(text.parse().unwrap_or(u64::MAX)));
+    }
+    let at = httpdate::parse_http_date(text).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
+/// A response's `Retry-After` header (a 503 or a 429 saying when to come back), read by
+/// [`parse_retry_after`].
+#[cfg(any(feature = "tower", feature = "axum"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "tower", feature = "axum"))))]
+impl<B> RetryHint for http::Response<B> {
+    fn retry_after(&self) -> Option<Duration> {
+        parse_retry_after(self.headers().get(http::header::RETRY_AFTER)?)
+    }
+}
+
+/// The generated code's reader of the hint of an error of type `$error` (a type the user's code
+/// names, so that the choice below is made there): a closure `|&$error| -> Option<Duration>`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __resiliency_hint_reader {
+    ($error:ty) => {
+        |error: &$error| {
+            #[allow(unused_imports)]
+            use $crate::__private::{NoHint as _, ReadsHint as _};
+            #[allow(clippy::needless_borrow)]
+            (&$crate::__private::HintOf(error)).hint()
+        }
+    };
+}
+
 /// The generated code's reader of an error's hint: [`RetryHint::retry_after`] for a type that
 /// implements it, `None` for any other, chosen where the type is known (the user's fn), so that
 /// no bound is asked of error types. `(&HintOf(&error)).hint()`.

@@ -88,20 +88,28 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
     let fallback = crate::driver::Attribute::fallback(attr);
     let refusals = fallback.as_ref().is_some_and(|f| f.refusals_only());
     let count_if = attr.count_if.as_ref().map(|counts| &counts.value);
+    let hint = func::hint_reader(&func, refusals, &krate);
     let call = if func::is_blocking(&func) {
         // A blocking fn: its body in a closure, called at once through the breaker.
         let body = func::blocking_body(&func);
         let call = match count_if {
-            None if refusals => quote_spanned!(ret_span=> call_blocking(
-                #krate::__private::refusals_blocking(#body)
+            None if refusals => quote_spanned!(ret_span=> call_blocking_with(
+                #krate::__private::refusals_blocking(#body),
+                #krate::__private::every_error,
+                #hint,
             )),
-            None => quote_spanned!(ret_span=> call_blocking(#body)),
+            None => quote_spanned!(ret_span=> call_blocking_with(
+                #body,
+                #krate::__private::every_error,
+                #hint,
+            )),
             Some(counts) if refusals => {
                 // The predicate is typed by the body first, then judges the body's own errors.
                 let (body_ident, counts_ident) = hygienic();
-                let call = quote_spanned!(ret_span=> call_blocking_if(
+                let call = quote_spanned!(ret_span=> call_blocking_with(
                     #krate::__private::refusals_blocking(#body_ident),
                     #krate::__private::on_error(#counts_ident),
+                    #hint,
                 ));
                 quote! {
                     {
@@ -111,14 +119,16 @@ pub(crate) fn expand(attr: &Breaker, func: ItemFn) -> TokenStream {
                     }
                 }
             }
-            Some(counts) => quote_spanned!(ret_span=> call_blocking_if(#body, #counts)),
+            Some(counts) => {
+                quote_spanned!(ret_span=> call_blocking_with(#body, #counts, #hint))
+            }
         };
         match count_if {
             Some(_) if refusals => call,
             _ => quote!({ #site }.#call),
         }
     } else {
-        async_call(&func, &site, count_if, refusals, ret_span, &krate)
+        async_call(&func, &site, count_if, refusals, &hint, ret_span, &krate)
     };
     let body = match &fallback {
         Some(fallback) => {
@@ -149,6 +159,7 @@ fn async_call(
     site: &TokenStream,
     count_if: Option<&Expr>,
     refusals: bool,
+    hint: &TokenStream,
     ret_span: Span,
     krate: &TokenStream,
 ) -> TokenStream {
@@ -166,9 +177,13 @@ fn async_call(
     };
     let call = match count_if {
         None if refusals => {
-            quote_spanned!(ret_span=> call(#krate::__private::refusals(#body)))
+            quote_spanned!(ret_span=> call_with(
+                #krate::__private::refusals(#body),
+                #krate::__private::every_error,
+                #hint,
+            ))
         }
-        None => quote_spanned!(ret_span=> call(#body)),
+        None => quote_spanned!(ret_span=> call_with(#body, #krate::__private::every_error, #hint)),
         Some(counts) => {
             // Pin the body's output to the return type first, so that a predicate of the wrong
             // type is reported on the predicate rather than on the return type.
@@ -182,9 +197,10 @@ fn async_call(
                 // The predicate is typed by the body first (`counts_for`), then judges the
                 // body's own errors (`on_error`).
                 let (body_ident, counts_ident) = hygienic();
-                let call = quote_spanned!(ret_span=> call_if(
+                let call = quote_spanned!(ret_span=> call_with(
                     #krate::__private::refusals(#body_ident),
                     #krate::__private::on_error(#counts_ident),
+                    #hint,
                 ));
                 return quote! {
                     {
@@ -194,7 +210,7 @@ fn async_call(
                     }
                 };
             }
-            quote_spanned!(ret_span=> call_if(#body, #counts))
+            quote_spanned!(ret_span=> call_with(#body, #counts, #hint))
         }
     };
     quote!({ #site }.#call #wait)

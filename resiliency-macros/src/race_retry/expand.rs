@@ -111,6 +111,8 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
     // With a fallback for refusals only, each attempt's errors are kept apart from the race's
     // refusal (`Failure<E>`), and `retry_if` judges the attempts' own errors.
     let refusals = fallback.as_ref().is_some_and(|f| f.refusals_only());
+    // Each error's `RetryHint` (an upstream's `Retry-After`) delays the next attempt.
+    let hint = func::hint_reader(&original, refusals, &krate);
     let (setup, run) = match attr.retry_if.as_ref().map(|predicate| &predicate.value) {
         Some(predicate) if refusals => {
             let name = Ident::new("attempt", Span::mixed_site());
@@ -120,9 +122,10 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
                     let #name = #attempt;
                     let #retryable = #krate::__private::retry_if_for(&#name, #predicate);
                 },
-                quote_spanned!(ret_span=> run_if(
-                    #krate::__private::on_error_fn(#retryable),
+                quote_spanned!(ret_span=> run_if_with(
                     #krate::__private::refusal_attempts(#name),
+                    #krate::__private::on_error_fn(#retryable),
+                    #hint,
                 ).await),
             )
         }
@@ -147,14 +150,20 @@ pub(crate) fn expand(attr: &RaceRetry, bindings: &[Binding], mut func: ItemFn) -
             let name = Ident::new("attempt", Span::mixed_site());
             (
                 quote!(let #name = #attempt;),
-                quote_spanned!(ret_span=> run_if(#predicate, #name).await),
+                quote_spanned!(ret_span=> run_if_with(#name, #predicate, #hint).await),
             )
         }
         None if refusals => (
             quote!(),
-            quote_spanned!(ret_span=> run(#krate::__private::refusal_attempts(#attempt)).await),
+            quote_spanned!(ret_span=> run_with(
+                #krate::__private::refusal_attempts(#attempt),
+                #hint,
+            ).await),
         ),
-        None => (quote!(), quote_spanned!(ret_span=> run(#attempt).await)),
+        None => (
+            quote!(),
+            quote_spanned!(ret_span=> run_with(#attempt, #hint).await),
+        ),
     };
     // `.await` is spanned like `run`: the race's `Future` impl needs `E: From<Rejected>` too, and
     // should that fail, the error points at `E`, not at the whole attribute.

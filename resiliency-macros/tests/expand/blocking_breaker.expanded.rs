@@ -7,7 +7,7 @@ fn fetch(&self, id: u64) -> Result<Row, DbError> {
         );
         BREAKER.breaker()
     }
-        .call_blocking_if(
+        .call_blocking_with(
             move || -> Result<Row, DbError> {
                 if id == 0 {
                     return Err(DbError::NotFound);
@@ -16,5 +16,8 @@ fn fetch(&self, id: u64) -> Result<Row, DbError> {
                 Ok(row)
             },
             is_transient,
+            ::resiliency::__private::hint_reader!(
+                < Result < Row, DbError > as ::resiliency::__private::IsResult > ::Err
+            ),
         )
 }

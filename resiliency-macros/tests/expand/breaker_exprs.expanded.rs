@@ -7,13 +7,20 @@ async fn charge(card: &Card) -> Result<Receipt, PayError> {
         );
         BREAKER.breaker()
     }
-        .call(async move {
-            if false {
-                return ::resiliency::__private::body_returns::<
-                    Result<Receipt, PayError>,
-                >();
-            }
-            gateway(card).await
-        })
+        .call_with(
+            async move {
+                if false {
+                    return ::resiliency::__private::body_returns::<
+                        Result<Receipt, PayError>,
+                    >();
+                }
+                gateway(card).await
+            },
+            ::resiliency::__private::every_error,
+            ::resiliency::__private::hint_reader!(
+                < Result < Receipt, PayError > as ::resiliency::__private::IsResult >
+                ::Err
+            ),
+        )
         .await
 }

@@ -11,14 +11,21 @@ async fn charge(card: &Card) -> Result<Receipt, PayError> {
         );
         BREAKER.breaker()
     }
-        .call(async move {
-            if false {
-                return ::resiliency::__private::body_returns::<
-                    Result<Receipt, PayError>,
-                >();
-            }
-            let receipt = gateway(card).await?;
-            Ok(receipt)
-        })
+        .call_with(
+            async move {
+                if false {
+                    return ::resiliency::__private::body_returns::<
+                        Result<Receipt, PayError>,
+                    >();
+                }
+                let receipt = gateway(card).await?;
+                Ok(receipt)
+            },
+            ::resiliency::__private::every_error,
+            ::resiliency::__private::hint_reader!(
+                < Result < Receipt, PayError > as ::resiliency::__private::IsResult >
+                ::Err
+            ),
+        )
         .await
 }

@@ -11,7 +11,7 @@ pub(crate) async fn query(sql: String) -> Result<Rows, DbError> {
         );
         BREAKER.breaker()
     }
-        .call_if(
+        .call_with(
             ::my_app::resiliency::__private::returns::<
                 Result<Rows, DbError>,
                 _,
@@ -24,6 +24,10 @@ pub(crate) async fn query(sql: String) -> Result<Rows, DbError> {
                 db().query(&sql).await
             }),
             DbError::is_transient,
+            ::my_app::resiliency::__private::hint_reader!(
+                < Result < Rows, DbError > as ::my_app::resiliency::__private::IsResult >
+                ::Err
+            ),
         )
         .await
 }

@@ -13,13 +13,20 @@ pub async fn charge(card: &Card, cents: u64) -> Result<Receipt, PayError> {
         );
         BREAKER.breaker()
     }
-        .call(async move {
-            if false {
-                return ::resiliency::__private::body_returns::<
-                    Result<Receipt, PayError>,
-                >();
-            }
-            gateway(card, cents).await
-        })
+        .call_with(
+            async move {
+                if false {
+                    return ::resiliency::__private::body_returns::<
+                        Result<Receipt, PayError>,
+                    >();
+                }
+                gateway(card, cents).await
+            },
+            ::resiliency::__private::every_error,
+            ::resiliency::__private::hint_reader!(
+                < Result < Receipt, PayError > as ::resiliency::__private::IsResult >
+                ::Err
+            ),
+        )
         .await
 }

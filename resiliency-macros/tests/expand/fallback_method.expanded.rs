@@ -31,9 +31,13 @@ impl Profiles {
                 );
                 BREAKER.breaker()
             }
-                .call_if(
+                .call_with(
                     ::resiliency::__private::refusals(body),
                     ::resiliency::__private::on_error(counts),
+                    ::resiliency::__private::hint_reader!(
+                        ::resiliency::__private::Failure < < Result < Profile, ApiError >
+                        as ::resiliency::__private::IsResult > ::Err >
+                    ),
                 )
                 .await
         } {

@@ -17,12 +17,20 @@ impl Client {
             );
             ::resiliency::__private::KeyedSite::breaker(&BREAKER, &host)
         }
-            .call(async move {
-                if false {
-                    return ::resiliency::__private::body_returns::<anyhow::Result<T>>();
-                }
-                self.http.get(host, path.as_ref()).await
-            })
+            .call_with(
+                async move {
+                    if false {
+                        return ::resiliency::__private::body_returns::<
+                            anyhow::Result<T>,
+                        >();
+                    }
+                    self.http.get(host, path.as_ref()).await
+                },
+                ::resiliency::__private::every_error,
+                ::resiliency::__private::hint_reader!(
+                    < anyhow::Result < T > as ::resiliency::__private::IsResult > ::Err
+                ),
+            )
             .await
     }
 }

@@ -35,16 +35,21 @@ pub async fn lookup(id: u64) -> Result<User, DbError> {
         );
         RACE.race()
     }
-        .run(move || {
-            let id = ::resiliency::__private::attempt_arg(&id);
-            async move {
-                if false {
-                    return ::resiliency::__private::body_returns::<
-                        Result<User, DbError>,
-                    >();
+        .run_with(
+            move || {
+                let id = ::resiliency::__private::attempt_arg(&id);
+                async move {
+                    if false {
+                        return ::resiliency::__private::body_returns::<
+                            Result<User, DbError>,
+                        >();
+                    }
+                    db().user(id).await
                 }
-                db().user(id).await
-            }
-        })
+            },
+            ::resiliency::__private::hint_reader!(
+                < Result < User, DbError > as ::resiliency::__private::IsResult > ::Err
+            ),
+        )
         .await
 }

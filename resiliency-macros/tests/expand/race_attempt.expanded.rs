@@ -14,7 +14,7 @@ async fn lookup(key: String) -> Result<Value, StoreError> {
             );
             RACE.race()
         }
-            .run(
+            .run_with(
                 ::resiliency::__private::numbered(move |n: u32| {
                     let key = ::resiliency::__private::attempt_arg(&key);
                     async move {
@@ -26,6 +26,10 @@ async fn lookup(key: String) -> Result<Value, StoreError> {
                         REPLICAS[n as usize % REPLICAS.len()].get(&key).await
                     }
                 }),
+                ::resiliency::__private::hint_reader!(
+                    < Result < Value, StoreError > as ::resiliency::__private::IsResult >
+                    ::Err
+                ),
             )
             .await
     } {

@@ -16,17 +16,22 @@ async fn fetch(id: u64) -> Result<Row, DbError> {
         );
         RACE.race()
     }
-        .run(move || {
-            let id = ::resiliency::__private::attempt_arg(&id);
-            async move {
-                if false {
-                    return ::resiliency::__private::body_returns::<
-                        Result<Row, DbError>,
-                    >();
+        .run_with(
+            move || {
+                let id = ::resiliency::__private::attempt_arg(&id);
+                async move {
+                    if false {
+                        return ::resiliency::__private::body_returns::<
+                            Result<Row, DbError>,
+                        >();
+                    }
+                    db().row(id).await
                 }
-                db().row(id).await
-            }
-        })
+            },
+            ::resiliency::__private::hint_reader!(
+                < Result < Row, DbError > as ::resiliency::__private::IsResult > ::Err
+            ),
+        )
         .await
 }
 async fn at_once(id: u64) -> Result<Row, DbError> {
@@ -43,16 +48,21 @@ async fn at_once(id: u64) -> Result<Row, DbError> {
         );
         RACE.race()
     }
-        .run(move || {
-            let id = ::resiliency::__private::attempt_arg(&id);
-            async move {
-                if false {
-                    return ::resiliency::__private::body_returns::<
-                        Result<Row, DbError>,
-                    >();
+        .run_with(
+            move || {
+                let id = ::resiliency::__private::attempt_arg(&id);
+                async move {
+                    if false {
+                        return ::resiliency::__private::body_returns::<
+                            Result<Row, DbError>,
+                        >();
+                    }
+                    db().row(id).await
                 }
-                db().row(id).await
-            }
-        })
+            },
+            ::resiliency::__private::hint_reader!(
+                < Result < Row, DbError > as ::resiliency::__private::IsResult > ::Err
+            ),
+        )
         .await
 }

@@ -15,18 +15,24 @@ impl Directory {
             );
             RACE.race()
         }
-            .run(move || {
-                let id = ::resiliency::__private::attempt_arg(&id);
-                let region = ::resiliency::__private::attempt_arg(&region);
-                async move {
-                    if false {
-                        return ::resiliency::__private::body_returns::<
-                            Result<User, DbError>,
-                        >();
+            .run_with(
+                move || {
+                    let id = ::resiliency::__private::attempt_arg(&id);
+                    let region = ::resiliency::__private::attempt_arg(&region);
+                    async move {
+                        if false {
+                            return ::resiliency::__private::body_returns::<
+                                Result<User, DbError>,
+                            >();
+                        }
+                        self.replica().get(id, region).await
                     }
-                    self.replica().get(id, region).await
-                }
-            })
+                },
+                ::resiliency::__private::hint_reader!(
+                    < Result < User, DbError > as ::resiliency::__private::IsResult >
+                    ::Err
+                ),
+            )
             .await
     }
 }

@@ -25,6 +25,12 @@ async fn fetch<K: Clone + Display>(
         );
         RACE.race()
     }
-        .run_if(|error| (DbError::is_transient)(error), attempt)
+        .run_if_with(
+            attempt,
+            |error| (DbError::is_transient)(error),
+            ::resiliency::__private::hint_reader!(
+                < Result < Page, DbError > as ::resiliency::__private::IsResult > ::Err
+            ),
+        )
         .await
 }

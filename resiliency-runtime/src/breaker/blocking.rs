@@ -5,7 +5,7 @@
 use std::panic::{self, AssertUnwindSafe};
 
 use super::engine::Breaker;
-use super::future::every_error;
+use super::future::{every_error, judge, no_hint, Judged};
 use super::record::Outcome;
 use crate::rejected::Rejected;
 
@@ -55,7 +55,7 @@ impl Breaker {
         F: FnOnce() -> Result<T, E>,
         E: From<Rejected>,
     {
-        run(self, every_error::<E>, body)
+        run(self, every_error::<E>, no_hint::<E>, body)
     }
 
     /// Like [`call_blocking`](Self::call_blocking), but an error counts only when
@@ -67,18 +67,24 @@ impl Breaker {
         E: From<Rejected>,
         P: FnMut(&E) -> bool,
     {
-        run(self, counts, body)
+        run(self, counts, no_hint::<E>, body)
     }
 }
 
 /// One blocking call: admitted, run, its outcome recorded. The body and the predicate are user
 /// code: a panic in either counts as an error, recorded here (not while unwinding, where a
 /// subscriber that panicked too would abort the process), and then goes on to the caller.
-fn run<T, E, P, F>(breaker: &Breaker, mut counts: P, body: F) -> Result<T, E>
+pub(crate) fn run<T, E, P, H, F>(
+    breaker: &Breaker,
+    mut counts: P,
+    mut hint: H,
+    body: F,
+) -> Result<T, E>
 where
     F: FnOnce() -> Result<T, E>,
     E: From<Rejected>,
     P: FnMut(&E) -> bool,
+    H: FnMut(&E) -> Option<std::time::Duration>,
 {
     let permit = match breaker.admit() {
         Ok(permit) => permit,
@@ -91,16 +97,20 @@ where
     let started = slow_after.map(|_| tokio::time::Instant::now());
     let ran = panic::catch_unwind(AssertUnwindSafe(|| {
         let output = body();
-        let outcome = match &output {
-            Ok(_) if is_slow(started, slow_after) => Outcome::Slow,
-            Ok(_) => Outcome::Success,
-            Err(error) if counts(error) => Outcome::Error,
-            Err(_) => Outcome::Ignored,
+        let outcome = match judge(&output, &mut counts, &mut hint) {
+            Judged::Plain(Outcome::Success) if is_slow(started, slow_after) => {
+                Judged::Plain(Outcome::Slow)
+            }
+            judged => judged,
         };
         (output, outcome)
     }));
     match ran {
-        Ok((output, outcome)) => {
+        Ok((output, Judged::Hinted(hint))) => {
+            breaker.record_hinted(permit, hint);
+            output
+        }
+        Ok((output, Judged::Plain(outcome))) => {
             breaker.record(permit, outcome);
             output
         }

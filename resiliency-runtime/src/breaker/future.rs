@@ -16,6 +16,7 @@ use std::ops::Deref;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
@@ -25,6 +26,7 @@ use super::record::Outcome;
 use super::word::Permit;
 use crate::deadline::Scope;
 use crate::rejected::{poll_refusal, Reason, Rejected};
+use crate::RetryHint;
 
 impl Breaker {
     /// Runs `body` through the breaker: refused with [`Rejected`] while open, bounded by
@@ -39,7 +41,7 @@ impl Breaker {
         F: Future<Output = Result<T, E>>,
         E: From<Rejected>,
     {
-        BreakerCall::new(self, body, every_error::<E>)
+        BreakerCall::new(self, body, every_error::<E>, no_hint::<E>)
     }
 
     /// Like [`call`](Self::call), but an error counts only when `counts(&error)` is true. An error
@@ -51,7 +53,63 @@ impl Breaker {
         E: From<Rejected>,
         P: FnMut(&E) -> bool,
     {
-        BreakerCall::new(self, body, counts)
+        BreakerCall::new(self, body, counts, no_hint::<E>)
+    }
+
+    /// Like [`call`](Self::call), for errors that say how long their upstream asked callers to
+    /// wait ([`RetryHint`](crate::RetryHint), such as an HTTP `Retry-After`): should the breaker
+    /// open (at such an error, or at a later one while the wait lasts), it stays open at least
+    /// that long, up to `max_error_timeout` (by default 10 times `error_timeout`).
+    /// `#[breaker]` reads the hint of every error type that implements the trait by itself.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resiliency::{Breaker, Rejected, RetryHint};
+    ///
+    /// #[derive(Debug)]
+    /// enum ApiError {
+    ///     Throttled(Duration), // a 429 or 503 with `Retry-After`
+    ///     Refused(Rejected),
+    /// }
+    ///
+    /// impl From<Rejected> for ApiError {
+    ///     fn from(rejected: Rejected) -> Self {
+    ///         ApiError::Refused(rejected)
+    ///     }
+    /// }
+    ///
+    /// impl RetryHint for ApiError {
+    ///     fn retry_after(&self) -> Option<Duration> {
+    ///         match self {
+    ///             ApiError::Throttled(wait) => Some(*wait),
+    ///             ApiError::Refused(rejected) => rejected.retry_after(),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let breaker = Breaker::builder("docs-hinted")
+    ///     .error_threshold(1)
+    ///     .error_timeout(Duration::from_secs(5))
+    ///     .build()
+    ///     .unwrap();
+    /// let throttled = breaker
+    ///     .call_hinted(async { Err::<(), _>(ApiError::Throttled(Duration::from_secs(30))) })
+    ///     .await;
+    /// assert!(throttled.is_err());
+    /// // Open for the 30 s the upstream asked for, not the 5 s of `error_timeout`.
+    /// let refused = breaker.call_hinted(async { Ok::<(), ApiError>(()) }).await.unwrap_err();
+    /// let ApiError::Refused(rejected) = refused else { unreachable!() };
+    /// assert_eq!(rejected.retry_after(), Some(Duration::from_secs(30)));
+    /// # }
+    /// ```
+    pub fn call_hinted<F, T, E>(&self, body: F) -> BreakerCall<&Self, F, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<Rejected> + RetryHint,
+    {
+        BreakerCall::new(self, body, every_error::<E>, <E as RetryHint>::retry_after)
     }
 }
 
@@ -60,21 +118,28 @@ pub(crate) fn every_error<E>(_: &E) -> bool {
     true
 }
 
+/// No hint: the `RetryHint` reader of [`Breaker::call`] and [`Breaker::call_if`].
+pub(crate) fn no_hint<E>(_: &E) -> Option<Duration> {
+    None
+}
+
 pin_project! {
     /// The future of a call through a [`Breaker`]: see [`Breaker::call`]. Code rarely spells it
     /// out: `.await` the call.
     ///
     /// `B` is the breaker's handle (`&Breaker`, or an `Arc<Breaker>` from a keyed family), `F`
-    /// the body, `E` its error type, and `P` says whether an error counts (every error for
-    /// [`Breaker::call`], the predicate given to [`Breaker::call_if`]).
+    /// the body, `E` its error type, `P` says whether an error counts (every error for
+    /// [`Breaker::call`], the predicate given to [`Breaker::call_if`]) and `H` reads how long an
+    /// error's upstream asked callers to wait (none but for [`Breaker::call_hinted`]).
     #[must_use = "futures do nothing unless polled"]
-    pub struct BreakerCall<B, F, E, P = fn(&E) -> bool>
+    pub struct BreakerCall<B, F, E, P = fn(&E) -> bool, H = fn(&E) -> Option<Duration>>
     where
         B: Deref<Target = Breaker>,
     {
         // `E::from`, taken where the call is made (and its bound checked there, once).
         reject: fn(Rejected) -> E,
         count_if: P,
+        hint: H,
         #[pin]
         body: F,
         // Started at the body's first wait, if a timeout applies to the call.
@@ -142,13 +207,14 @@ impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
     }
 }
 
-impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P> BreakerCall<B, F, E, P> {
+impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P, H> BreakerCall<B, F, E, P, H> {
     /// A call of `body` through `breaker`, admitted (or refused) at its first poll, its errors
-    /// counted when `count_if` says so.
-    pub(crate) fn new(breaker: B, body: F, count_if: P) -> Self {
+    /// counted when `count_if` says so, the wait their upstream asked for read by `hint`.
+    pub(crate) fn new(breaker: B, body: F, count_if: P, hint: H) -> Self {
         BreakerCall {
             reject: E::from,
             count_if,
+            hint,
             body,
             timer: Timer::default(),
             slow_at: 0,
@@ -166,6 +232,7 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P> BreakerCall<B, F, E, P
     pub(crate) fn admit_now(
         breaker: B,
         count_if: P,
+        hint: H,
         body: impl FnOnce() -> F,
     ) -> Result<Self, Rejected> {
         match breaker.admit() {
@@ -180,6 +247,7 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P> BreakerCall<B, F, E, P
                 Ok(BreakerCall {
                     reject: E::from,
                     count_if,
+                    hint,
                     body: body(),
                     timer: Timer::default(),
                     slow_at: 0,
@@ -194,11 +262,12 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P> BreakerCall<B, F, E, P
     }
 }
 
-impl<B, F, E, P, T> Future for BreakerCall<B, F, E, P>
+impl<B, F, E, P, H, T> Future for BreakerCall<B, F, E, P, H>
 where
     B: Deref<Target = Breaker>,
     F: Future<Output = Result<T, E>>,
     P: FnMut(&E) -> bool,
+    H: FnMut(&E) -> Option<Duration>,
 {
     type Output = Result<T, E>;
 
@@ -222,17 +291,19 @@ where
         // The body reads its deadline (`resiliency::deadline`) while it is polled, when a time
         // limit applies.
         let scope = deadline_scope(breaker, permit, &this.timer.0);
-        let polled = poll_body(this.body, this.count_if, cx);
+        let polled = poll_body(this.body, this.count_if, this.hint, cx);
         let started = scope.and_then(|scope| scope.started());
         match polled {
             Ok(Poll::Ready((output, outcome))) => {
                 *stage = Stage::Done;
                 let slow = *this.slow_at != 0 && breaker.now() >= *this.slow_at;
-                let outcome = match outcome {
-                    Outcome::Success if slow => Outcome::Slow,
-                    outcome => outcome,
-                };
-                breaker.record(permit, outcome);
+                match outcome {
+                    Judged::Hinted(hint) => breaker.record_hinted(permit, hint),
+                    Judged::Plain(Outcome::Success) if slow => {
+                        breaker.record(permit, Outcome::Slow)
+                    }
+                    Judged::Plain(outcome) => breaker.record(permit, outcome),
+                }
                 Poll::Ready(output)
             }
             Ok(Poll::Pending) => {
@@ -254,27 +325,51 @@ where
     }
 }
 
-/// Polls the body, and judges its outcome when it is ready. The body and the `count_if`
-/// predicate are user code: a panic in either comes back as `Err`, for the caller to count as an
-/// error (not while unwinding, where a subscriber that panicked too would abort the process)
-/// before it goes on.
+/// A body's outcome as judged: an error that counts with the wait its upstream asked for, or any
+/// other outcome.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Judged {
+    Plain(Outcome),
+    Hinted(Duration),
+}
+
+/// Judges a body's output: whether its error counts (`count_if`) and, if it does, the wait its
+/// upstream asked for. User code: the caller catches its panics.
+#[inline(always)]
+pub(crate) fn judge<T, E>(
+    output: &Result<T, E>,
+    counts: &mut impl FnMut(&E) -> bool,
+    hint: &mut impl FnMut(&E) -> Option<Duration>,
+) -> Judged {
+    match output {
+        Ok(_) => Judged::Plain(Outcome::Success),
+        Err(error) if counts(error) => match hint(error) {
+            Some(hint) => Judged::Hinted(hint),
+            None => Judged::Plain(Outcome::Error),
+        },
+        Err(_) => Judged::Plain(Outcome::Ignored),
+    }
+}
+
+/// Polls the body, and judges its outcome when it is ready. The body, the `count_if` predicate
+/// and the hint's reader are user code: a panic in any comes back as `Err`, for the caller to
+/// count as an error (not while unwinding, where a subscriber that panicked too would abort the
+/// process) before it goes on.
 #[allow(clippy::type_complexity)]
-fn poll_body<F, P, T, E>(
+fn poll_body<F, P, H, T, E>(
     body: Pin<&mut F>,
     count_if: &mut P,
+    hint: &mut H,
     cx: &mut Context<'_>,
-) -> std::thread::Result<Poll<(Result<T, E>, Outcome)>>
+) -> std::thread::Result<Poll<(Result<T, E>, Judged)>>
 where
     F: Future<Output = Result<T, E>>,
     P: FnMut(&E) -> bool,
+    H: FnMut(&E) -> Option<Duration>,
 {
     panic::catch_unwind(AssertUnwindSafe(|| match body.poll(cx) {
         Poll::Ready(output) => {
-            let outcome = match &output {
-                Ok(_) => Outcome::Success,
-                Err(error) if count_if(error) => Outcome::Error,
-                Err(_) => Outcome::Ignored,
-            };
+            let outcome = judge(&output, count_if, hint);
             Poll::Ready((output, outcome))
         }
         Poll::Pending => Poll::Pending,
@@ -356,7 +451,7 @@ fn wait<T, E>(
     }))))
 }
 
-impl<B: Deref<Target = Breaker>, F, E, P> fmt::Debug for BreakerCall<B, F, E, P> {
+impl<B: Deref<Target = Breaker>, F, E, P, H> fmt::Debug for BreakerCall<B, F, E, P, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerCall")
             .field("breaker", &self.admission.breaker.name())

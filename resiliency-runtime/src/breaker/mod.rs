@@ -87,7 +87,7 @@
 //! ```
 
 mod admit;
-mod blocking;
+pub(crate) mod blocking;
 mod config;
 mod disabled;
 mod engine;

@@ -2,9 +2,10 @@
 //! half-open round that admitted it, and counted by the breaker's meter.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use super::config::Rule;
-use super::engine::Breaker;
+use super::engine::{nanos, Breaker};
 use super::word::*;
 
 /// How a call ended.
@@ -39,6 +40,14 @@ impl Breaker {
         self.record_other(permit, outcome);
     }
 
+    /// Records an error that counts, whose upstream asked callers to wait `hint`: should the
+    /// breaker open (at this error, or at a later one while the wait lasts), it stays open at
+    /// least that long, up to `max_error_timeout`.
+    pub(crate) fn record_hinted(&self, permit: Permit, hint: Duration) {
+        self.error(permit, Some(hint));
+        self.meter.error();
+    }
+
     /// Hands back the slot of a probe that ended without an outcome (dropped while it ran):
     /// nothing is counted. Runs no user code: freeing a slot never changes the state.
     pub(crate) fn release(&self, permit: Permit) {
@@ -54,15 +63,15 @@ impl Breaker {
                 self.meter.success();
             }
             Outcome::Error => {
-                self.error(permit);
+                self.error(permit, None);
                 self.meter.error();
             }
             Outcome::TimedOut => {
-                self.error(permit);
+                self.error(permit, None);
                 self.meter.timed_out();
             }
             Outcome::Slow => {
-                self.error(permit);
+                self.error(permit, None);
                 self.meter.slow();
             }
             Outcome::Ignored => {
@@ -85,13 +94,18 @@ impl Breaker {
 
     /// An error of the call admitted with `permit`: it moves the last error's time (which the
     /// open time counts from); a closed call's counts in its window and may open the breaker, a
-    /// live probe's re-opens it.
-    fn error(&self, permit: Permit) {
+    /// live probe's re-opens it. With a `hint` (the wait the upstream asked for), the last error's
+    /// time moves further, so that an open time counted from it lasts at least the hint.
+    fn error(&self, permit: Permit, hint: Option<Duration>) {
         if matches!(permit, Permit::Unchecked | Permit::Bypass) {
             return;
         }
         let now = self.now();
-        self.last_error.fetch_max(now, Ordering::AcqRel);
+        let until = match hint {
+            None => now,
+            Some(hint) => now.saturating_add(nanos(self.beyond_error_timeout(hint))),
+        };
+        self.last_error.fetch_max(until, Ordering::AcqRel);
         let floor = self.epochs.load(Ordering::Acquire);
         let word = self.state.load(Ordering::Acquire);
         match permit {
@@ -125,6 +139,14 @@ impl Breaker {
             }
             _ => {}
         }
+    }
+
+    /// How much longer than `error_timeout` a hint asks the breaker to stay open: the hint, at
+    /// most `max_error_timeout`, past `error_timeout`.
+    fn beyond_error_timeout(&self, hint: Duration) -> Duration {
+        let config = self.config.load();
+        hint.min(config.max_error_timeout.max(config.error_timeout))
+            .saturating_sub(config.error_timeout)
     }
 
     /// The probe `permit` finished without an error (`success`), or was dropped or ignored

@@ -119,6 +119,19 @@ impl<M, Fut, P> Attempts<M, Fut, P> {
         retryable
     }
 
+    /// The wait the upstream asked for with attempt `number`'s `error` (its `RetryHint`, the
+    /// user's code: `busy` names the attempt meanwhile).
+    pub(super) fn hint<E>(self: Pin<&mut Self>, number: u32, error: &E) -> Option<Duration>
+    where
+        P: Retryable<E>,
+    {
+        let this = self.project();
+        *this.busy = number;
+        let hint = this.retryable.retry_after(error);
+        *this.busy = ENGINE;
+        hint
+    }
+
     /// Drops attempt 1's future, if held. Its destructor is its code: `busy` names it meanwhile.
     fn stop_first(self: Pin<&mut Self>) -> bool {
         let mut this = self.project();

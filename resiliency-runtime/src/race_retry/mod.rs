@@ -97,7 +97,7 @@ pub use stats::RaceRetryStats;
 ///
 /// [`Always`]: future::Always
 pub mod future {
-    pub use super::engine::{Always, Race};
+    pub use super::engine::{Always, Hinted, Race, Retryable};
 }
 
 #[cfg(feature = "tower")]

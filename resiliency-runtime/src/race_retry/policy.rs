@@ -13,11 +13,12 @@ use tokio::time::Instant;
 use super::backoff::Backoff;
 use super::budget::Budget;
 use super::builder::RaceRetryBuilder;
-use super::engine::MakeAttempt;
-use super::engine::{Always, Race};
+use super::engine::Race;
+use super::engine::{Always, Hinted, MakeAttempt, Retryable};
 use super::latency::Latencies;
 use super::meter::MeterCell;
 use crate::rejected::FromRejected;
+use crate::RetryHint;
 
 pub use resiliency_rules::MAX_RETRIES;
 
@@ -331,6 +332,91 @@ impl RaceRetry {
         P: Fn(&E) -> bool,
     {
         Race::new(self, make, retryable)
+    }
+
+    /// As [`run`](Self::run), for errors that say how long their upstream asked callers to wait
+    /// ([`RetryHint`](crate::RetryHint), such as an HTTP `Retry-After`): after an attempt fails
+    /// with such an error, no attempt starts before that wait is over (the staggered one
+    /// neither), and when it would end past `total` the call ends at once with that error.
+    /// Attempts still running keep racing meanwhile. `#[race_retry]` reads the hint of every
+    /// error type that implements the trait by itself.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resiliency::race_retry::{observe, RaceRetry};
+    /// use resiliency::{Rejected, RetryHint};
+    ///
+    /// #[derive(Debug)]
+    /// enum ApiError {
+    ///     Throttled(Duration), // a 429 with `Retry-After`
+    ///     Refused(Rejected),
+    /// }
+    ///
+    /// impl From<Rejected> for ApiError {
+    ///     fn from(rejected: Rejected) -> Self {
+    ///         ApiError::Refused(rejected)
+    ///     }
+    /// }
+    ///
+    /// impl RetryHint for ApiError {
+    ///     fn retry_after(&self) -> Option<Duration> {
+    ///         match self {
+    ///             ApiError::Throttled(wait) => Some(*wait),
+    ///             ApiError::Refused(_) => None,
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let race = RaceRetry::builder("docs-hinted-race")
+    ///     .retries(1)
+    ///     .after(Duration::from_millis(50))
+    ///     .total(Duration::from_secs(5))
+    ///     .backoff(resiliency::race_retry::Backoff::Off)
+    ///     .register()
+    ///     .unwrap();
+    /// let calls = std::sync::atomic::AtomicU32::new(0);
+    /// let (result, attempts) = observe(race.run_hinted(|| async {
+    ///     match calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+    ///         0 => Err(ApiError::Throttled(Duration::from_secs(2))),
+    ///         _ => Ok("served"),
+    ///     }
+    /// }))
+    /// .await;
+    /// assert_eq!(result.unwrap(), "served");
+    /// // The retry waited the 2 s the upstream asked for.
+    /// let retry = attempts.iter().find(|attempt| attempt.number == 2).unwrap();
+    /// assert_eq!(retry.started, Duration::from_secs(2));
+    /// # }
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn run_hinted<M, Fut, T, E>(
+        &'static self,
+        make: M,
+    ) -> Race<M, Fut, E, Hinted<Always, fn(&E) -> Option<Duration>>>
+    where
+        M: MakeAttempt<Fut>,
+        Fut: Future<Output = Result<T, E>>,
+        E: FromRejected + RetryHint,
+    {
+        let hint = <E as RetryHint>::retry_after as fn(&E) -> Option<Duration>;
+        Race::new(self, make, Hinted::new(Always, hint))
+    }
+
+    /// A race whose errors `judge` says are worth another attempt, and how long to wait.
+    pub(crate) fn run_judged<M, Fut, T, E, P>(
+        &'static self,
+        make: M,
+        judge: P,
+    ) -> Race<M, Fut, E, P>
+    where
+        M: MakeAttempt<Fut>,
+        Fut: Future<Output = Result<T, E>>,
+        E: FromRejected,
+        P: Retryable<E>,
+    {
+        Race::new(self, make, judge)
     }
 }
 

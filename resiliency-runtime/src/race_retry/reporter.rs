@@ -190,4 +190,18 @@ impl Reporter {
             "backing off after a failure"
         );
     }
+
+    /// An attempt's error asked callers to wait until `until` (its `RetryHint`): no attempt
+    /// starts before.
+    pub(super) fn held(self, until: Instant) {
+        if std::thread::panicking() {
+            return;
+        }
+        tracing::debug!(
+            target: TARGET,
+            name = self.policy.name(),
+            until_us = micros(until.saturating_duration_since(self.start)),
+            "waiting as the upstream asked (Retry-After)"
+        );
+    }
 }

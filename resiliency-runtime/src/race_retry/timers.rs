@@ -68,6 +68,8 @@ pub(super) struct Schedule {
     paid: bool,
     // No tokio runtime: attempts start only when one fails, and there is no deadline.
     pub(super) no_timer: bool,
+    // No attempt starts before this: an upstream asked callers to wait (`Retry-After`).
+    not_before: Option<Instant>,
 }
 
 impl Schedule {
@@ -98,10 +100,20 @@ impl Schedule {
         }
         let end = at(now, wait);
         let next = self.next_at.map_or(end, |next| next.min(end));
+        let next = self.not_before.map_or(next, |held| next.max(held));
         self.next_at = Some(next);
         if policy.backs_off() {
             reporter.backing_off(launched + 1, wait, next.saturating_duration_since(now));
         }
+    }
+
+    /// An upstream asked callers to wait until `until`: no attempt starts before (the next one's
+    /// start moves there, if it was sooner).
+    pub(super) fn hold(&mut self, reporter: Reporter, until: Instant) {
+        let until = self.not_before.map_or(until, |held| held.max(until));
+        self.not_before = Some(until);
+        self.next_at = self.next_at.map(|next| next.max(until));
+        reporter.held(until);
     }
 
     /// Takes the next attempt's token from the budget, if not taken yet (`launched` attempts have
@@ -122,7 +134,10 @@ impl Schedule {
     pub(super) fn started(&mut self, reporter: Reporter, number: u32, now: Instant) {
         let policy = reporter.policy;
         self.paid = false;
-        self.next_at = (number <= policy.retries()).then(|| at(now, policy.after()));
+        self.next_at = (number <= policy.retries()).then(|| {
+            let next = at(now, policy.after());
+            self.not_before.map_or(next, |held| next.max(held))
+        });
         if self.owed > 0 {
             self.owed -= 1;
             if self.owed > 0 && number <= policy.retries() {

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use tower_layer::Layer;
@@ -260,10 +261,15 @@ impl<S, C, B> BreakerService<S, C, B> {
     {
         let inner = &mut self.inner;
         let classify = self.classify.clone();
-        let call = BreakerCall::admit_now(breaker, every_failure as fn(&_) -> bool, || Outcome {
-            inner: inner.call(request),
-            classify,
-        });
+        let call = BreakerCall::admit_now(
+            breaker,
+            every_failure as fn(&_) -> bool,
+            hint_of as fn(&_) -> Option<Duration>,
+            || Outcome {
+                inner: inner.call(request),
+                classify,
+            },
+        );
         BreakerFuture {
             state: match call {
                 Ok(call) => State::Admitted { call },
@@ -324,10 +330,19 @@ fn every_failure<T>(_: &Failure<T>) -> bool {
     true
 }
 
+/// The wait the upstream asked for with a failure, as the classifier read it.
+fn hint_of<T>(failure: &Failure<T>) -> Option<Duration> {
+    match failure {
+        Failure::Counted(_, hint) => *hint,
+        Failure::Refused(_) => None,
+    }
+}
+
 /// The error of the breaker's call: an outcome that the classifier counts as a failure (which
-/// goes to the caller as it is, a 5xx response included), or the breaker's refusal.
+/// goes to the caller as it is, a 5xx response included) with the wait its upstream asked for
+/// (`Classify::retry_after`), or the breaker's refusal.
 enum Failure<T> {
-    Counted(T),
+    Counted(T, Option<Duration>),
     Refused(Rejected),
 }
 
@@ -359,7 +374,8 @@ where
         let this = self.project();
         let outcome = std::task::ready!(this.inner.poll(cx));
         Poll::Ready(if this.classify.is_failure(&outcome) {
-            Err(Failure::Counted(outcome))
+            let hint = this.classify.retry_after(&outcome);
+            Err(Failure::Counted(outcome, hint))
         } else {
             Ok(outcome)
         })
@@ -422,7 +438,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Admitted { call } => Poll::Ready(match std::task::ready!(call.poll(cx)) {
-                Ok(outcome) | Err(Failure::Counted(outcome)) => outcome.map_err(Into::into),
+                Ok(outcome) | Err(Failure::Counted(outcome, _)) => outcome.map_err(Into::into),
                 Err(Failure::Refused(timed_out)) => Err(Box::new(timed_out)),
             }),
             StateProj::Refused { rejected } => {

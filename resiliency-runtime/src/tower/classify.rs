@@ -14,6 +14,14 @@ use super::BreakerLayer;
 pub trait Classify<Res, Err> {
     /// True when `outcome` counts as a failure.
     fn is_failure(&self, outcome: &Result<Res, Err>) -> bool;
+
+    /// How long the upstream asked callers to wait with `outcome` (a failure), if it said: the
+    /// breaker stays open at least that long should it open (see
+    /// [`Breaker::call_hinted`](crate::Breaker::call_hinted)). None by default; [`ServerErrors`]
+    /// reads a response's `Retry-After` header.
+    fn retry_after(&self, _outcome: &Result<Res, Err>) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// The default classification: an `Err` is a failure, an `Ok` is a success.
@@ -35,6 +43,14 @@ pub struct ServerErrors;
 impl<B, Err> Classify<http::Response<B>, Err> for ServerErrors {
     fn is_failure(&self, outcome: &Result<http::Response<B>, Err>) -> bool {
         server_errors(outcome)
+    }
+
+    /// A response's `Retry-After` (a 503 or 429 saying when to come back).
+    fn retry_after(&self, outcome: &Result<http::Response<B>, Err>) -> Option<std::time::Duration> {
+        outcome
+            .as_ref()
+            .ok()
+            .and_then(crate::RetryHint::retry_after)
     }
 }
 
