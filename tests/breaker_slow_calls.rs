@@ -229,3 +229,142 @@ fn a_runtime_without_a_time_driver_tells_slow_calls() {
     });
     assert_eq!(breaker.state(), State::Open);
 }
+
+// ---------------------------------------------------------------------------------------------
+// `slow_call_rate`: slow calls with a rate of their own (rate rule)
+
+fn slow_rate_breaker(name: &str) -> Breaker {
+    Breaker::builder(name)
+        .failure_rate(0.5)
+        .min_calls(4)
+        .slow_call_duration(ms(50))
+        .slow_call_rate(0.75)
+        .build()
+        .unwrap()
+}
+
+async fn call_taking(breaker: &Breaker, took: u64) -> Result<u64, BoxError> {
+    breaker
+        .call(async move {
+            sleep(ms(took)).await;
+            Ok(took)
+        })
+        .await
+}
+
+/// Slow successes are successes: two slow of four stay closed (the failure rate of 0.5 would
+/// have opened it), three of four reach `slow_call_rate` and open it.
+#[tokio::test(start_paused = true)]
+async fn slow_calls_open_the_breaker_at_their_own_rate() {
+    let breaker = slow_rate_breaker("slow::rate_of_their_own");
+    for took in [1, 60, 1, 60] {
+        call_taking(&breaker, took).await.unwrap();
+    }
+    let snapshot = breaker.snapshot();
+    assert_eq!(snapshot.state, State::Closed);
+    assert_eq!(snapshot.recent_errors, 0, "slow successes are not errors");
+    assert_eq!(snapshot.recent_calls, Some(4));
+    assert_eq!(snapshot.recent_slow, 2);
+    // 3 slow of 5: 0.6, below 0.75; 4 of 6: 0.67; 5 of 7: 0.71; 6 of 8: 0.75, open.
+    for _ in 0..3 {
+        call_taking(&breaker, 60).await.unwrap();
+        assert_eq!(breaker.state(), State::Closed);
+    }
+    call_taking(&breaker, 60).await.unwrap();
+    assert_eq!(breaker.state(), State::Open);
+    let refused = call_taking(&breaker, 1).await.unwrap_err();
+    assert!(refused
+        .downcast_ref::<resiliency::Rejected>()
+        .unwrap()
+        .is_circuit_open());
+}
+
+/// Errors keep their own rate beside the slow calls'.
+#[tokio::test(start_paused = true)]
+async fn errors_still_open_it_at_the_failure_rate() {
+    let breaker = slow_rate_breaker("slow::errors_too");
+    for took in [1, 60, 1] {
+        call_taking(&breaker, took).await.unwrap();
+    }
+    let _ = breaker
+        .call(async { Err::<(), BoxError>("down".into()) })
+        .await;
+    assert_eq!(breaker.state(), State::Closed, "1 error of 4");
+    let _ = breaker
+        .call(async { Err::<(), BoxError>("down".into()) })
+        .await;
+    let _ = breaker
+        .call(async { Err::<(), BoxError>("down".into()) })
+        .await;
+    assert_eq!(breaker.state(), State::Open, "3 errors of 6: 0.5");
+}
+
+/// Under the count rule, the snapshot reports slow calls apart, and they count as errors too.
+#[tokio::test(start_paused = true)]
+async fn the_count_rule_reports_slow_calls_apart() {
+    let breaker = Breaker::builder("slow::count_snapshot")
+        .error_threshold(3)
+        .slow_call_duration(ms(50))
+        .build()
+        .unwrap();
+    call_taking(&breaker, 60).await.unwrap();
+    call_taking(&breaker, 1).await.unwrap();
+    let snapshot = breaker.snapshot();
+    assert_eq!(snapshot.recent_slow, 1);
+    assert_eq!(
+        snapshot.recent_errors, 1,
+        "a slow call is a failure under the count rule"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_call_rate_by_name() {
+    let _serial = serial();
+    let breaker = Breaker::builder("slow::rate_by_name")
+        .failure_rate(0.5)
+        .min_calls(2)
+        .slow_call_duration(ms(50))
+        .register()
+        .unwrap();
+    settings::set(Policy::Breaker, "slow::rate_by_name", "slow_call_rate", 1.0).unwrap();
+    let effective = settings::effective(Policy::Breaker, "slow::rate_by_name").unwrap();
+    assert!(effective
+        .iter()
+        .any(|e| e.setting == "slow_call_rate" && e.value.is_some()));
+    call_taking(&breaker, 60).await.unwrap();
+    call_taking(&breaker, 1).await.unwrap();
+    assert_eq!(breaker.state(), State::Closed, "half slow: below 1.0");
+    let refused = settings::set(Policy::Breaker, "slow::rate_by_name", "slow_call_rate", 1.5);
+    assert!(refused.unwrap_err().to_string().contains("(0, 1]"));
+    settings::unset(Policy::Breaker, "slow::rate_by_name", "slow_call_rate").unwrap();
+}
+
+#[test]
+fn slow_call_rate_rules() {
+    let needs = |builder: resiliency::BreakerBuilder| builder.build().unwrap_err().to_string();
+    let count_rule = needs(
+        Breaker::builder("slow::rules")
+            .slow_call_duration(ms(50))
+            .slow_call_rate(0.5),
+    );
+    assert!(
+        count_rule.contains("belongs to the rate rule"),
+        "{count_rule}"
+    );
+    let no_duration = needs(
+        Breaker::builder("slow::rules")
+            .failure_rate(0.5)
+            .slow_call_rate(0.5),
+    );
+    assert!(
+        no_duration.contains("needs `slow_call_duration`"),
+        "{no_duration}"
+    );
+    let out_of_range = needs(
+        Breaker::builder("slow::rules")
+            .failure_rate(0.5)
+            .slow_call_duration(ms(50))
+            .slow_call_rate(0.0),
+    );
+    assert!(out_of_range.contains("(0, 1]"), "{out_of_range}");
+}

@@ -45,6 +45,10 @@ macro_rules! breaker_settings {
             failure_rate: f64 as Number, e.g. 0.5, default "none";
             /// ... and at least this many calls completed within `error_window`.
             min_calls: u32 as Count, e.g. 20, default "20";
+            /// Rate rule: also opens when `slow calls / calls >= slow_call_rate` (with `min_calls`); a slow success then counts as a success, not an error.
+            /// Needs `failure_rate` and `slow_call_duration`; lies in (0, 1]. resilience4j's
+            /// `slowCallRateThreshold`.
+            slow_call_rate: f64 as Number, e.g. 0.8, default "none: a slow call is a failure";
             /// Each failed probe multiplies the open time by this.
             /// The n-th consecutive re-open stays open for `error_timeout * backoff^n`, capped at
             /// `max_error_timeout`. At least 1.
@@ -197,6 +201,34 @@ pub fn breaker(options: &BreakerOptions<'_>) -> Vec<Violation> {
     }
     if o.min_calls == Some(0) {
         out.push(at_least_one("min_calls"));
+    }
+    if let Some(rate) = o.slow_call_rate {
+        if !(rate > 0.0 && rate <= 1.0) {
+            out.push(Violation::value(
+                "slow_call_rate",
+                format!("`slow_call_rate` must lie in (0, 1], got {rate}: the share of slow calls that opens the breaker, e.g. `slow_call_rate = 0.8`"),
+            ));
+        }
+    }
+    if given("slow_call_rate", o.slow_call_rate.is_some()) {
+        if !given("failure_rate", o.failure_rate.is_some()) {
+            out.push(
+                Violation::presence(
+                    "slow_call_rate",
+                    "`slow_call_rate` belongs to the rate rule; add `failure_rate = ...` (under the count rule, a slow call counts as an error), or remove it",
+                )
+                .involving(&["failure_rate"]),
+            );
+        }
+        if !given("slow_call_duration", o.slow_call_duration.is_some()) {
+            out.push(
+                Violation::presence(
+                    "slow_call_rate",
+                    "`slow_call_rate` needs `slow_call_duration`, the time past which a call is slow; add `slow_call_duration = \"1s\"`",
+                )
+                .involving(&["slow_call_duration"]),
+            );
+        }
     }
     count("half_open_calls", o.half_open_calls, "", &mut out);
     if let Some(b) = o.backoff {

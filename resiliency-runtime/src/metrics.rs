@@ -43,7 +43,7 @@
 //!
 //! | series | type | labels | moves |
 //! | --- | --- | --- | --- |
-//! | `resiliency_breaker_calls_total` | counter | `name`, `outcome` | once per call through a breaker: `success`; `error` (an error that counts, a body that panicked); `ignored` (an error that `count_if` did not count); `refused` (open, forced open, or all half-open probe slots taken); `timed_out` (past `timeout` or `half_open_timeout`); `slow` (a success past `slow_call_duration`, counted as a failure) |
+//! | `resiliency_breaker_calls_total` | counter | `name`, `outcome` | once per call through a breaker: `success`; `error` (an error that counts, a body that panicked); `ignored` (an error that `count_if` did not count); `refused` (open, forced open, or all half-open probe slots taken); `timed_out` (past `timeout` or `half_open_timeout`); `slow` (a success past `slow_call_duration`: counted as a failure, or with `slow_call_rate` toward its own rate; never as an `error`) |
 //! | `resiliency_breaker_transitions_total` | counter | `name`, `from`, `to` | on every state change of a breaker, as [`breaker::subscribe`](crate::breaker::subscribe) sees them; states `closed`, `open`, `half_open`, `forced_open`, `forced_closed` |
 //! | `resiliency_breaker_state` | gauge | `name`, `state` | the number of breakers of that name in that state: 0 or 1 for a single breaker, the number of keys in each state for a keyed family. A breaker counts in `closed` from its creation and moves with each change; it stops counting when it is dropped or evicted from its family |
 //! | `resiliency_too_busy_calls_total` | counter | `name`, `outcome` | once per call through a guard: `admitted`, `refused` |

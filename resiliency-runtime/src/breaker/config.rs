@@ -43,6 +43,8 @@ pub(crate) struct Config {
     pub(crate) timeout: Option<Duration>,
     pub(crate) half_open_timeout: Option<Duration>,
     pub(crate) slow_call_duration: Option<Duration>,
+    /// `slow_call_rate` (rate rule only): slow calls are successes with a rate of their own.
+    pub(crate) slow_call_rate: Option<f64>,
     pub(crate) backoff: f64,
     pub(crate) max_error_timeout: Duration,
     pub(crate) idle_timeout: Duration,
@@ -232,6 +234,9 @@ impl BreakerBuilder {
             timeout,
             half_open_timeout: o.half_open_timeout,
             slow_call_duration: o.slow_call_duration,
+            slow_call_rate: o
+                .slow_call_rate
+                .filter(|_| matches!(rule, Rule::Rate { .. })),
             backoff: o.backoff.unwrap_or(1.0),
             max_error_timeout,
             idle_timeout: o.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),

@@ -57,6 +57,10 @@ pub struct Snapshot {
     pub recent_errors: u64,
     /// Calls counted in the current window, under the rate rule.
     pub recent_calls: Option<u64>,
+    /// Slow calls (`slow_call_duration`) in the current window, apart from the errors: with
+    /// `slow_call_rate` they are successes and count toward their own rate; without it they count
+    /// as failures too, and `recent_errors` includes them. 0 without `slow_call_duration`.
+    pub recent_slow: u64,
     /// The open time that applies now (`error_timeout`, grown by `backoff` after failed probes).
     pub open_for: Duration,
     /// Time left until an open breaker half-opens.
@@ -285,10 +289,12 @@ impl Breaker {
                 (errors, Some(calls))
             }
         };
+        let recent_slow = self.window.slow.totals_if_used(now).1;
         Snapshot {
             state,
             recent_errors,
             recent_calls,
+            recent_slow,
             open_for,
             half_opens_in,
         }

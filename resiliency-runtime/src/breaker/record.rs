@@ -71,7 +71,7 @@ impl Breaker {
                 self.meter.timed_out();
             }
             Outcome::Slow => {
-                self.error(permit, None);
+                self.slow(permit);
                 self.meter.slow();
             }
             Outcome::Ignored => {
@@ -138,6 +138,40 @@ impl Breaker {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A slow call (a success past `slow_call_duration`), noted in the window of slow calls. With
+    /// `slow_call_rate` (rate rule), a closed call's counts as a success, and opens the breaker
+    /// when slow calls reach that share of the window's calls (and `min_calls`); otherwise it
+    /// counts as an error (a slow probe re-opens the breaker either way).
+    fn slow(&self, permit: Permit) {
+        if matches!(permit, Permit::Unchecked | Permit::Bypass) {
+            return;
+        }
+        let now = self.now();
+        self.window.slow.record_slow(now);
+        let config = self.config.load();
+        let (Permit::Closed(admitted), Some(slow_rate), Rule::Rate { min_calls, .. }) =
+            (permit, config.slow_call_rate, config.rule)
+        else {
+            return self.error(permit, None);
+        };
+        let word = self.state.load(Ordering::Acquire);
+        if epoch(word) != epoch(admitted) || word & PHASE != CLOSED {
+            return;
+        }
+        self.window.rate.record_call(now);
+        let (calls, _) = self.window.rate.totals(now);
+        let (_, slow) = self.window.slow.totals(now);
+        let trips = calls >= u64::from(min_calls) && slow as f64 >= slow_rate * calls as f64;
+        if trips {
+            // Open from now, as from an error: the time is set before the state, so that a call
+            // that sees the breaker open sees how long.
+            self.last_error.fetch_max(now, Ordering::AcqRel);
+            if self.swap(word, enter(word, OPEN)).is_ok() {
+                self.window.clear();
+            }
         }
     }
 

@@ -136,8 +136,8 @@ mod tests {
              `error_treshold`: `error_treshold` is not a breaker setting; did you mean \
              `error_threshold`? The settings are: error_threshold, error_window, error_timeout, \
              capacity, timeout, half_open_timeout, slow_call_duration, success_threshold, \
-             half_open_calls, failure_rate, min_calls, backoff, max_error_timeout, idle_timeout, \
-             max_keys"
+             half_open_calls, failure_rate, min_calls, slow_call_rate, backoff, max_error_timeout, \
+             idle_timeout, max_keys"
         );
         assert_eq!(
             texts[1],

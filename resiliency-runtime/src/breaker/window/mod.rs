@@ -18,10 +18,13 @@ pub(crate) use rate::{Clock, RateWindow};
 
 use super::config::Rule;
 
-/// The windows of both rules; the breaker's rule says which one counts.
+/// The windows of both rules; the breaker's rule says which one counts. `slow` counts slow calls
+/// (`slow_call_duration`) as its errors, with no calls of its own: allocated at the first slow
+/// call.
 pub(crate) struct Window {
     pub(crate) count: CountWindow,
     pub(crate) rate: RateWindow,
+    pub(crate) slow: RateWindow,
 }
 
 impl Window {
@@ -32,6 +35,7 @@ impl Window {
                 Rule::Rate { .. } => 1,
             }),
             rate: RateWindow::new(window_ns),
+            slow: RateWindow::new(window_ns),
         };
         if let Rule::Rate { .. } = rule {
             window.rate.allocate();
@@ -43,10 +47,12 @@ impl Window {
     pub(crate) fn clear(&self) {
         self.count.clear();
         self.rate.clear();
+        self.slow.clear();
     }
 
     /// The rule is now `rule`, over `window_ns`: the counts start afresh, sized for it.
     pub(crate) fn reset(&self, rule: Rule, window_ns: u64) {
+        self.slow.resize(window_ns);
         match rule {
             Rule::Count { threshold } => self.count.resize(threshold),
             Rule::Rate { .. } => {

@@ -201,6 +201,11 @@ impl RateWindow {
         }
     }
 
+    /// Records one call at `now`, exactly (a slow success, counted as a call with its clock).
+    pub(crate) fn record_call(&self, now: u64) {
+        self.add(self.stripe(), now / self.bucket_ns(), 1, 0);
+    }
+
     /// Records one error at `now`, exactly.
     pub(crate) fn record_error(&self, now: u64) {
         self.add(self.stripe(), now / self.bucket_ns(), 1, 1);
@@ -267,6 +272,19 @@ impl RateWindow {
             }
         }
         (calls, errors)
+    }
+
+    /// Records one slow call at `now` (a window of slow calls counts them as its errors).
+    pub(crate) fn record_slow(&self, now: u64) {
+        self.add(self.stripe(), now / self.bucket_ns(), 0, 1);
+    }
+
+    /// [`totals`](Self::totals), or nothing for a window never written to (not allocated).
+    pub(crate) fn totals_if_used(&self, now: u64) -> (u64, u64) {
+        if self.stripes.get().is_none() {
+            return (0, 0);
+        }
+        self.totals(now)
     }
 
     /// Forgets every call: done when the breaker opens or is reset, so that it closes with a clean
