@@ -648,7 +648,10 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// outermost). `#[breaker]` above `#[race_retry]` puts the breaker around the whole race: one
         /// outcome per call, and an open breaker refuses the call before any attempt. `#[race_retry]`
         /// above `#[breaker]` puts the breaker around each attempt: each attempt's error counts, and
-        /// once it opens, the remaining attempts fail at once with `Rejected` (the call ends with it).
+        /// once it opens, an attempt it refuses tells the race when it half-opens (its `Rejected`'s
+        /// `retry_after`, which a boxed or `anyhow` error carries, and an error type of your own
+        /// through `RetryHint`): the next attempt waits until then if that is before `total`, and
+        /// the call ends at once with the refusal otherwise.
         ///
         /// # Guarantees
         ///

@@ -418,3 +418,51 @@ mod tower_layer {
         assert_eq!(rejected.retry_after(), Some(secs(45)));
     }
 }
+
+mod boxed_errors {
+    use super::*;
+    use support::BoxError;
+
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+
+    /// A boxed error carries the refusal of the breaker inside it: the race waits for the
+    /// breaker to half-open, with no `RetryHint` impl of the user's.
+    #[race_retry(retries = 2, after = "10s", total = "20s", backoff = "off")]
+    #[breaker(name = "hint-boxed", error_threshold = 1, error_timeout = "4s")]
+    async fn boxed() -> Result<u32, BoxError> {
+        match CALLS.fetch_add(1, SeqCst) {
+            0 => Err("down".into()),
+            n => Ok(n),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_boxed_refusal_delays_the_retry() {
+        let (result, attempts) = observe(boxed()).await;
+        assert_eq!(result.unwrap(), 1);
+        let third = attempts.iter().find(|a| a.number == 3).unwrap();
+        assert_eq!(third.started, secs(4));
+    }
+
+    #[cfg(feature = "anyhow")]
+    static ANYHOW_CALLS: AtomicU32 = AtomicU32::new(0);
+
+    #[cfg(feature = "anyhow")]
+    #[race_retry(retries = 2, after = "10s", total = "20s", backoff = "off")]
+    #[breaker(name = "hint-anyhow", error_threshold = 1, error_timeout = "2s")]
+    async fn with_anyhow() -> anyhow::Result<u32> {
+        match ANYHOW_CALLS.fetch_add(1, SeqCst) {
+            0 => anyhow::bail!("down"),
+            n => Ok(n),
+        }
+    }
+
+    #[cfg(feature = "anyhow")]
+    #[tokio::test(start_paused = true)]
+    async fn an_anyhow_refusal_delays_the_retry() {
+        let (result, attempts) = observe(with_anyhow()).await;
+        assert_eq!(result.unwrap(), 1);
+        let third = attempts.iter().find(|a| a.number == 3).unwrap();
+        assert_eq!(third.started, secs(2));
+    }
+}

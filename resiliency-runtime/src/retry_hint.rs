@@ -50,6 +50,30 @@ impl RetryHint for Rejected {
     }
 }
 
+/// The hint of a [`Rejected`] inside a boxed error (found as [`Rejected::find_in`] finds it): so
+/// `Box<dyn Error + Send + Sync>` errors carry an inner breaker's time until it half-opens.
+impl RetryHint for dyn std::error::Error + Send + Sync + 'static {
+    fn retry_after(&self) -> Option<Duration> {
+        Rejected::find_in(self)?.retry_after()
+    }
+}
+
+/// See the impl for `dyn Error + Send + Sync`.
+impl RetryHint for dyn std::error::Error + 'static {
+    fn retry_after(&self) -> Option<Duration> {
+        Rejected::find_in(self)?.retry_after()
+    }
+}
+
+/// The hint of a [`Rejected`] inside an `anyhow::Error` ([`Rejected::find_in_anyhow`]).
+#[cfg(feature = "anyhow")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anyhow")))]
+impl RetryHint for anyhow::Error {
+    fn retry_after(&self) -> Option<Duration> {
+        Rejected::find_in_anyhow(self)?.retry_after()
+    }
+}
+
 impl<T: RetryHint + ?Sized> RetryHint for &T {
     fn retry_after(&self) -> Option<Duration> {
         (**self).retry_after()
