@@ -198,6 +198,53 @@ resiliency_runtime::__private::breaker_settings!(crate::attributes::documented! 
         ///   started (`tests/fallback.rs`). Return types must be nameable: `impl Trait` in the
         ///   return type is a compile error with `fallback`.
         ///
+        /// # Retry-After, and the time left
+        ///
+        /// An error that knows how long its upstream asked callers to wait implements
+        /// [`RetryHint`](crate::RetryHint) (`Rejected` does, and boxed and `anyhow` errors that
+        /// carry one; with the `tower` or `axum` feature, `http::Response` reads its `Retry-After`).
+        /// The attribute reads it with nothing to write, for any error type that implements it:
+        /// should such an error open the breaker (or come while the breaker opens on others), the
+        /// breaker stays open at least that long, up to `max_error_timeout`. A hint alone does not
+        /// open a closed breaker: the rule decides.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resiliency::{breaker, Rejected, RetryHint};
+        ///
+        /// #[derive(Debug)]
+        /// enum ApiError { Throttled(Duration), Refused(Rejected) }
+        ///
+        /// impl From<Rejected> for ApiError {
+        ///     fn from(rejected: Rejected) -> Self { ApiError::Refused(rejected) }
+        /// }
+        ///
+        /// impl RetryHint for ApiError {
+        ///     fn retry_after(&self) -> Option<Duration> {
+        ///         match self {
+        ///             ApiError::Throttled(wait) => Some(*wait),
+        ///             ApiError::Refused(rejected) => rejected.retry_after(),
+        ///         }
+        ///     }
+        /// }
+        ///
+        /// #[breaker(error_threshold = 1, error_timeout = "5s")]
+        /// async fn quote(throttled: bool) -> Result<u32, ApiError> {
+        ///     if throttled { Err(ApiError::Throttled(Duration::from_secs(30))) } else { Ok(7) }
+        /// }
+        ///
+        /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+        /// # async fn main() {
+        /// assert!(quote(true).await.is_err()); // a 429 asking for 30 s opens it...
+        /// let Err(ApiError::Refused(refused)) = quote(false).await else { unreachable!() };
+        /// assert_eq!(refused.retry_after(), Some(Duration::from_secs(30))); // ...for 30 s, not 5
+        /// # }
+        /// ```
+        ///
+        /// Under `timeout` (or `half_open_timeout` for a probe), the body reads the time it has left
+        /// with [`resiliency::time_left()`](crate::time_left) (or [`deadline()`](crate::deadline)),
+        /// the tightest of the guards around it, to pass on as an upstream's timeout.
+        ///
         /// # Blocking functions
         ///
         /// On a fn that is not `async` (a client such as `ureq`, `postgres` or `diesel`), the body runs
@@ -643,6 +690,14 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         ///
         /// A fallback (`fallback = path`) answers when the race ends with its own refusal (its
         /// deadline passed): see [Fallbacks](macro@crate::breaker#fallbacks).
+        ///
+        /// **Retry-After, and the time left.** After an attempt fails with an error whose
+        /// [`RetryHint`](crate::RetryHint) asks for a wait (a `Retry-After`; an inner breaker's
+        /// time until it half-opens, which `Rejected` carries), no attempt starts before that wait
+        /// is over, the staggered one neither; if it would end past `total`, the call ends at once
+        /// with that error. Attempts in flight keep racing meanwhile. Each attempt reads the time it
+        /// has left with [`resiliency::time_left()`](crate::time_left): the sooner of `total` and
+        /// its own `each`, or of an outer guard's deadline.
         ///
         /// **With `#[breaker]`.** Attributes of this crate apply top to bottom (the first written is the
         /// outermost). `#[breaker]` above `#[race_retry]` puts the breaker around the whole race: one

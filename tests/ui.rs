@@ -6,6 +6,8 @@
 //!   (argument syntax, `crate = "..."`, duration literals), shown on `#[breaker]`;
 //! - `ui/fallback/fail/`: bad uses of `fallback` and `fallback_on`, which every attribute takes
 //!   (a fallback not found, of the wrong arity, reason or return type; arguments it cannot get);
+//! - `ui/retry_hint/fail/`: the builders' hinted calls on an error type without `RetryHint`, run
+//!   with the `anyhow` feature and `tower` or `axum` (each adds a type the message lists);
 //! - `ui/axum/fail/`: cases that need the `axum` feature, run when it is on, as with
 //!   `cargo test --all-features`;
 //! - `ui/tower/fail/`: type-level requirements of the `tower` layers (a request or a service the
@@ -33,5 +35,12 @@ fn ui() {
     }
     if cfg!(feature = "tower") {
         t.compile_fail("tests/ui/tower/fail/*.rs");
+    }
+    // The compiler lists the types that implement `RetryHint`, which the features add to.
+    if cfg!(all(
+        feature = "anyhow",
+        any(feature = "tower", feature = "axum")
+    )) {
+        t.compile_fail("tests/ui/retry_hint/fail/*.rs");
     }
 }

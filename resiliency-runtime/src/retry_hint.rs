@@ -37,6 +37,11 @@ use std::time::Duration;
 use crate::Rejected;
 
 /// How long the upstream asked callers to wait before the next call, when it said.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not say how long its upstream asked callers to wait",
+    label = "`call_hinted` and `run_hinted` read this error type's `RetryHint`",
+    note = "implement `resiliency::RetryHint` for `{Self}` (return `None` for the errors that say nothing), or call `call` / `run`, which read no hint"
+)]
 pub trait RetryHint {
     /// The wait asked for, if any.
     fn retry_after(&self) -> Option<Duration>;

@@ -19,21 +19,28 @@
 //!         );
 //!         BREAKER.breaker()
 //!     }
-//!         .call(async move {
-//!             if false {
-//!                 return ::resiliency::__private::body_returns::<
-//!                     Result<Receipt, PayError>,
-//!                 >();
-//!             }
-//!             /* the original body */
-//!         })
+//!         .call_with(
+//!             async move {
+//!                 if false {
+//!                     return ::resiliency::__private::body_returns::<
+//!                         Result<Receipt, PayError>,
+//!                     >();
+//!                 }
+//!                 /* the original body */
+//!             },
+//!             ::resiliency::__private::every_error,
+//!             ::resiliency::__private::hint_reader!(
+//!                 <Result<Receipt, PayError> as ::resiliency::__private::IsResult>::Err
+//!             ),
+//!         )
 //!         .await
 //! }
 //! ```
 //!
 //! The dead `return` makes the compiler check the body against the fn's return type, with its
-//! coercions, as without the attribute. With `count_if`, the site's `call_if(body, predicate)`
-//! is awaited instead.
+//! coercions, as without the attribute. With `count_if`, the predicate takes `every_error`'s
+//! place. `hint_reader!` is a closure that reads each error's `RetryHint` when its type (named
+//! here, where it is known) implements it, and reads none otherwise: no bound is asked of it.
 //!
 //! A blocking fn (not `async`) runs its body in a closure called at once, which keeps every
 //! `return` and `?` of the body as they were:
@@ -41,7 +48,11 @@
 //! ```ignore
 //! fn fetch(id: u64) -> Result<Row, DbError> {
 //!     { /* the site, as above */ }
-//!         .call_blocking(move || -> Result<Row, DbError> { /* the original body */ })
+//!         .call_blocking_with(
+//!             move || -> Result<Row, DbError> { /* the original body */ },
+//!             ::resiliency::__private::every_error,
+//!             /* the hint reader, as above */
+//!         )
 //! }
 //! ```
 

@@ -14,19 +14,27 @@
 //!         );
 //!         RACE.race()
 //!     }
-//!     .run(move || {
-//!         let id = ::resiliency::__private::attempt_arg(&id);
-//!         let key = ::resiliency::__private::attempt_arg(&key);
-//!         async move {
-//!             if false {
-//!                 return ::resiliency::__private::body_returns::<Result<User, DbError>>();
+//!     .run_with(
+//!         move || {
+//!             let id = ::resiliency::__private::attempt_arg(&id);
+//!             let key = ::resiliency::__private::attempt_arg(&key);
+//!             async move {
+//!                 if false {
+//!                     return ::resiliency::__private::body_returns::<Result<User, DbError>>();
+//!                 }
+//!                 /* the original body */
 //!             }
-//!             /* the original body */
-//!         }
-//!     })
+//!         },
+//!         ::resiliency::__private::hint_reader!(
+//!             <Result<User, DbError> as ::resiliency::__private::IsResult>::Err
+//!         ),
+//!     )
 //!     .await
 //! }
 //! ```
+//!
+//! `hint_reader!` reads each error's `RetryHint` (see `#[breaker]`'s expansion). With
+//! `attempt = n`, the closure is `numbered(move |n: u32| { .. })`.
 //!
 //! With `name = "search"`, the site is `RaceSite::new(|| "search", ..)`, with no marker fn.
 //!
@@ -35,7 +43,8 @@
 //! then (a non-literal `after` is a fixed delay: `After::Fixed(expr)`).
 //!
 //! With `retry_if = is_transient`, the attempt closure is bound first (`let attempt = move || ..;`)
-//! and the call is `.run_if(|error| (is_transient)(error), attempt)`; see `expand` for why. A `mut`
+//! and the call is `.run_if_with(attempt, |error| (is_transient)(error), hint)`; see `expand` for
+//! why. A `mut`
 //! argument loses its `mut` in the signature and keeps it in each attempt's copy.
 
 use proc_macro2::{Ident, Span, TokenStream};

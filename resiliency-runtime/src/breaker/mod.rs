@@ -23,7 +23,43 @@
 //! * `slow_call_duration` counts a success slower than it as a failure (an error under the count
 //!   rule, a failed call under the rate rule); the call is not cancelled and its result is
 //!   returned. Measured from the body's first wait (from its start for a blocking call); a call
-//!   that answers on its first poll is never slow.
+//!   that answers on its first poll is never slow. Under the count rule a slow call is an error:
+//!   Semian counts failures within a window, and a slow call is the failure a worker pays for.
+//!   Under the rate rule, `slow_call_rate` gives slow calls a rate of their own (resilience4j's
+//!   `slowCallRateThreshold`): a slow success then counts as a success, and the breaker also opens
+//!   when slow calls reach that share of the window's calls (with `min_calls`). A slow probe
+//!   re-opens the breaker either way. [`Snapshot::recent_slow`] counts slow calls apart from
+//!   errors; the metrics count them as outcome `slow`.
+//! * An error whose [`RetryHint`](crate::RetryHint) asks for a wait (an HTTP `Retry-After`)
+//!   keeps an opening breaker open at least that long, up to `max_error_timeout`: see
+//!   [`Breaker::call_hinted`]; `#[breaker]` reads hints by itself.
+//! * While a time limit applies, the body reads its deadline with [`crate::deadline`].
+//!
+//! ```
+//! use std::time::Duration;
+//! use resiliency::Breaker;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let breaker = Breaker::builder("docs-slow-rate")
+//!     .failure_rate(0.5)
+//!     .min_calls(4)
+//!     .slow_call_duration(Duration::from_millis(100))
+//!     .slow_call_rate(0.75)
+//!     .build()
+//!     .unwrap();
+//! for wait in [10, 200, 200, 200] {
+//!     let call = breaker.call(async move {
+//!         tokio::time::sleep(Duration::from_millis(wait)).await;
+//!         Ok::<_, resiliency::Rejected>(wait)
+//!     });
+//!     assert_eq!(call.await.unwrap(), wait); // slow calls are not cancelled
+//! }
+//! let snapshot = breaker.snapshot();
+//! assert_eq!((snapshot.recent_errors, snapshot.recent_slow), (0, 0)); // cleared: it opened
+//! assert_eq!(breaker.state(), resiliency::breaker::State::Open); // 3 slow of 4 calls
+//! # }
+//! ```
 //! * `capacity = c` sets `error_timeout = timeout * c / (1 - c)`: a worker that keeps probing a
 //!   dead endpoint is free a share `c` of the time.
 //! * An outcome counts in the state the call was admitted in: a call admitted while closed that
