@@ -97,8 +97,9 @@ impl<T: RetryHint + ?Sized> RetryHint for std::sync::Arc<T> {
     }
 }
 
-/// The wait a `Retry-After` header asks for: delta-seconds (`120`) or an HTTP-date (`Wed, 21 Oct
-/// 2015 07:28:00 GMT`, as a wait from now, zero once past). `None` for anything else.
+/// The wait a `Retry-After` header asks for: delta-seconds (`120`) or an HTTP-date in the form
+/// servers send (IMF-fixdate, `Wed, 21 Oct 2015 07:28:00 GMT`; as a wait from now, zero once
+/// past). `None` for anything else, the obsolete date forms included.
 ///
 /// ```
 /// use std::time::Duration;
@@ -120,11 +121,46 @@ pub fn parse_retry_after(value: &http::HeaderValue) -> Option<Duration> {
         // Too many digits for a u64 is a wait of centuries: the largest.
         return Some(Duration::from_secs(text.parse().unwrap_or(u64::MAX)));
     }
-    let at = httpdate::parse_http_date(text).ok()?;
+    let at = std::time::UNIX_EPOCH + Duration::from_secs(parse_imf_fixdate(text)?);
     Some(
         at.duration_since(std::time::SystemTime::now())
             .unwrap_or_default(),
     )
+}
+
+/// Seconds since the Unix epoch of an HTTP-date in its preferred form (IMF-fixdate, RFC 9110:
+/// `Sun, 06 Nov 1994 08:49:37 GMT`), the one servers send.
+#[cfg(any(feature = "tower", feature = "axum"))]
+fn parse_imf_fixdate(text: &str) -> Option<u64> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (_weekday, rest) = text.split_once(", ")?;
+    let mut parts = rest.split(' ');
+    let day: u64 = parts.next()?.parse().ok()?;
+    let month_name = parts.next()?;
+    let month = MONTHS.iter().position(|m| *m == month_name)? as u64 + 1;
+    let year: u64 = parts.next()?.parse().ok()?;
+    let mut clock = parts.next()?.split(':').map(|n| n.parse::<u64>().ok());
+    let (hour, minute, second) = (clock.next()??, clock.next()??, clock.next()??);
+    if parts.next()? != "GMT" || parts.next().is_some() || clock.next().is_some() {
+        return None;
+    }
+    if !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 || year < 1970 {
+        return None;
+    }
+    // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm, years from March).
+    let (y, m) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y / 400;
+    let year_of_era = y % 400;
+    let day_of_year = (153 * m + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = (era * 146_097 + day_of_era).checked_sub(719_468)?;
+    Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
 }
 
 /// A response's `Retry-After` header (a 503 or a 429 saying when to come back), read by
@@ -186,6 +222,25 @@ impl<E: ?Sized> NoHint for &HintOf<'_, E> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(any(feature = "tower", feature = "axum"))]
+    #[test]
+    fn imf_fixdates_are_read_and_anything_else_is_not() {
+        assert_eq!(
+            parse_imf_fixdate("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
+        assert_eq!(parse_imf_fixdate("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(
+            parse_imf_fixdate("Tue, 29 Feb 2000 12:00:00 GMT"),
+            Some(951_825_600)
+        );
+        assert_eq!(parse_imf_fixdate("Sun, 06 Nov 1994 08:49:37 UTC"), None);
+        assert_eq!(parse_imf_fixdate("Sunday, 06-Nov-94 08:49:37 GMT"), None);
+        assert_eq!(parse_imf_fixdate("Sun, 06 Foo 1994 08:49:37 GMT"), None);
+        assert_eq!(parse_imf_fixdate("Sun, 06 Nov 1994 08:49 GMT"), None);
+        assert_eq!(parse_imf_fixdate(""), None);
+    }
 
     #[derive(Debug)]
     struct Throttled;
