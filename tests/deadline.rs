@@ -121,8 +121,7 @@ async fn a_panic_puts_the_deadline_back() {
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_call_leaves_no_deadline_behind() {
-    let call = timed();
-    let mut call = std::pin::pin!(call);
+    let mut call = Box::pin(timed());
     assert!(support::poll_once(call.as_mut()).await.is_pending());
     assert_eq!(deadline(), None, "only while the body is polled");
     drop(call);

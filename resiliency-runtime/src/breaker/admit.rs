@@ -83,6 +83,8 @@ impl Breaker {
     /// The time limit of a call admitted with `permit`, read when its body first waits: a closed
     /// call's `timeout` if its word says one applies, a probe's `half_open_timeout` (or
     /// `timeout`), a forced-closed call's `timeout`; none for a bypassed call.
+    // `#[inline]`: read at every poll of a timed call (for its deadline), from the user's crate.
+    #[inline]
     pub(crate) fn limit(&self, permit: Permit) -> Option<Duration> {
         match permit {
             Permit::Closed(word) if word & TIMED == 0 => None,
@@ -100,6 +102,23 @@ impl Breaker {
             Permit::Closed(word) if word & TIMED == 0 => None,
             Permit::Closed(_) | Permit::Probe(_) => read(&self.slow_call_ns),
             Permit::Unchecked | Permit::Bypass => None,
+        }
+    }
+}
+
+impl Breaker {
+    /// [`limit`](Self::limit) in ns, 0 for none: what a call's deadline counts from its start.
+    #[inline(always)]
+    pub(crate) fn limit_ns(&self, permit: Permit) -> u64 {
+        let ns = |setting: &std::sync::atomic::AtomicU64| setting.load(Ordering::Relaxed);
+        match permit {
+            Permit::Closed(word) if word & TIMED == 0 => 0,
+            Permit::Closed(_) | Permit::Unchecked => ns(&self.timeout_ns),
+            Permit::Probe(_) => match ns(&self.half_open_timeout_ns) {
+                0 => ns(&self.timeout_ns),
+                ns => ns,
+            },
+            Permit::Bypass => 0,
         }
     }
 }

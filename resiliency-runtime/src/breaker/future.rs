@@ -274,8 +274,8 @@ where
     // `#[inline]`: LLVM leaves the poll out of line otherwise, and a closed call through
     // `#[breaker]` costs 22 to 37 more instructions (breaker benchmark, callgrind).
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.as_mut().project();
         let Admission { breaker, stage } = this.admission;
         // Admitted now, the permit stays in a local until the body waits: nothing between here
         // and the end of the poll unwinds past it (the body and `count_if` run under
@@ -288,21 +288,110 @@ where
             },
             Stage::Done => panic!("a breaker call was polled after it completed"),
         };
-        // The body reads its deadline (`resiliency::deadline`) while it is polled, when a time
-        // limit applies.
-        let scope = deadline_scope(breaker, permit, &this.timer.0);
-        let polled = poll_body(this.body, this.count_if, this.hint, cx);
-        let started = scope.and_then(|scope| scope.started());
+        // A call no time limit applies to is polled here; under one, out of line, where the body
+        // reads its deadline (`resiliency::deadline`) while it is polled. (Polled here under a
+        // scope, a closed call without a timeout would cost about 30 more instructions: breaker
+        // benchmark, callgrind.)
+        if this.timer.0.is_some() || !permit.untimed() {
+            *stage = Stage::Running { permit, waited };
+            return self.poll_timed(cx);
+        }
+        let polled = poll_body(this.body, this.count_if, cx);
+        let call = Running {
+            breaker,
+            stage,
+            permit,
+            waited,
+            timer: &mut this.timer.0,
+            slow_at: this.slow_at,
+            reject: *this.reject,
+        };
+        call.settle(polled, None, this.hint, cx)
+    }
+}
+
+impl<B, F, E, P, H, T> BreakerCall<B, F, E, P, H>
+where
+    B: Deref<Target = Breaker>,
+    F: Future<Output = Result<T, E>>,
+    P: FnMut(&E) -> bool,
+    H: FnMut(&E) -> Option<Duration>,
+{
+    /// The poll of a running call a time limit may apply to: its body polled under its deadline
+    /// (the timer's once the body has waited; before that, the limit counted from when the body
+    /// first reads it, if it does, and the timer then starts from there).
+    #[inline(never)]
+    fn poll_timed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
+        let this = self.project();
+        let Admission { breaker, stage } = this.admission;
+        let Stage::Running { permit, waited } = *stage else {
+            unreachable!("a timed poll follows admission")
+        };
+        let scope = match &this.timer.0 {
+            Some(sleep) => Some(Scope::at(Some(sleep.deadline()))),
+            None => match breaker.limit_ns(permit) {
+                0 => None,
+                ns => Some(Scope::lazy(ns)),
+            },
+        };
+        let polled = poll_body(this.body, this.count_if, cx);
+        let started = scope.and_then(Scope::close);
+        let call = Running {
+            breaker,
+            stage,
+            permit,
+            waited,
+            timer: &mut this.timer.0,
+            slow_at: this.slow_at,
+            reject: *this.reject,
+        };
+        call.settle(polled, started, this.hint, cx)
+    }
+}
+
+/// A call admitted and running: what a poll of its body settles.
+struct Running<'a, E> {
+    breaker: &'a Breaker,
+    stage: &'a mut Stage,
+    permit: Permit,
+    waited: bool,
+    timer: &'a mut Option<Pin<Box<Sleep>>>,
+    slow_at: &'a mut u64,
+    reject: fn(Rejected) -> E,
+}
+
+impl<E> Running<'_, E> {
+    /// The call after its body's poll: its outcome recorded when the body is done (with the wait
+    /// its upstream asked for if it failed, `hint`), its clock started when it first waits (from
+    /// `started`, if the body read its deadline before), the timer's refusal once it fires.
+    #[inline(always)]
+    fn settle<T, H>(
+        self,
+        polled: std::thread::Result<Poll<(Result<T, E>, Outcome)>>,
+        started: Option<Instant>,
+        hint: &mut H,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<T, E>>
+    where
+        H: FnMut(&E) -> Option<Duration>,
+    {
+        let Running {
+            breaker,
+            stage,
+            permit,
+            waited,
+            timer,
+            slow_at,
+            reject,
+        } = self;
         match polled {
             Ok(Poll::Ready((output, outcome))) => {
                 *stage = Stage::Done;
-                let slow = *this.slow_at != 0 && breaker.now() >= *this.slow_at;
+                let slow = *slow_at != 0 && breaker.now() >= *slow_at;
                 match outcome {
-                    Judged::Hinted(hint) => breaker.record_hinted(permit, hint),
-                    Judged::Plain(Outcome::Success) if slow => {
-                        breaker.record(permit, Outcome::Slow)
-                    }
-                    Judged::Plain(outcome) => breaker.record(permit, outcome),
+                    Outcome::Success if slow => breaker.record(permit, Outcome::Slow),
+                    Outcome::Error => record_error(breaker, permit, &output, hint),
+                    outcome => breaker.record(permit, outcome),
                 }
                 Poll::Ready(output)
             }
@@ -312,9 +401,9 @@ where
                     waited: true,
                 };
                 if !waited {
-                    start_clock(breaker, permit, &mut this.timer.0, this.slow_at, started);
+                    start_clock(breaker, permit, timer, slow_at, started);
                 }
-                wait(breaker, stage, permit, &mut this.timer.0, *this.reject, cx)
+                wait(breaker, stage, permit, timer, reject, cx)
             }
             Err(payload) => {
                 *stage = Stage::Done;
@@ -351,29 +440,56 @@ pub(crate) fn judge<T, E>(
     }
 }
 
-/// Polls the body, and judges its outcome when it is ready. The body, the `count_if` predicate
-/// and the hint's reader are user code: a panic in any comes back as `Err`, for the caller to
-/// count as an error (not while unwinding, where a subscriber that panicked too would abort the
-/// process) before it goes on.
+/// Polls the body, and judges its outcome when it is ready. The body and the `count_if`
+/// predicate are user code: a panic in either comes back as `Err`, for the caller to count as an
+/// error (not while unwinding, where a subscriber that panicked too would abort the process)
+/// before it goes on.
+// `#[inline(always)]`: called from two places (the untimed poll and `poll_timed`); out of line,
+// a closed call costs about 20 more instructions (breaker benchmark, callgrind).
 #[allow(clippy::type_complexity)]
-fn poll_body<F, P, H, T, E>(
+#[inline(always)]
+fn poll_body<F, P, T, E>(
     body: Pin<&mut F>,
     count_if: &mut P,
-    hint: &mut H,
     cx: &mut Context<'_>,
-) -> std::thread::Result<Poll<(Result<T, E>, Judged)>>
+) -> std::thread::Result<Poll<(Result<T, E>, Outcome)>>
 where
     F: Future<Output = Result<T, E>>,
     P: FnMut(&E) -> bool,
-    H: FnMut(&E) -> Option<Duration>,
 {
     panic::catch_unwind(AssertUnwindSafe(|| match body.poll(cx) {
         Poll::Ready(output) => {
-            let outcome = judge(&output, count_if, hint);
+            let outcome = match &output {
+                Ok(_) => Outcome::Success,
+                Err(error) if count_if(error) => Outcome::Error,
+                Err(_) => Outcome::Ignored,
+            };
             Poll::Ready((output, outcome))
         }
         Poll::Pending => Poll::Pending,
     }))
+}
+
+/// Records an error that counts, with the wait its upstream asked for if `hint` reads one. The
+/// reader is user code (a `RetryHint` impl): should it panic, the error counts as an error and
+/// the panic goes on to the caller. Out of the success path.
+#[cold]
+fn record_error<T, E, H>(breaker: &Breaker, permit: Permit, output: &Result<T, E>, hint: &mut H)
+where
+    H: FnMut(&E) -> Option<Duration>,
+{
+    let read = match output {
+        Err(error) => panic::catch_unwind(AssertUnwindSafe(|| hint(error))),
+        Ok(_) => Ok(None),
+    };
+    match read {
+        Ok(Some(wait)) => breaker.record_hinted(permit, wait),
+        Ok(None) => breaker.record(permit, Outcome::Error),
+        Err(payload) => {
+            breaker.record(permit, Outcome::Error);
+            panic::resume_unwind(payload)
+        }
+    }
 }
 
 /// A refused call: it ends with the refusal, once the task may go on (see [`poll_refusal`]: if
@@ -389,20 +505,6 @@ fn refuse<T, E>(
     *stage = Stage::Done;
     breaker.meter.refused();
     Poll::Ready(Err(reject(rejected)))
-}
-
-/// The deadline of the body's poll: the timer's, once the body has waited; before that, the
-/// time limit counted from when the body first reads it (if it does). None without a limit.
-#[inline(always)]
-fn deadline_scope(
-    breaker: &Breaker,
-    permit: Permit,
-    timer: &Option<Pin<Box<Sleep>>>,
-) -> Option<Scope> {
-    match timer {
-        Some(sleep) => Some(Scope::at(Some(sleep.deadline()))),
-        None => breaker.limit(permit).map(Scope::lazy),
-    }
 }
 
 /// The body's first wait: the timer starts if a timeout applies (should it fail to start, with

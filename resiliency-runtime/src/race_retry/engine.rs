@@ -351,10 +351,12 @@ where
         let scope = match (*this.start, limit) {
             (_, None) => None,
             (Some(start), Some(limit)) => Some(Scope::at(start.checked_add(limit))),
-            (None, Some(limit)) => Some(Scope::lazy(limit)),
+            (None, Some(limit)) => Some(Scope::lazy(
+                u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX).max(1),
+            )),
         };
         let poll = this.attempts.as_mut().poll_first(cx);
-        let read_at = scope.and_then(|scope| scope.started());
+        let read_at = scope.and_then(Scope::close);
         if let Poll::Ready(Ok(_)) = &poll {
             policy.meter().won(1);
             if let Some(start) = *this.start {
