@@ -53,15 +53,11 @@ use tokio::time::Instant;
 /// call has waited (a guard starts its clock when its body first waits, so that a call that
 /// answers at once reads no clock).
 pub fn deadline() -> Option<Instant> {
-    CURRENT
-        .try_with(|current| {
-            let mut now = current.get();
-            let at = now.read();
-            current.set(now);
-            at
-        })
-        .ok()
-        .flatten()
+    let lazy = LAZY.try_with(Cell::get).unwrap_or(0);
+    if lazy != NONE && lazy != FIXED {
+        fix(lazy);
+    }
+    AT.try_with(Cell::get).ok().flatten()
 }
 
 /// How long until [`deadline`]: zero once it passed, `None` outside any guard with a time limit.
@@ -69,35 +65,35 @@ pub fn time_left() -> Option<Duration> {
     deadline().map(|at| at.saturating_duration_since(Instant::now()))
 }
 
-/// What the code running now is under.
-#[derive(Clone, Copy, Debug, Default)]
-struct Current {
-    /// The soonest deadline known of the guards around this code.
-    at: Option<Instant>,
-    /// The innermost guard's time limit in ns, counted from the first time it is read, while that
-    /// guard has not started its clock; 0 for none.
-    lazy: u64,
-    /// When the innermost guard's lazy limit was first read: its clock's start.
-    started: Option<Instant>,
-}
-
-impl Current {
-    /// The deadline, fixing a lazy limit from now.
-    fn read(&mut self) -> Option<Instant> {
-        if self.lazy != 0 {
-            let limit = Duration::from_nanos(std::mem::take(&mut self.lazy));
-            let now = Instant::now();
-            self.started = Some(now);
-            self.at = sooner(self.at, now.checked_add(limit));
-        }
-        self.at
-    }
-}
-
+// What the code running now is under, in four thread-locals, so that a guard that answers at
+// once touches one word (`LAZY`) on the way in and out:
 thread_local! {
-    static CURRENT: Cell<Current> = const {
-        Cell::new(Current { at: None, lazy: 0, started: None })
-    };
+    /// The soonest deadline known of the guards around this code.
+    static AT: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The innermost guard's time limit in ns, counted from the first time the deadline is read,
+    /// while that guard has not started its clock: [`NONE`], a limit, or [`FIXED`] once read.
+    static LAZY: Cell<u64> = const { Cell::new(NONE) };
+    /// With `LAZY` at `FIXED`: when the limit was read (the guard's clock's start)...
+    static STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// ... and `AT` as it was before the limit was folded into it.
+    static SAVED: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// No lazy limit.
+const NONE: u64 = 0;
+/// The innermost lazy limit was read: it is in `AT`, its start in `STARTED`.
+const FIXED: u64 = u64::MAX;
+
+/// Reads the innermost lazy limit (`limit` ns) now: its deadline joins `AT`.
+#[cold]
+fn fix(limit: u64) {
+    let now = Instant::now();
+    let before = AT.with(Cell::get);
+    SAVED.with(|saved| saved.set(before));
+    STARTED.with(|started| started.set(Some(now)));
+    let own = now.checked_add(Duration::from_nanos(limit));
+    AT.with(|at| at.set(sooner(before, own)));
+    LAZY.with(|lazy| lazy.set(FIXED));
 }
 
 /// The sooner of two deadlines, `None` being never.
@@ -110,94 +106,135 @@ fn sooner(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 }
 
 /// The deadline of the code a guard polls, for as long as this lives: the deadline as it was is
-/// put back when it is dropped (a poll that panicked too).
+/// put back when it is closed or dropped (a poll that panicked too).
 #[derive(Debug)]
-#[must_use = "the deadline holds until the scope is dropped"]
+#[must_use = "the deadline holds until the scope is closed or dropped"]
 pub(crate) struct Scope {
-    restore: Current,
-    live: bool,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// Put back: nothing.
+    Done,
+    /// A guard with a known deadline: `AT` as it was.
+    At { before: Option<Instant> },
+    /// A guard with a lazy limit: `LAZY` as it was, and an outer guard's start and saved `AT` if
+    /// its limit was read already (`LAZY` was `FIXED`).
+    Lazy {
+        before: u64,
+        outer: Option<(Option<Instant>, Option<Instant>)>,
+    },
 }
 
 impl Scope {
     /// Code polled under a guard whose deadline is `at` (`None`: never, the outer one holds).
-    // `#[inline(never)]` here and on `lazy` and `close`: the thread-local is then reached from
-    // its own crate, directly; inlined into a guard's poll (generic, compiled in the user's
-    // crate) it is reached through `LocalKey`'s accessor, and a closed call with a `timeout`
-    // costs about 70 more instructions (breaker benchmark, callgrind).
-    #[inline(never)]
     pub(crate) fn at(at: Option<Instant>) -> Scope {
-        Scope::enter(|outer| Current {
-            at: sooner(outer, at),
-            lazy: 0,
-            started: None,
-        })
+        let Ok(lazy) = LAZY.try_with(Cell::get) else {
+            return Scope { kind: Kind::Done };
+        };
+        if lazy != NONE && lazy != FIXED {
+            // An outer guard's lazy limit: read now, so that this deadline is measured against
+            // it (the outer guard learns its start when its scope ends).
+            fix(lazy);
+        }
+        let before = AT.with(|current| current.replace(sooner(current.get(), at)));
+        Scope {
+            kind: Kind::At { before },
+        }
     }
 
     /// Code polled under a guard whose limit of `limit_ns` ns (above 0) counts from a start it
     /// has not read yet: the clock is read if the deadline is asked for, and
     /// [`close`](Self::close) says when.
-    #[inline(never)]
+    #[inline]
     pub(crate) fn lazy(limit_ns: u64) -> Scope {
-        Scope::enter(|outer| Current {
-            at: outer,
-            lazy: limit_ns,
-            started: None,
-        })
+        let Ok(before) = LAZY.try_with(|lazy| lazy.replace(limit_ns.clamp(1, FIXED - 1))) else {
+            return Scope { kind: Kind::Done };
+        };
+        if before == NONE {
+            return Scope {
+                kind: Kind::Lazy {
+                    before,
+                    outer: None,
+                },
+            };
+        }
+        Scope::nested_lazy(before)
     }
 
-    #[inline]
-    fn enter(inner: impl FnOnce(Option<Instant>) -> Current) -> Scope {
-        let restore = CURRENT.try_with(|current| {
-            // An outer guard's lazy limit is fixed now: the inner one must be measured
-            // against it, and the outer one learns its start when its scope ends.
-            let mut outer = current.get();
-            let at = outer.read();
-            current.set(inner(at));
-            outer
-        });
-        match restore {
-            Ok(restore) => Scope {
-                restore,
-                live: true,
-            },
-            Err(_) => Scope {
-                restore: Current::default(),
-                live: false,
-            },
+    /// A lazy scope inside another guard's lazy scope.
+    #[cold]
+    fn nested_lazy(mut before: u64) -> Scope {
+        if before != FIXED {
+            // Read the outer limit now (this one is measured against it): `fix` works on the
+            // innermost, so the outer is put back for it, then this one in again.
+            let mine = LAZY.with(|lazy| lazy.replace(before));
+            fix(before);
+            LAZY.with(|lazy| lazy.set(mine));
+            before = FIXED;
+        }
+        let outer = Some((SAVED.with(Cell::get), STARTED.with(Cell::get)));
+        Scope {
+            kind: Kind::Lazy { before, outer },
         }
     }
 
     /// When a lazy scope's clock was started by a read of its deadline, if it was.
     #[cfg(test)]
     pub(crate) fn started(&self) -> Option<Instant> {
-        CURRENT
-            .try_with(|current| current.get().started)
-            .ok()
-            .flatten()
+        match LAZY.with(Cell::get) {
+            FIXED => STARTED.with(Cell::get),
+            _ => None,
+        }
     }
 
     /// Ends the scope (the deadline as it was is put back), returning when its clock was started
     /// by a read of its deadline, if it was.
-    #[inline(never)]
+    #[inline]
     pub(crate) fn close(mut self) -> Option<Instant> {
-        if !std::mem::take(&mut self.live) {
-            return None;
-        }
-        let restore = self.restore;
-        CURRENT
-            .try_with(|current| current.replace(restore).started)
-            .ok()
-            .flatten()
+        self.restore()
     }
+
+    /// Puts the deadline back as it was; for a lazy scope whose limit was read, its start.
+    #[inline]
+    fn restore(&mut self) -> Option<Instant> {
+        match std::mem::replace(&mut self.kind, Kind::Done) {
+            Kind::Done => None,
+            Kind::At { before } => {
+                let _ = AT.try_with(|at| at.set(before));
+                None
+            }
+            Kind::Lazy { before, outer } => {
+                let mine = LAZY.try_with(|lazy| lazy.replace(before)).ok()?;
+                if mine == FIXED {
+                    return Some(unfix(outer));
+                }
+                None
+            }
+        }
+    }
+}
+
+/// A lazy scope whose limit was read ends: `AT` goes back to what it was before, an outer lazy
+/// scope's own start and saved `AT` (if it was read before) back in place. Returns the start.
+#[cold]
+fn unfix(outer: Option<(Option<Instant>, Option<Instant>)>) -> Instant {
+    let started = STARTED.with(Cell::get);
+    AT.with(|at| at.set(SAVED.with(Cell::get)));
+    if let Some((saved, outer_started)) = outer {
+        SAVED.with(|cell| cell.set(saved));
+        STARTED.with(|cell| cell.set(outer_started));
+    }
+    // Set with `FIXED` by `fix`; the clock is read again should it not be, rather than panic in a
+    // destructor.
+    started.unwrap_or_else(Instant::now)
 }
 
 impl Drop for Scope {
     #[inline]
     fn drop(&mut self) {
-        if self.live {
-            let restore = self.restore;
-            let _ = CURRENT.try_with(|current| current.set(restore));
-        }
+        let _ = self.restore();
     }
 }
 

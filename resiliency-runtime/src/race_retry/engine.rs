@@ -166,17 +166,6 @@ fn race_deadline(policy: &RaceRetry, start: Instant) -> Option<Instant> {
     (!total.is_zero()).then(|| at(start, total))
 }
 
-/// Attempt 1's time limit from the call's start: the sooner of `total` and `each`.
-#[inline(always)]
-fn first_limit(policy: &RaceRetry) -> Option<Duration> {
-    let total = policy.total();
-    let total = (!total.is_zero()).then_some(total);
-    match (total, policy.each()) {
-        (Some(total), Some(each)) => Some(total.min(each)),
-        (total, each) => total.or(each),
-    }
-}
-
 /// Where a race is.
 #[derive(Copy, Clone, Debug, PartialEq)]
 enum Phase {
@@ -347,13 +336,10 @@ where
         }
         // Attempt 1 reads its deadline (`resiliency::deadline`) from the start, which the clock
         // gives when it is first read, if it was not read above.
-        let limit = first_limit(policy);
-        let scope = match (*this.start, limit) {
-            (_, None) => None,
-            (Some(start), Some(limit)) => Some(Scope::at(start.checked_add(limit))),
-            (None, Some(limit)) => Some(Scope::lazy(
-                u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX).max(1),
-            )),
+        let scope = match (*this.start, policy.first_limit_ns()) {
+            (_, 0) => None,
+            (Some(start), ns) => Some(Scope::at(start.checked_add(Duration::from_nanos(ns)))),
+            (None, ns) => Some(Scope::lazy(ns)),
         };
         let poll = this.attempts.as_mut().poll_first(cx);
         let read_at = scope.and_then(Scope::close);

@@ -203,6 +203,23 @@ impl RaceRetry {
         duration(self.total_ns.load(Relaxed))
     }
 
+    /// Attempt 1's time limit from the call's start in ns, 0 for none: the sooner of `total`
+    /// (none when zero) and `each`. What its deadline counts from.
+    #[inline]
+    pub(crate) fn first_limit_ns(&self) -> u64 {
+        let total = self.total_ns.load(Relaxed);
+        let each = match self.each_ns.load(Relaxed) {
+            0 => 0,
+            u64::MAX => u64::MAX,
+            each => each - 1,
+        };
+        match (total, each) {
+            (0, each) => each,
+            (total, 0) => total,
+            (total, each) => total.min(each),
+        }
+    }
+
     /// The bound on one attempt, if any (`each`).
     pub fn each(&self) -> Option<Duration> {
         match self.each_ns.load(Relaxed) {
