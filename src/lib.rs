@@ -31,7 +31,13 @@
 //!   (toobusy-js, with the fix its users proposed), too many calls are in flight, or recent calls
 //!   are slow.
 //! * [`#[race_retry]`](macro@race_retry): retries that race the attempt in flight instead of
-//!   aborting it, under one deadline, with a shared retry budget.
+//!   aborting it, under one deadline, with a shared retry budget; `attempt = n` sends a retry to
+//!   another replica.
+//!
+//! Each takes `fallback = path`, what a refused call returns instead
+//! ([Fallbacks](macro@breaker#fallbacks)). Inside a guarded call, [`time_left`] says how long
+//! the caller still waits, to pass on; an error that implements [`RetryHint`] (an upstream's
+//! `Retry-After`) keeps a breaker open and the next attempt waiting as long as it asked.
 //!
 //! Everything the attributes use is also usable from code: [`Breaker::builder`], the
 //! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families, and the
