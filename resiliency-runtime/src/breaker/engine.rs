@@ -289,7 +289,7 @@ impl Breaker {
                 (errors, Some(calls))
             }
         };
-        let recent_slow = self.window.slow.totals_if_used(now).1;
+        let recent_slow = self.window.recent_slow(now);
         Snapshot {
             state,
             recent_errors,

@@ -150,8 +150,9 @@ impl Breaker {
             return;
         }
         let now = self.now();
-        self.window.slow.record_slow(now);
         let config = self.config.load();
+        let slow_window = self.window.slow(nanos(config.window));
+        slow_window.record_slow(now);
         let (Permit::Closed(admitted), Some(slow_rate), Rule::Rate { min_calls, .. }) =
             (permit, config.slow_call_rate, config.rule)
         else {
@@ -163,7 +164,7 @@ impl Breaker {
         }
         self.window.rate.record_call(now);
         let (calls, _) = self.window.rate.totals(now);
-        let (_, slow) = self.window.slow.totals(now);
+        let (_, slow) = slow_window.totals(now);
         let trips = calls >= u64::from(min_calls) && slow as f64 >= slow_rate * calls as f64;
         if trips {
             // Open from now, as from an error: the time is set before the state, so that a call

@@ -10,7 +10,7 @@ mod rate;
 
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
 
@@ -19,12 +19,12 @@ pub(crate) use rate::{Clock, RateWindow};
 use super::config::Rule;
 
 /// The windows of both rules; the breaker's rule says which one counts. `slow` counts slow calls
-/// (`slow_call_duration`) as its errors, with no calls of its own: allocated at the first slow
-/// call.
+/// (`slow_call_duration`) as its errors, with no calls of its own: made at the first slow call,
+/// so that a breaker that has none (most keys of a keyed family) holds one word for it.
 pub(crate) struct Window {
     pub(crate) count: CountWindow,
     pub(crate) rate: RateWindow,
-    pub(crate) slow: RateWindow,
+    slow: OnceLock<Box<RateWindow>>,
 }
 
 impl Window {
@@ -35,7 +35,7 @@ impl Window {
                 Rule::Rate { .. } => 1,
             }),
             rate: RateWindow::new(window_ns),
-            slow: RateWindow::new(window_ns),
+            slow: OnceLock::new(),
         };
         if let Rule::Rate { .. } = rule {
             window.rate.allocate();
@@ -47,12 +47,27 @@ impl Window {
     pub(crate) fn clear(&self) {
         self.count.clear();
         self.rate.clear();
-        self.slow.clear();
+        if let Some(slow) = self.slow.get() {
+            slow.clear();
+        }
+    }
+
+    /// The window of slow calls, made now (over `window_ns`) if there was none.
+    pub(crate) fn slow(&self, window_ns: u64) -> &RateWindow {
+        self.slow
+            .get_or_init(|| Box::new(RateWindow::new(window_ns)))
+    }
+
+    /// Slow calls in the window ending at `now`: 0 before the first.
+    pub(crate) fn recent_slow(&self, now: u64) -> u64 {
+        self.slow.get().map_or(0, |slow| slow.totals(now).1)
     }
 
     /// The rule is now `rule`, over `window_ns`: the counts start afresh, sized for it.
     pub(crate) fn reset(&self, rule: Rule, window_ns: u64) {
-        self.slow.resize(window_ns);
+        if let Some(slow) = self.slow.get() {
+            slow.resize(window_ns);
+        }
         match rule {
             Rule::Count { threshold } => self.count.resize(threshold),
             Rule::Rate { .. } => {

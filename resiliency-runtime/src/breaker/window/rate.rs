@@ -279,14 +279,6 @@ impl RateWindow {
         self.add(self.stripe(), now / self.bucket_ns(), 0, 1);
     }
 
-    /// [`totals`](Self::totals), or nothing for a window never written to (not allocated).
-    pub(crate) fn totals_if_used(&self, now: u64) -> (u64, u64) {
-        if self.stripes.get().is_none() {
-            return (0, 0);
-        }
-        self.totals(now)
-    }
-
     /// Forgets every call: done when the breaker opens or is reset, so that it closes with a clean
     /// window.
     pub(crate) fn clear(&self) {
