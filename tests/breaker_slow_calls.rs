@@ -368,3 +368,107 @@ fn slow_call_rate_rules() {
     );
     assert!(out_of_range.contains("(0, 1]"), "{out_of_range}");
 }
+
+/// A slow error counts as an error and, with `slow_call_rate`, as a slow call too (resilience4j
+/// counts slow failed calls in its slow rate): three slow calls of four, one of them failed,
+/// reach 0.75 while the failure rate (1 of 4) stays below 0.5.
+#[tokio::test(start_paused = true)]
+async fn slow_errors_count_toward_the_slow_rate_too() {
+    let breaker = slow_rate_breaker("slow::slow_errors");
+    for took in [1, 60, 60] {
+        call_taking(&breaker, took).await.unwrap();
+    }
+    let slow_error = breaker.call(async {
+        sleep(ms(60)).await;
+        Err::<(), BoxError>("down".into())
+    });
+    assert!(slow_error.await.is_err());
+    assert_eq!(breaker.state(), State::Open, "3 slow of 4 calls");
+}
+
+/// Under the rate rule without `slow_call_rate`, a slow error is one failed call, and the
+/// snapshot reports it among the slow calls.
+#[tokio::test(start_paused = true)]
+async fn a_slow_error_is_reported_slow_and_counted_once() {
+    let breaker = Breaker::builder("slow::slow_error_reported")
+        .failure_rate(0.5)
+        .min_calls(10)
+        .slow_call_duration(ms(50))
+        .build()
+        .unwrap();
+    let slow_error = breaker.call(async {
+        sleep(ms(60)).await;
+        Err::<(), BoxError>("down".into())
+    });
+    assert!(slow_error.await.is_err());
+    let snapshot = breaker.snapshot();
+    assert_eq!(
+        (
+            snapshot.recent_calls,
+            snapshot.recent_errors,
+            snapshot.recent_slow
+        ),
+        (Some(1), 1, 1)
+    );
+}
+
+/// A slow-rate breaker on a blocking fn: slow successes are successes, measured from the call's
+/// start, until they reach the rate.
+#[test]
+fn a_blocking_call_counts_toward_the_slow_rate() {
+    let breaker = Breaker::builder("slow::rate_blocking")
+        .failure_rate(0.5)
+        .min_calls(3)
+        .slow_call_duration(ms(5))
+        .slow_call_rate(0.5)
+        .build()
+        .unwrap();
+    let call = |wait: u64| {
+        breaker.call_blocking(|| {
+            std::thread::sleep(ms(wait));
+            Ok::<_, BoxError>(wait)
+        })
+    };
+    assert_eq!(call(0).unwrap(), 0);
+    assert_eq!(call(20).unwrap(), 20);
+    let snapshot = breaker.snapshot();
+    assert_eq!(snapshot.state, State::Closed, "2 calls: below min_calls");
+    assert_eq!(
+        (
+            snapshot.recent_calls,
+            snapshot.recent_errors,
+            snapshot.recent_slow
+        ),
+        (Some(2), 0, 1)
+    );
+    assert_eq!(call(20).unwrap(), 20);
+    assert_eq!(breaker.state(), State::Open, "2 slow of 3 calls");
+}
+
+/// `RESILIENCY_BREAKER__<SITE>__SLOW_CALL_RATE` sets it on a live breaker.
+#[tokio::test(start_paused = true)]
+async fn slow_call_rate_from_the_environment() {
+    let _serial = serial();
+    let breaker = Breaker::builder("slow::env")
+        .failure_rate(0.5)
+        .min_calls(2)
+        .slow_call_duration(ms(50))
+        .register()
+        .unwrap();
+    let variable = "RESILIENCY_BREAKER__SLOW__ENV__SLOW_CALL_RATE";
+    std::env::set_var(variable, "0.5");
+    settings::load_env().unwrap();
+    let effective = settings::effective(Policy::Breaker, "slow::env").unwrap();
+    assert!(effective
+        .iter()
+        .any(|e| e.setting == "slow_call_rate" && e.value.is_some()));
+    call_taking(&breaker, 1).await.unwrap();
+    call_taking(&breaker, 60).await.unwrap();
+    assert_eq!(breaker.state(), State::Open, "1 slow of 2: 0.5");
+    std::env::remove_var(variable);
+    settings::load_env().unwrap();
+    let effective = settings::effective(Policy::Breaker, "slow::env").unwrap();
+    assert!(effective
+        .iter()
+        .any(|e| e.setting == "slow_call_rate" && e.value.is_none()));
+}

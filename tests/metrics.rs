@@ -248,6 +248,34 @@ async fn breaker_calls_count_by_outcome() {
     assert_eq!(calls(&seen, name, "refused"), 4);
 }
 
+/// Slow calls are an outcome of their own, never errors (nor successes); an opening at
+/// `slow_call_rate` shows as a transition with no error counted.
+#[tokio::test(start_paused = true)]
+async fn breaker_slow_calls_are_their_own_outcome() {
+    install();
+    let name = "metrics.breaker.slow";
+    let b = Breaker::builder(name)
+        .failure_rate(0.5)
+        .min_calls(2)
+        .slow_call_duration(ms(50))
+        .slow_call_rate(1.0)
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        let slow = b.call(async {
+            sleep(ms(60)).await;
+            Ok::<_, BoxError>(())
+        });
+        slow.await.unwrap();
+    }
+    assert_eq!(b.state(), State::Open);
+    let seen = Seen::now();
+    assert_eq!(calls(&seen, name, "slow"), 2);
+    assert_eq!(calls(&seen, name, "error"), 0);
+    assert_eq!(calls(&seen, name, "success"), 0);
+    assert_eq!(transitions(&seen, name, "closed", "open"), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn breaker_transitions_move_the_state_gauge() {
     install();

@@ -224,6 +224,132 @@ mod breakers {
     }
 }
 
+/// Hints against the grown open time of `backoff`, through the call that generated code makes,
+/// and a hint that panics in a probe.
+mod breaker_edges {
+    use super::*;
+
+    /// Failed probes grow the open time (`backoff`); a probe's hint keeps it open for the longer
+    /// of the two, never their sum.
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_hint_and_backoff_keep_it_open_for_the_longer() {
+        let breaker = resiliency::Breaker::builder("hint-backoff")
+            .error_threshold(1)
+            .error_timeout(secs(5))
+            .backoff(2.0)
+            .build()
+            .unwrap();
+        let fail = |wait: Duration| {
+            breaker.call_hinted(async move { Err::<(), _>(ApiError::Throttled(wait)) })
+        };
+        let refused = || async {
+            refusal(
+                breaker
+                    .call_hinted(async { Ok::<(), ApiError>(()) })
+                    .await
+                    .unwrap_err(),
+            )
+            .retry_after()
+        };
+        assert!(fail(secs(1)).await.is_err());
+        assert_eq!(refused().await, Some(secs(5)));
+        tokio::time::advance(secs(5)).await;
+        // The first failed probe: 10 s grown, 7 s asked.
+        assert!(fail(secs(7)).await.is_err());
+        assert_eq!(refused().await, Some(secs(10)));
+        tokio::time::advance(secs(10)).await;
+        // The second: 20 s grown, 30 s asked.
+        assert!(fail(secs(30)).await.is_err());
+        assert_eq!(refused().await, Some(secs(30)));
+        assert_eq!(breaker.snapshot().open_for, secs(20));
+    }
+
+    static SITE: resiliency::__private::BreakerSite = resiliency::__private::BreakerSite::new(
+        || "hint-site",
+        |breaker| {
+            breaker
+                .error_threshold(1)
+                .error_timeout(Duration::from_secs(5))
+        },
+    );
+
+    /// What `#[breaker]` expands to, written out: `Site::call_with` with `every_error` and the
+    /// hint reader of the fn's error type.
+    async fn by_hand(answer: Result<u32, Duration>) -> Result<u32, ApiError> {
+        SITE.breaker()
+            .call_with(
+                async move { answer.map_err(ApiError::Throttled) },
+                resiliency::__private::every_error,
+                resiliency::__private::hint_reader!(ApiError),
+            )
+            .await
+    }
+
+    fn by_hand_blocking(answer: Result<u32, Duration>) -> Result<u32, ApiError> {
+        SITE.breaker().call_blocking_with(
+            move || answer.map_err(ApiError::Throttled),
+            resiliency::__private::every_error,
+            resiliency::__private::hint_reader!(ApiError),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_generated_call_reads_the_hint() {
+        assert!(by_hand(Err(secs(30))).await.is_err());
+        let rejected = refusal(by_hand(Ok(1)).await.unwrap_err());
+        assert_eq!(rejected.retry_after(), Some(secs(30)));
+        let rejected = refusal(by_hand_blocking(Ok(1)).unwrap_err());
+        assert_eq!(rejected.retry_after(), Some(secs(30)));
+        tokio::time::advance(secs(30)).await;
+        assert!(by_hand_blocking(Err(secs(20))).is_err(), "the probe fails");
+        let rejected = refusal(by_hand(Ok(1)).await.unwrap_err());
+        assert_eq!(rejected.retry_after(), Some(secs(20)));
+        tokio::time::advance(secs(20)).await;
+        assert_eq!(by_hand(Ok(2)).await.unwrap(), 2);
+    }
+
+    #[derive(Debug)]
+    struct PanicHint;
+
+    impl From<Rejected> for PanicHint {
+        fn from(_: Rejected) -> Self {
+            PanicHint
+        }
+    }
+
+    impl RetryHint for PanicHint {
+        fn retry_after(&self) -> Option<Duration> {
+            panic!("the hint panicked")
+        }
+    }
+
+    /// A probe whose error's hint panics: the panic goes to the caller, the probe counts as
+    /// failed (open again for `error_timeout`, nothing longer), and its slot comes back.
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_whose_hint_panics_gives_its_slot_back() {
+        let breaker = resiliency::Breaker::builder("hint-probe-panics")
+            .error_threshold(1)
+            .error_timeout(secs(5))
+            .build()
+            .unwrap();
+        let _ = breaker.call(async { Err::<(), _>(PanicHint) }).await;
+        tokio::time::advance(secs(5)).await;
+        assert_eq!(breaker.state(), State::HalfOpen);
+        let probe = breaker.call_hinted(async { Err::<(), _>(PanicHint) });
+        let caught = std::panic::AssertUnwindSafe(probe).catch_unwind().await;
+        assert!(caught.is_err(), "the panic goes to the caller");
+        let snapshot = breaker.snapshot();
+        assert_eq!(snapshot.state, State::Open);
+        assert_eq!(snapshot.half_opens_in, Some(secs(5)));
+        tokio::time::advance(secs(5)).await;
+        assert!(breaker
+            .call(async { Ok::<(), PanicHint>(()) })
+            .await
+            .is_ok());
+        assert_eq!(breaker.state(), State::Closed);
+    }
+}
+
 mod races {
     use super::*;
 

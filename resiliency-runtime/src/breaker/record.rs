@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::config::Rule;
 use super::engine::{nanos, Breaker};
+use super::window::RateWindow;
 use super::word::*;
 
 /// How a call ended.
@@ -40,11 +41,17 @@ impl Breaker {
         self.record_other(permit, outcome);
     }
 
-    /// Records an error that counts, whose upstream asked callers to wait `hint`: should the
-    /// breaker open (at this error, or at a later one while the wait lasts), it stays open at
-    /// least that long, up to `max_error_timeout`.
-    pub(crate) fn record_hinted(&self, permit: Permit, hint: Duration) {
-        self.error(permit, Some(hint));
+    /// Records an error that counts, with what is known of it besides: `hint`, the wait its
+    /// upstream asked callers for (should the breaker open, at this error or at a later one while
+    /// the wait lasts, it stays open at least that long, up to `max_error_timeout`); `slow`, that
+    /// it took longer than `slow_call_duration` (it is then a slow call too, and counts toward
+    /// `slow_call_rate`, as resilience4j counts slow failed calls). Out of the success path.
+    #[cold]
+    pub(crate) fn record_failure(&self, permit: Permit, hint: Option<Duration>, slow: bool) {
+        self.error(permit, hint);
+        if slow {
+            self.slow_failure(permit);
+        }
         self.meter.error();
     }
 
@@ -101,13 +108,19 @@ impl Breaker {
             return;
         }
         let now = self.now();
-        let until = match hint {
-            None => now,
-            Some(hint) => now.saturating_add(nanos(self.beyond_error_timeout(hint))),
-        };
-        self.last_error.fetch_max(until, Ordering::AcqRel);
+        // The full epoch first, then the word: a probe's full epoch is lifted from it.
         let floor = self.epochs.load(Ordering::Acquire);
         let word = self.state.load(Ordering::Acquire);
+        let until = match hint {
+            None => now,
+            Some(hint) => now.saturating_add(nanos(self.hint_past_open_time(
+                hint,
+                live(permit, floor, word),
+                word,
+            ))),
+        };
+        // Set before the state below, so that a call that sees the breaker open sees how long.
+        self.last_error.fetch_max(until, Ordering::AcqRel);
         match permit {
             Permit::Closed(admitted)
                 if epoch(word) == epoch(admitted) && word & PHASE == CLOSED =>
@@ -163,10 +176,43 @@ impl Breaker {
             return;
         }
         self.window.rate.record_call(now);
+        self.open_at_slow_rate(word, slow_window, now, slow_rate, min_calls);
+    }
+
+    /// A slow error, already counted as an error: noted in the window of slow calls, and with
+    /// `slow_call_rate`, a closed call's may open the breaker at that rate (its call is in the
+    /// rate window already, as a failed one).
+    fn slow_failure(&self, permit: Permit) {
+        if matches!(permit, Permit::Unchecked | Permit::Bypass) {
+            return;
+        }
+        let now = self.now();
+        let config = self.config.load();
+        let slow_window = self.window.slow(nanos(config.window));
+        slow_window.record_slow(now);
+        if let (Permit::Closed(admitted), Some(slow_rate), Rule::Rate { min_calls, .. }) =
+            (permit, config.slow_call_rate, config.rule)
+        {
+            let word = self.state.load(Ordering::Acquire);
+            if epoch(word) == epoch(admitted) && word & PHASE == CLOSED {
+                self.open_at_slow_rate(word, slow_window, now, slow_rate, min_calls);
+            }
+        }
+    }
+
+    /// Opens the closed breaker (`word`) when slow calls are at least `slow_rate` of the window's
+    /// calls, and there are at least `min_calls`.
+    fn open_at_slow_rate(
+        &self,
+        word: u64,
+        slow_window: &RateWindow,
+        now: u64,
+        slow_rate: f64,
+        min_calls: u32,
+    ) {
         let (calls, _) = self.window.rate.totals(now);
         let (_, slow) = slow_window.totals(now);
-        let trips = calls >= u64::from(min_calls) && slow as f64 >= slow_rate * calls as f64;
-        if trips {
+        if calls >= u64::from(min_calls) && slow as f64 >= slow_rate * calls as f64 {
             // Open from now, as from an error: the time is set before the state, so that a call
             // that sees the breaker open sees how long.
             self.last_error.fetch_max(now, Ordering::AcqRel);
@@ -176,12 +222,19 @@ impl Breaker {
         }
     }
 
-    /// How much longer than `error_timeout` a hint asks the breaker to stay open: the hint, at
-    /// most `max_error_timeout`, past `error_timeout`.
-    fn beyond_error_timeout(&self, hint: Duration) -> Duration {
+    /// How far past now a `hint` moves the last error's time, so that the open time counted from
+    /// it lasts the hint (at most `max_error_timeout`): the hint past the open time that applies,
+    /// `error_timeout`, or for a live probe that fails (`reopens`) the time `backoff` grows it to.
+    /// The breaker thus stays open for the longer of the two, never their sum.
+    fn hint_past_open_time(&self, hint: Duration, reopens: bool, word: u64) -> Duration {
         let config = self.config.load();
+        let next = if reopens && word & STREAKS != STREAKS {
+            word + STREAK
+        } else {
+            word
+        };
         hint.min(config.max_error_timeout.max(config.error_timeout))
-            .saturating_sub(config.error_timeout)
+            .saturating_sub(self.open_for(next))
     }
 
     /// The probe `permit` finished without an error (`success`), or was dropped or ignored
