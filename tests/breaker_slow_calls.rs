@@ -472,3 +472,55 @@ async fn slow_call_rate_from_the_environment() {
         .iter()
         .any(|e| e.setting == "slow_call_rate" && e.value.is_none()));
 }
+
+/// The state change says why the breaker opened: slow calls at `slow_call_rate`, errors, or a
+/// failed probe (a slow one too).
+#[tokio::test(start_paused = true)]
+async fn the_state_change_says_why_it_opened() {
+    use resiliency::breaker::OpenCause;
+    use std::sync::{Arc, Mutex};
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let id = resiliency::breaker::subscribe(move |change| {
+        if change.name.starts_with("slow::cause") && change.to == State::Open {
+            log.lock()
+                .unwrap()
+                .push((change.name.to_string(), change.cause, change.to_string()));
+        }
+    });
+    let slow = slow_rate_breaker("slow::cause.slow");
+    for _ in 0..4 {
+        call_taking(&slow, 60).await.unwrap();
+    }
+    let failing = slow_rate_breaker("slow::cause.errors");
+    for _ in 0..4 {
+        let _ = failing
+            .call(async { Err::<(), BoxError>("down".into()) })
+            .await;
+    }
+    tokio::time::advance(failing.error_timeout()).await;
+    call_taking(&failing, 60).await.unwrap();
+    resiliency::breaker::unsubscribe(id);
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        *seen,
+        [
+            (
+                "slow::cause.slow".to_string(),
+                Some(OpenCause::SlowCalls),
+                "slow::cause.slow: closed -> open (slow_calls)".to_string()
+            ),
+            (
+                "slow::cause.errors".to_string(),
+                Some(OpenCause::Errors),
+                "slow::cause.errors: closed -> open (errors)".to_string()
+            ),
+            (
+                "slow::cause.errors".to_string(),
+                Some(OpenCause::ProbeFailed),
+                "slow::cause.errors: half-open -> open (probe_failed)".to_string()
+            ),
+        ]
+    );
+}

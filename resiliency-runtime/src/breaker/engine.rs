@@ -57,9 +57,10 @@ pub struct Snapshot {
     pub recent_errors: u64,
     /// Calls counted in the current window, under the rate rule.
     pub recent_calls: Option<u64>,
-    /// Slow calls (`slow_call_duration`) in the current window, apart from the errors: with
-    /// `slow_call_rate` they are successes and count toward their own rate; without it they count
-    /// as failures too, and `recent_errors` includes them. 0 without `slow_call_duration`.
+    /// Slow calls (`slow_call_duration`) in the current window, failed or not, apart from the
+    /// errors: with `slow_call_rate` a slow success is a success and counts toward that rate only;
+    /// without it, it counts as a failure too, and `recent_errors` includes it (a slow error is
+    /// in `recent_errors` either way). 0 without `slow_call_duration`.
     pub recent_slow: u64,
     /// The open time that applies now (`error_timeout`, grown by `backoff` after failed probes).
     pub open_for: Duration,
@@ -219,6 +220,16 @@ impl Breaker {
     /// Moves from `word` to `next`, publishes the full epoch of `next` and reports the change;
     /// `Ok` carries that full epoch, `Err` the word seen instead.
     pub(super) fn swap(&self, word: u64, next: u64) -> Result<u64, u64> {
+        self.swap_for(word, next, None)
+    }
+
+    /// [`swap`](Self::swap) into open, announced with its `cause`.
+    pub(super) fn swap_for(
+        &self,
+        word: u64,
+        next: u64,
+        cause: Option<events::OpenCause>,
+    ) -> Result<u64, u64> {
         // Read before the exchange, so never ahead of `word` once the exchange succeeds.
         let floor = self.epochs.load(Ordering::Acquire);
         self.state
@@ -226,7 +237,7 @@ impl Breaker {
         let full = lift(floor, epoch(word))
             + u64::from(epoch(next).wrapping_sub(epoch(word)) & ((1 << EPOCH_BITS) - 1));
         self.epochs.fetch_max(full, Ordering::AcqRel);
-        events::changed(self, state_of(word), state_of(next));
+        events::changed(self, state_of(word), state_of(next), cause);
         Ok(full)
     }
 

@@ -19,6 +19,39 @@ pub struct StateChange {
     pub from: State,
     /// The state after.
     pub to: State,
+    /// Why it opened, for a change to [`State::Open`]; `None` for any other change.
+    pub cause: Option<OpenCause>,
+}
+
+/// Why a breaker opened: in [`StateChange::cause`], and as the `cause` field of the `tracing`
+/// event "circuit breaker opened".
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OpenCause {
+    /// Its rule was met by errors: `error_threshold` errors within `error_window`, or
+    /// `failure_rate` (slow calls count as errors here unless `slow_call_rate` is set).
+    Errors,
+    /// Slow calls reached `slow_call_rate` of the window's calls.
+    SlowCalls,
+    /// A half-open probe failed (an error, a timeout, or a slow call).
+    ProbeFailed,
+}
+
+impl OpenCause {
+    /// The cause as a label value: `errors`, `slow_calls`, `probe_failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpenCause::Errors => "errors",
+            OpenCause::SlowCalls => "slow_calls",
+            OpenCause::ProbeFailed => "probe_failed",
+        }
+    }
+}
+
+impl std::fmt::Display for OpenCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl std::fmt::Display for StateChange {
@@ -27,7 +60,11 @@ impl std::fmt::Display for StateChange {
         if let Some(key) = &self.key {
             write!(f, " [{key}]")?;
         }
-        write!(f, ": {} -> {}", self.from, self.to)
+        write!(f, ": {} -> {}", self.from, self.to)?;
+        if let Some(cause) = self.cause {
+            write!(f, " ({cause})")?;
+        }
+        Ok(())
     }
 }
 
@@ -95,12 +132,13 @@ pub fn unsubscribe(id: SubscriptionId) -> bool {
 /// Announces a change: a `tracing` event, then every subscription. Both are user code (a layer,
 /// a callback) and run after the change is made, each isolated: one that panics loses its own
 /// announcement, never the breaker's state or another subscriber's.
-pub(crate) fn changed(breaker: &Breaker, from: State, to: State) {
+/// `cause` says why, for a change to open.
+pub(crate) fn changed(breaker: &Breaker, from: State, to: State, cause: Option<OpenCause>) {
     if from == to {
         return;
     }
     breaker.meter.changed(from, to);
-    let _ = panic::catch_unwind(AssertUnwindSafe(|| trace(breaker, from, to)));
+    let _ = panic::catch_unwind(AssertUnwindSafe(|| trace(breaker, from, to, cause)));
     if !ANY.load(Ordering::Acquire) {
         return;
     }
@@ -116,6 +154,7 @@ pub(crate) fn changed(breaker: &Breaker, from: State, to: State) {
         key: circuit.key,
         from,
         to,
+        cause,
     };
     for callback in callbacks {
         if panic::catch_unwind(AssertUnwindSafe(|| callback(&change))).is_err() {
@@ -126,12 +165,13 @@ pub(crate) fn changed(breaker: &Breaker, from: State, to: State) {
     }
 }
 
-fn trace(breaker: &Breaker, from: State, to: State) {
+fn trace(breaker: &Breaker, from: State, to: State, cause: Option<OpenCause>) {
     let name = breaker.name();
     let key = breaker.key();
     match to {
         State::Open | State::ForcedOpen => {
-            tracing::warn!(target: "resiliency::breaker", breaker = name, key, %from, %to, "circuit breaker opened")
+            let cause = cause.map(OpenCause::as_str);
+            tracing::warn!(target: "resiliency::breaker", breaker = name, key, %from, %to, cause, "circuit breaker opened")
         }
         State::HalfOpen => {
             tracing::info!(target: "resiliency::breaker", breaker = name, key, %from, %to, "circuit breaker half-open")

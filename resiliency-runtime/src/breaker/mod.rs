@@ -20,24 +20,44 @@
 //! * `timeout` bounds every call (`half_open_timeout` bounds probes): an expired call is abandoned,
 //!   counts as an error and returns a `Rejected` that says it timed out. The timer starts when the
 //!   body first waits, so a call that answers on its first poll costs no timer.
-//! * `slow_call_duration` counts a success slower than it as a failure (an error under the count
-//!   rule, a failed call under the rate rule); the call is not cancelled and its result is
-//!   returned. Measured from the body's first wait (from its start for a blocking call); a call
-//!   that answers on its first poll is never slow. Under the count rule a slow call is an error:
-//!   Semian counts failures within a window, and a slow call is the failure a worker pays for.
-//!   Under the rate rule, `slow_call_rate` gives slow calls a rate of their own (resilience4j's
-//!   `slowCallRateThreshold`): a slow success then counts as a success, and the breaker also opens
-//!   when slow calls reach that share of the window's calls (with `min_calls`). A slow probe
-//!   re-opens the breaker either way. [`Snapshot::recent_slow`] counts slow calls apart from
-//!   errors; the metrics count them as outcome `slow`.
+//! * `slow_call_duration` counts a success slower than it as a failure; see [Slow
+//!   calls](#slow-calls).
 //! * An error whose [`RetryHint`](crate::RetryHint) asks for a wait (an HTTP `Retry-After`)
-//!   keeps an opening breaker open at least that long, up to `max_error_timeout`: see
-//!   [`Breaker::call_hinted`]; `#[breaker]` reads hints by itself.
+//!   keeps an opening breaker open at least that long, up to `max_error_timeout`: the hint of the
+//!   error that opens it, of an earlier one whose wait has not passed, or of a failed probe (then
+//!   for the longer of the hint and the open time `backoff` grows to, never their sum). A hint
+//!   alone never opens a closed breaker: the rule decides. See [`Breaker::call_hinted`];
+//!   `#[breaker]` reads hints by itself, and the `tower` layer reads `Retry-After` headers.
 //! * While a time limit applies, the body reads its deadline with [`crate::deadline`].
+//! * `capacity = c` sets `error_timeout = timeout * c / (1 - c)`: a worker that keeps probing a
+//!   dead endpoint is free a share `c` of the time.
+//! * An outcome counts in the state the call was admitted in: a call admitted while closed that
+//!   finishes after the breaker opened only moves the "last error" time.
+//! * `RESILIENCY_DISABLED=1` (or `true`, `yes`, `on`, in any case) in the environment makes every
+//!   breaker pass calls through.
+//!
+//! # Slow calls
+//!
+//! A call slower than `slow_call_duration` is not cancelled, and its result is returned; it is
+//! measured from the body's first wait (from its start for a blocking call), so a call that
+//! answers on its first poll is never slow. What it counts for depends on the rule:
+//!
+//! * Under the count rule, a slow call is an error. Semian counts failures within a window, and
+//!   a slow call is the failure a worker pays for: it holds the worker as long as a timeout would.
+//!   A rate of slow calls would need every call counted, which the count rule does not do.
+//! * Under the rate rule without `slow_call_rate`, a slow call is a failed call.
+//! * Under the rate rule with `slow_call_rate` (resilience4j's `slowCallRateThreshold`), a slow
+//!   success is a success, and the breaker also opens when slow calls, failed or not, reach that
+//!   share of the window's calls (with `min_calls`, as errors need). A slow error counts as an
+//!   error and as a slow call.
+//!
+//! A slow probe re-opens the breaker under every rule. [`Snapshot::recent_slow`] counts slow
+//! calls apart from errors, and the metrics count a slow success as outcome `slow` (never
+//! `error`).
 //!
 //! ```
 //! use std::time::Duration;
-//! use resiliency::Breaker;
+//! use resiliency::breaker::{Breaker, State};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
@@ -48,7 +68,7 @@
 //!     .slow_call_rate(0.75)
 //!     .build()
 //!     .unwrap();
-//! for wait in [10, 200, 200, 200] {
+//! for wait in [10, 200, 200] {
 //!     let call = breaker.call(async move {
 //!         tokio::time::sleep(Duration::from_millis(wait)).await;
 //!         Ok::<_, resiliency::Rejected>(wait)
@@ -56,16 +76,15 @@
 //!     assert_eq!(call.await.unwrap(), wait); // slow calls are not cancelled
 //! }
 //! let snapshot = breaker.snapshot();
-//! assert_eq!((snapshot.recent_errors, snapshot.recent_slow), (0, 0)); // cleared: it opened
-//! assert_eq!(breaker.state(), resiliency::breaker::State::Open); // 3 slow of 4 calls
+//! assert_eq!((snapshot.recent_errors, snapshot.recent_slow), (0, 2)); // slow, not errors
+//! let call = breaker.call(async {
+//!     tokio::time::sleep(Duration::from_millis(200)).await;
+//!     Ok::<_, resiliency::Rejected>(())
+//! });
+//! call.await.unwrap();
+//! assert_eq!(breaker.state(), State::Open); // 3 slow of 4 calls
 //! # }
 //! ```
-//! * `capacity = c` sets `error_timeout = timeout * c / (1 - c)`: a worker that keeps probing a
-//!   dead endpoint is free a share `c` of the time.
-//! * An outcome counts in the state the call was admitted in: a call admitted while closed that
-//!   finishes after the breaker opened only moves the "last error" time.
-//! * `RESILIENCY_DISABLED=1` (or `true`, `yes`, `on`, in any case) in the environment makes every
-//!   breaker pass calls through.
 //!
 //! # Guarantees
 //!
@@ -75,6 +94,9 @@
 //! * **The body panics**: the call counts as an error (a probe that panics re-opens the breaker;
 //!   `count_if` is not asked, there is no error value), and the panic goes on to the caller.
 //! * **`count_if` panics**: the error counts as an error, and the panic goes on to the caller.
+//! * **A [`RetryHint`](crate::RetryHint) panics** (the error's `retry_after`): the error counts
+//!   as an error with no hint (a probe's slot comes back, and it re-opens for its usual open
+//!   time), and the panic goes on to the caller.
 //! * **The call is dropped** before it was polled, or while its body runs (cancelled, or abandoned
 //!   by the caller's own timeout): it counts neither way, and a probe's slot comes back only once
 //!   the body has been dropped, so `half_open_calls = 1` never lets two probe bodies live at once.
@@ -148,6 +170,6 @@ pub use config::{
 };
 pub use disabled::disabled;
 pub use engine::{Breaker, Snapshot, State};
-pub use events::{subscribe, unsubscribe, StateChange, SubscriptionId};
+pub use events::{subscribe, unsubscribe, OpenCause, StateChange, SubscriptionId};
 pub use keyed::{BreakerKey, KeyedBreaker};
 pub use registry::{get, get_keyed, names};

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::config::Rule;
 use super::engine::{nanos, Breaker};
+use super::events::OpenCause;
 use super::window::RateWindow;
 use super::word::*;
 
@@ -134,7 +135,11 @@ impl Breaker {
                         calls >= u64::from(min_calls) && errors as f64 >= rate * calls as f64
                     }
                 };
-                if trips && self.swap(word, enter(word, OPEN)).is_ok() {
+                if trips
+                    && self
+                        .swap_for(word, enter(word, OPEN), Some(OpenCause::Errors))
+                        .is_ok()
+                {
                     // Whatever the window held is history once the breaker opens: it closes
                     // with a clean one.
                     window.clear();
@@ -144,7 +149,11 @@ impl Breaker {
                 let mut word = word;
                 while live(permit, floor, word) {
                     let streak = if word & STREAKS == STREAKS { 0 } else { STREAK };
-                    match self.swap(word, enter(word, OPEN) + streak) {
+                    match self.swap_for(
+                        word,
+                        enter(word, OPEN) + streak,
+                        Some(OpenCause::ProbeFailed),
+                    ) {
                         Ok(_) => break,
                         Err(seen) => word = seen,
                     }
@@ -216,7 +225,10 @@ impl Breaker {
             // Open from now, as from an error: the time is set before the state, so that a call
             // that sees the breaker open sees how long.
             self.last_error.fetch_max(now, Ordering::AcqRel);
-            if self.swap(word, enter(word, OPEN)).is_ok() {
+            if self
+                .swap_for(word, enter(word, OPEN), Some(OpenCause::SlowCalls))
+                .is_ok()
+            {
                 self.window.clear();
             }
         }
