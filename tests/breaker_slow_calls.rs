@@ -369,47 +369,37 @@ fn slow_call_rate_rules() {
     assert!(out_of_range.contains("(0, 1]"), "{out_of_range}");
 }
 
-/// A slow error counts as an error and, with `slow_call_rate`, as a slow call too (resilience4j
-/// counts slow failed calls in its slow rate): three slow calls of four, one of them failed,
-/// reach 0.75 while the failure rate (1 of 4) stays below 0.5.
+/// A slow error is one failed call, not a slow one, with or without `slow_call_rate`.
 #[tokio::test(start_paused = true)]
-async fn slow_errors_count_toward_the_slow_rate_too() {
-    let breaker = slow_rate_breaker("slow::slow_errors");
-    for took in [1, 60, 60] {
-        call_taking(&breaker, took).await.unwrap();
+async fn a_slow_error_is_one_failed_call() {
+    for (name, slow_rate) in [
+        ("slow::slow_error.plain", None),
+        ("slow::slow_error.rate", Some(0.5)),
+    ] {
+        let mut builder = Breaker::builder(name)
+            .failure_rate(0.5)
+            .min_calls(10)
+            .slow_call_duration(ms(50));
+        if let Some(rate) = slow_rate {
+            builder = builder.slow_call_rate(rate);
+        }
+        let breaker = builder.build().unwrap();
+        let slow_error = breaker.call(async {
+            sleep(ms(60)).await;
+            Err::<(), BoxError>("down".into())
+        });
+        assert!(slow_error.await.is_err());
+        let snapshot = breaker.snapshot();
+        assert_eq!(
+            (
+                snapshot.recent_calls,
+                snapshot.recent_errors,
+                snapshot.recent_slow
+            ),
+            (Some(1), 1, 0),
+            "{name}"
+        );
     }
-    let slow_error = breaker.call(async {
-        sleep(ms(60)).await;
-        Err::<(), BoxError>("down".into())
-    });
-    assert!(slow_error.await.is_err());
-    assert_eq!(breaker.state(), State::Open, "3 slow of 4 calls");
-}
-
-/// Under the rate rule without `slow_call_rate`, a slow error is one failed call, and the
-/// snapshot reports it among the slow calls.
-#[tokio::test(start_paused = true)]
-async fn a_slow_error_is_reported_slow_and_counted_once() {
-    let breaker = Breaker::builder("slow::slow_error_reported")
-        .failure_rate(0.5)
-        .min_calls(10)
-        .slow_call_duration(ms(50))
-        .build()
-        .unwrap();
-    let slow_error = breaker.call(async {
-        sleep(ms(60)).await;
-        Err::<(), BoxError>("down".into())
-    });
-    assert!(slow_error.await.is_err());
-    let snapshot = breaker.snapshot();
-    assert_eq!(
-        (
-            snapshot.recent_calls,
-            snapshot.recent_errors,
-            snapshot.recent_slow
-        ),
-        (Some(1), 1, 1)
-    );
 }
 
 /// A slow-rate breaker on a blocking fn: slow successes are successes, measured from the call's

@@ -46,8 +46,8 @@ macro_rules! breaker_settings {
             /// ... and at least this many calls completed within `error_window`.
             min_calls: u32 as Count, e.g. 20, default "20";
             /// Rate rule: also opens when `slow calls / calls >= slow_call_rate` (with `min_calls`); a slow success then counts as a success, not an error.
-            /// A slow error counts as an error and as a slow call. Needs `failure_rate` and
-            /// `slow_call_duration`; lies in (0, 1]. resilience4j's `slowCallRateThreshold`.
+            /// Needs `failure_rate` and `slow_call_duration`; lies in (0, 1]. resilience4j's
+            /// `slowCallRateThreshold`.
             slow_call_rate: f64 as Number, e.g. 0.8, default "none: a slow call is a failure";
             /// Each failed probe multiplies the open time by this.
             /// The n-th consecutive re-open stays open for `error_timeout * backoff^n`, capped at

@@ -97,18 +97,21 @@ where
     let started = slow_after.map(|_| tokio::time::Instant::now());
     let ran = panic::catch_unwind(AssertUnwindSafe(|| {
         let output = body();
-        let judged = judge(&output, &mut counts, &mut hint);
-        (output, judged)
+        let outcome = match judge(&output, &mut counts, &mut hint) {
+            Judged::Plain(Outcome::Success) if is_slow(started, slow_after) => {
+                Judged::Plain(Outcome::Slow)
+            }
+            judged => judged,
+        };
+        (output, outcome)
     }));
     match ran {
-        Ok((output, judged)) => {
-            let slow = is_slow(started, slow_after);
-            match judged {
-                Judged::Hinted(wait) => breaker.record_failure(permit, Some(wait), slow),
-                Judged::Plain(Outcome::Error) => breaker.record_failure(permit, None, slow),
-                Judged::Plain(Outcome::Success) if slow => breaker.record(permit, Outcome::Slow),
-                Judged::Plain(outcome) => breaker.record(permit, outcome),
-            }
+        Ok((output, Judged::Hinted(hint))) => {
+            breaker.record_hinted(permit, hint);
+            output
+        }
+        Ok((output, Judged::Plain(outcome))) => {
+            breaker.record(permit, outcome);
             output
         }
         Err(payload) => {

@@ -57,10 +57,10 @@ pub struct Snapshot {
     pub recent_errors: u64,
     /// Calls counted in the current window, under the rate rule.
     pub recent_calls: Option<u64>,
-    /// Slow calls (`slow_call_duration`) in the current window, failed or not, apart from the
-    /// errors: with `slow_call_rate` a slow success is a success and counts toward that rate only;
-    /// without it, it counts as a failure too, and `recent_errors` includes it (a slow error is
-    /// in `recent_errors` either way). 0 without `slow_call_duration`.
+    /// Slow calls (`slow_call_duration`) in the current window, apart from the errors: with
+    /// `slow_call_rate` they are successes and count toward their own rate; without it they count
+    /// as failures too, and `recent_errors` includes them. A slow error is an error only. 0
+    /// without `slow_call_duration`.
     pub recent_slow: u64,
     /// The open time that applies now (`error_timeout`, grown by `backoff` after failed probes).
     pub open_for: Duration,

@@ -390,7 +390,7 @@ impl<E> Running<'_, E> {
                 let slow = *slow_at != 0 && breaker.now() >= *slow_at;
                 match outcome {
                     Outcome::Success if slow => breaker.record(permit, Outcome::Slow),
-                    Outcome::Error => record_error(breaker, permit, &output, hint, slow),
+                    Outcome::Error => record_error(breaker, permit, &output, hint),
                     outcome => breaker.record(permit, outcome),
                 }
                 Poll::Ready(output)
@@ -470,18 +470,12 @@ where
     }))
 }
 
-/// Records an error that counts, with the wait its upstream asked for if `hint` reads one, and
-/// whether it was `slow`. The reader is user code (a `RetryHint` impl): should it panic, the
-/// error counts as an error with no hint and the panic goes on to the caller. Out of the success
-/// path.
+/// Records an error that counts, with the wait its upstream asked for if `hint` reads one. The
+/// reader is user code (a `RetryHint` impl): should it panic, the error counts as an error and
+/// the panic goes on to the caller. Out of the success path.
 #[cold]
-fn record_error<T, E, H>(
-    breaker: &Breaker,
-    permit: Permit,
-    output: &Result<T, E>,
-    hint: &mut H,
-    slow: bool,
-) where
+fn record_error<T, E, H>(breaker: &Breaker, permit: Permit, output: &Result<T, E>, hint: &mut H)
+where
     H: FnMut(&E) -> Option<Duration>,
 {
     let read = match output {
@@ -489,9 +483,10 @@ fn record_error<T, E, H>(
         Ok(_) => Ok(None),
     };
     match read {
-        Ok(wait) => breaker.record_failure(permit, wait, slow),
+        Ok(Some(wait)) => breaker.record_hinted(permit, wait),
+        Ok(None) => breaker.record(permit, Outcome::Error),
         Err(payload) => {
-            breaker.record_failure(permit, None, slow);
+            breaker.record(permit, Outcome::Error);
             panic::resume_unwind(payload)
         }
     }

@@ -47,9 +47,12 @@
 //!   A rate of slow calls would need every call counted, which the count rule does not do.
 //! * Under the rate rule without `slow_call_rate`, a slow call is a failed call.
 //! * Under the rate rule with `slow_call_rate` (resilience4j's `slowCallRateThreshold`), a slow
-//!   success is a success, and the breaker also opens when slow calls, failed or not, reach that
-//!   share of the window's calls (with `min_calls`, as errors need). A slow error counts as an
-//!   error and as a slow call.
+//!   success is a success, and the breaker also opens when slow successes reach that share of the
+//!   window's calls (with `min_calls`, as errors need).
+//!
+//! A slow error is an error, counted once, under every rule (resilience4j counts it toward both
+//! rates; here the error rate has it already, and the success path stays free of the clock read
+//! it would take).
 //!
 //! A slow probe re-opens the breaker under every rule. [`Snapshot::recent_slow`] counts slow
 //! calls apart from errors, and the metrics count a slow success as outcome `slow` (never

@@ -42,17 +42,11 @@ impl Breaker {
         self.record_other(permit, outcome);
     }
 
-    /// Records an error that counts, with what is known of it besides: `hint`, the wait its
-    /// upstream asked callers for (should the breaker open, at this error or at a later one while
-    /// the wait lasts, it stays open at least that long, up to `max_error_timeout`); `slow`, that
-    /// it took longer than `slow_call_duration` (it is then a slow call too, and counts toward
-    /// `slow_call_rate`, as resilience4j counts slow failed calls). Out of the success path.
-    #[cold]
-    pub(crate) fn record_failure(&self, permit: Permit, hint: Option<Duration>, slow: bool) {
-        self.error(permit, hint);
-        if slow {
-            self.slow_failure(permit);
-        }
+    /// Records an error that counts, whose upstream asked callers to wait `hint`: should the
+    /// breaker open (at this error, or at a later one while the wait lasts), it stays open at
+    /// least that long, up to `max_error_timeout`.
+    pub(crate) fn record_hinted(&self, permit: Permit, hint: Duration) {
+        self.error(permit, Some(hint));
         self.meter.error();
     }
 
@@ -186,27 +180,6 @@ impl Breaker {
         }
         self.window.rate.record_call(now);
         self.open_at_slow_rate(word, slow_window, now, slow_rate, min_calls);
-    }
-
-    /// A slow error, already counted as an error: noted in the window of slow calls, and with
-    /// `slow_call_rate`, a closed call's may open the breaker at that rate (its call is in the
-    /// rate window already, as a failed one).
-    fn slow_failure(&self, permit: Permit) {
-        if matches!(permit, Permit::Unchecked | Permit::Bypass) {
-            return;
-        }
-        let now = self.now();
-        let config = self.config.load();
-        let slow_window = self.window.slow(nanos(config.window));
-        slow_window.record_slow(now);
-        if let (Permit::Closed(admitted), Some(slow_rate), Rule::Rate { min_calls, .. }) =
-            (permit, config.slow_call_rate, config.rule)
-        {
-            let word = self.state.load(Ordering::Acquire);
-            if epoch(word) == epoch(admitted) && word & PHASE == CLOSED {
-                self.open_at_slow_rate(word, slow_window, now, slow_rate, min_calls);
-            }
-        }
     }
 
     /// Opens the closed breaker (`word`) when slow calls are at least `slow_rate` of the window's
