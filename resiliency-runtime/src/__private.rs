@@ -32,17 +32,7 @@ pub fn body_returns<R>() -> R {
     unreachable!("`body_returns` sits behind `if false`")
 }
 
-/// Every error counts (the `count_if` of a `#[breaker]` without one).
-#[inline(always)]
-pub fn every_error<E>(_: &E) -> bool {
-    true
-}
-
-/// No hint, for a fn whose return type cannot be named (`impl Trait`).
-#[inline(always)]
-pub fn no_hint<E>(_: &E) -> Option<std::time::Duration> {
-    None
-}
+pub use crate::breaker::future::{every_error, no_hint};
 
 /// The error type of a fn's return type, named by generated code as `<R as IsResult>::Err`.
 pub trait IsResult {
@@ -89,12 +79,7 @@ impl<B: Deref<Target = Breaker>> Site<B> {
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
-        BreakerCall::new(
-            self.0,
-            body,
-            crate::breaker::future::every_error::<E>,
-            crate::breaker::future::no_hint::<E>,
-        )
+        BreakerCall::new(self.0, body, every_error::<E>, no_hint::<E>)
     }
 
     /// The call with `count_if`: [`Breaker::call_if`]. The body comes first, so that the compiler
@@ -105,7 +90,7 @@ impl<B: Deref<Target = Breaker>> Site<B> {
         E: FromRejected,
         P: FnMut(&E) -> bool,
     {
-        BreakerCall::new(self.0, body, counts, crate::breaker::future::no_hint::<E>)
+        BreakerCall::new(self.0, body, counts, no_hint::<E>)
     }
 
     /// The call with its errors' hints: `counts` says whether an error counts (`every_error`

@@ -86,11 +86,9 @@ impl Breaker {
     // `#[inline]`: read at every poll of a timed call (for its deadline), from the user's crate.
     #[inline]
     pub(crate) fn limit(&self, permit: Permit) -> Option<Duration> {
-        match permit {
-            Permit::Closed(word) if word & TIMED == 0 => None,
-            Permit::Closed(_) | Permit::Unchecked => read(&self.timeout_ns),
-            Permit::Probe(_) => read(&self.half_open_timeout_ns).or_else(|| read(&self.timeout_ns)),
-            Permit::Bypass => None,
+        match self.limit_ns(permit) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
         }
     }
 

@@ -5,7 +5,7 @@
 use std::panic::{self, AssertUnwindSafe};
 
 use super::engine::Breaker;
-use super::future::{every_error, judge, no_hint, Judged};
+use super::future::{every_error, no_hint, record_error};
 use super::record::Outcome;
 use crate::rejected::Rejected;
 
@@ -97,20 +97,20 @@ where
     let started = slow_after.map(|_| tokio::time::Instant::now());
     let ran = panic::catch_unwind(AssertUnwindSafe(|| {
         let output = body();
-        let outcome = match judge(&output, &mut counts, &mut hint) {
-            Judged::Plain(Outcome::Success) if is_slow(started, slow_after) => {
-                Judged::Plain(Outcome::Slow)
-            }
-            judged => judged,
+        let outcome = match &output {
+            Ok(_) if is_slow(started, slow_after) => Outcome::Slow,
+            Ok(_) => Outcome::Success,
+            Err(error) if counts(error) => Outcome::Error,
+            Err(_) => Outcome::Ignored,
         };
         (output, outcome)
     }));
     match ran {
-        Ok((output, Judged::Hinted(hint))) => {
-            breaker.record_hinted(permit, hint);
+        Ok((output, Outcome::Error)) => {
+            record_error(breaker, permit, &output, &mut hint);
             output
         }
-        Ok((output, Judged::Plain(outcome))) => {
+        Ok((output, outcome)) => {
             breaker.record(permit, outcome);
             output
         }

@@ -113,13 +113,17 @@ impl Breaker {
     }
 }
 
-/// The predicate of [`Breaker::call`]: every error counts.
-pub(crate) fn every_error<E>(_: &E) -> bool {
+/// The predicate of [`Breaker::call`] (and of a `#[breaker]` without `count_if`): every error
+/// counts.
+#[doc(hidden)]
+pub fn every_error<E>(_: &E) -> bool {
     true
 }
 
-/// No hint: the `RetryHint` reader of [`Breaker::call`] and [`Breaker::call_if`].
-pub(crate) fn no_hint<E>(_: &E) -> Option<Duration> {
+/// No hint: the `RetryHint` reader of [`Breaker::call`] and [`Breaker::call_if`] (and of a
+/// `#[breaker]` fn whose return type cannot be named).
+#[doc(hidden)]
+pub fn no_hint<E>(_: &E) -> Option<Duration> {
     None
 }
 
@@ -414,32 +418,6 @@ impl<E> Running<'_, E> {
     }
 }
 
-/// A body's outcome as judged: an error that counts with the wait its upstream asked for, or any
-/// other outcome.
-#[derive(Copy, Clone, Debug)]
-pub(crate) enum Judged {
-    Plain(Outcome),
-    Hinted(Duration),
-}
-
-/// Judges a body's output: whether its error counts (`count_if`) and, if it does, the wait its
-/// upstream asked for. User code: the caller catches its panics.
-#[inline(always)]
-pub(crate) fn judge<T, E>(
-    output: &Result<T, E>,
-    counts: &mut impl FnMut(&E) -> bool,
-    hint: &mut impl FnMut(&E) -> Option<Duration>,
-) -> Judged {
-    match output {
-        Ok(_) => Judged::Plain(Outcome::Success),
-        Err(error) if counts(error) => match hint(error) {
-            Some(hint) => Judged::Hinted(hint),
-            None => Judged::Plain(Outcome::Error),
-        },
-        Err(_) => Judged::Plain(Outcome::Ignored),
-    }
-}
-
 /// Polls the body, and judges its outcome when it is ready. The body and the `count_if`
 /// predicate are user code: a panic in either comes back as `Err`, for the caller to count as an
 /// error (not while unwinding, where a subscriber that panicked too would abort the process)
@@ -474,8 +452,12 @@ where
 /// reader is user code (a `RetryHint` impl): should it panic, the error counts as an error and
 /// the panic goes on to the caller. Out of the success path.
 #[cold]
-fn record_error<T, E, H>(breaker: &Breaker, permit: Permit, output: &Result<T, E>, hint: &mut H)
-where
+pub(crate) fn record_error<T, E, H>(
+    breaker: &Breaker,
+    permit: Permit,
+    output: &Result<T, E>,
+    hint: &mut H,
+) where
     H: FnMut(&E) -> Option<Duration>,
 {
     let read = match output {
