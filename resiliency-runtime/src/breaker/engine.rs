@@ -263,10 +263,14 @@ impl Breaker {
         self.update(|w| (w & !FORCED) | FORCED_CLOSED);
     }
 
-    /// Closes the breaker, lifts any forcing and forgets every counted error.
+    /// Closes the breaker, lifts any forcing and forgets every counted error, slow call and
+    /// `Retry-After` hint: the next error counts as the first since the breaker was built.
     pub fn reset(&self) {
         self.window.clear();
         self.update(|w| enter(w & !(FORCED | STREAKS), CLOSED));
+        // After the state: a call admitted before the reset that fails now moves nothing (its
+        // epoch is gone), and one admitted after it counts from here.
+        self.last_error.store(0, Ordering::Release);
     }
 
     /// The state now. An open breaker whose open time has passed reports [`State::HalfOpen`]: the

@@ -139,6 +139,9 @@ pub use error::{SettingError, SettingsError};
 pub use store::{effective, load, load_env, set, sites, unmatched, unset};
 pub use value::Value;
 
+#[cfg(feature = "toml")]
+pub use toml_file::load_toml;
+
 pub(crate) use site::{usable, Options, Target};
 pub(crate) use store::attach;
 
