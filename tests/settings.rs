@@ -336,12 +336,12 @@ async fn a_bad_value_is_refused_with_its_source_and_the_old_value_stays() {
     std::env::remove_var("RESILIENCY_BREAKER__SETTINGS__LIVE__SUCCESS_THRESHOLD");
 
     // A value for every site is checked at every live site it reaches.
-    let every = settings::set(Policy::Breaker, ALL, "max_error_timeout", "1m").unwrap_err();
+    let every = settings::set(Policy::Breaker, ALL, "min_calls", 5).unwrap_err();
     assert!(
         every
             .errors()
             .iter()
-            .any(|e| e.site() == site && e.setting() == "max_error_timeout"),
+            .any(|e| e.site() == site && e.setting() == "min_calls"),
         "{every}"
     );
 

@@ -27,7 +27,12 @@
 //!   own while the runtime never lags: see "`max_in_flight = \"auto\"`" below.
 //! * [`lag`] reads the current lag; [`on_lag`] registers a callback for lag above a threshold
 //!   (toobusy-js's `onLag`). Lag crossings and refusals are `tracing` events (target
-//!   `resiliency::too_busy`).
+//!   `resiliency::too_busy`): each refusal at level debug; a guard that starts refusing says so
+//!   once at level warn ("load shedding started", with the signal in words: "the runtime lags
+//!   120ms (max_lag 70ms)"), and once it has refused nothing for 10 s, once at level info ("load
+//!   shedding stopped", with how many calls it refused and for how long). Refusals closer together
+//!   than that are one episode, so a guard that sheds now and then writes two lines, not one per
+//!   refusal.
 //!
 //! # `max_in_flight = "auto"`
 //!
