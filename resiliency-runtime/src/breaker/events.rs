@@ -159,7 +159,7 @@ pub(crate) fn changed(breaker: &Breaker, from: State, to: State, cause: Option<O
     for callback in callbacks {
         if panic::catch_unwind(AssertUnwindSafe(|| callback(&change))).is_err() {
             let _ = panic::catch_unwind(
-                || tracing::error!(target: "resiliency::breaker", breaker = &*change.name, key = change.key.as_deref(), %change, "a breaker subscriber panicked; the change stands"),
+                || tracing::error!(target: "resiliency::breaker", name = &*change.name, key = change.key.as_deref(), %change, "a breaker subscriber panicked; the change stands"),
             );
         }
     }
@@ -171,13 +171,13 @@ fn trace(breaker: &Breaker, from: State, to: State, cause: Option<OpenCause>) {
     match to {
         State::Open | State::ForcedOpen => {
             let cause = cause.map(OpenCause::as_str);
-            tracing::warn!(target: "resiliency::breaker", breaker = name, key, %from, %to, cause, "circuit breaker opened")
+            tracing::warn!(target: "resiliency::breaker", name, key, %from, %to, cause, "circuit breaker opened")
         }
         State::HalfOpen => {
-            tracing::info!(target: "resiliency::breaker", breaker = name, key, %from, %to, "circuit breaker half-open")
+            tracing::info!(target: "resiliency::breaker", name, key, %from, %to, "circuit breaker half-open")
         }
         State::Closed | State::ForcedClosed => {
-            tracing::info!(target: "resiliency::breaker", breaker = name, key, %from, %to, "circuit breaker closed")
+            tracing::info!(target: "resiliency::breaker", name, key, %from, %to, "circuit breaker closed")
         }
     }
 }

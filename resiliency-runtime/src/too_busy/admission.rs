@@ -152,7 +152,7 @@ impl TooBusy {
     #[cold]
     pub(super) fn refuse(&self, signal: BusySignal) -> Rejected {
         self.meter().refused(&signal);
-        tracing::debug!(target: "resiliency::too_busy", guard = self.name(), ?signal, "call refused");
+        tracing::debug!(target: "resiliency::too_busy", name = self.name(), ?signal, "call refused");
         Rejected::new(Reason::TooBusy {
             name: self.name(),
             signal,

@@ -27,7 +27,7 @@
 //!   own while the runtime never lags: see "`max_in_flight = \"auto\"`" below.
 //! * [`lag`] reads the current lag; [`on_lag`] registers a callback for lag above a threshold
 //!   (toobusy-js's `onLag`). Lag crossings and refusals are `tracing` events (target
-//!   `resiliency::too_busy`).
+//!   `resiliency::too_busy`; a refusal names its guard in `name`, and its `signal`).
 //!
 //! # `max_in_flight = "auto"`
 //!
@@ -78,7 +78,7 @@
 //! few atomic adds); the call that finds its window over takes the learner's lock without waiting
 //! (a call already deciding is left to it), and decides the next limit. Each change is a
 //! `tracing` event (debug, target `resiliency::too_busy`, message "in-flight limit learned", with
-//! the new limit, why, and the no-queue latency), [`TooBusy::in_flight_limit`] reads it, and with the
+//! the guard's `name`, the new limit, why, and the no-queue latency), [`TooBusy::in_flight_limit`] reads it, and with the
 //! `metrics` feature it is the gauge `resiliency_too_busy_in_flight_limit`.
 //!
 //! # Guarantees

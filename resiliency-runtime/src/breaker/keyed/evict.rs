@@ -200,7 +200,7 @@ impl Inner {
         self.held.fetch_sub(evicted, Ordering::AcqRel);
         self.removed.fetch_add(evicted, Ordering::Relaxed);
         if evicted > 0 {
-            tracing::debug!(target: "resiliency::breaker", breaker = &*self.name, evicted, "evicted idle keys");
+            tracing::debug!(target: "resiliency::breaker", name = &*self.name, evicted, "evicted idle keys");
             drop(map);
             self.shrink();
         }
