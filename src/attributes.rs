@@ -382,18 +382,26 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         /// # }
         /// ```
         ///
-        /// A signal is on when it is named:
+        /// `max_in_flight` and `max_latency` are checked only when named. The lag is checked when
+        /// `max_lag` is named, or when neither `max_in_flight` nor `max_latency` is: naming either
+        /// of them without `max_lag` turns the lag check off.
         ///
-        /// | attribute | lag | in flight | latency |
+        /// | you write | lag | in flight | latency |
         /// |---|---|---|---|
-        /// | `#[too_busy]` | on, 70 ms | off | off |
-        /// | `#[too_busy(max_lag = "20ms")]` | on, 20 ms | off | off |
-        /// | `#[too_busy(max_in_flight = 100)]` | off | on | off |
-        /// | `#[too_busy(max_latency = "200ms")]` | off | off | on |
-        /// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | on | on | off |
-        /// | `#[too_busy(max_in_flight = "auto")]` | off | on, learned | off |
+        /// | `#[too_busy]` | checked, against the default `max_lag` (70 ms unless [`too_busy::set_max_lag`](crate::too_busy::set_max_lag) changed it) | not checked | not checked |
+        /// | `#[too_busy(max_lag = "20ms")]` | checked, against 20 ms | not checked | not checked |
+        /// | `#[too_busy(max_in_flight = 100)]` | **not checked** | checked | not checked |
+        /// | `#[too_busy(max_in_flight = "auto")]` | **not checked** | checked, learned limit | not checked |
+        /// | `#[too_busy(max_latency = "200ms")]` | **not checked** | not checked | checked |
+        /// | `#[too_busy(max_in_flight = 100, max_latency = "200ms")]` | **not checked** | checked | checked |
+        /// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | checked, against 70 ms | checked | not checked |
+        /// | `#[too_busy(max_latency = "200ms", max_lag = "70ms")]` | checked, against 70 ms | not checked | checked |
         ///
-        /// Named signals combine: a call is refused when any of them says so, at once (no queueing),
+        /// The same rule applies to the settings in force, the attribute's with the run-time
+        /// overrides on top: an override of `max_in_flight` on a bare `#[too_busy]` site turns its
+        /// lag check off. The lag is only measured on a tokio runtime with a time driver.
+        ///
+        /// Checked signals combine: a call is refused when any of them says so, at once (no queueing),
         /// with a [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts
         /// by itself on the caller's tokio runtime (only for guards that check lag); configure it from
         /// code with `resiliency::too_busy`.
