@@ -130,10 +130,6 @@ fn builder_refuses_invalid_options_with_a_useful_error() {
             "`error_window` must be above zero, e.g. `error_window = \"450ms\"`",
         ),
         (
-            b().max_error_timeout(secs(5)),
-            "`max_error_timeout` caps `backoff`; add `backoff = 2.0` or remove it",
-        ),
-        (
             b().capacity(2.0).timeout(one).backoff(0.0),
             "`capacity` must lie between 0 and 1 (exclusive), got 2: it is the share of time a worker stays free, e.g. `capacity = 0.75`; `backoff` must be a factor of at least 1, got 0, e.g. `backoff = 2.0`",
         ),

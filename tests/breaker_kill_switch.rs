@@ -45,7 +45,20 @@ async fn resiliency_disabled_makes_every_breaker_pass_calls_through() {
     // Before any breaker is used: the variable is read once, on first use. (Edition 2021:
     // `set_var` is a safe fn here.)
     std::env::set_var("RESILIENCY_DISABLED", " On");
-    assert!(breaker::disabled());
+    let log = support::Captured::default();
+    {
+        let _subscriber = tracing::subscriber::set_default(log.subscriber());
+        assert!(breaker::disabled());
+        assert!(breaker::disabled());
+    }
+    // Said once, at warn, when it takes effect.
+    let said = log.text();
+    assert_eq!(
+        said.matches("RESILIENCY_DISABLED is set").count(),
+        1,
+        "{said}"
+    );
+    assert!(said.contains("WARN"), "{said}");
 
     let ran = AtomicUsize::new(0);
     for _ in 0..10 {

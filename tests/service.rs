@@ -26,14 +26,7 @@ async fn the_service_takes_its_settings_and_its_metrics_move_as_the_breaker_open
     // The environment overrides the file: `race_retry."*".budget` is 0.2 in the file.
     std::env::set_var("RESILIENCY_RACE_RETRY__BUDGET", "0.3");
     let prometheus = PrometheusBuilder::new().install_recorder().unwrap();
-    app::load_settings(
-        "examples/service/resiliency.toml",
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/service/resiliency.toml"
-        ),
-    )
-    .unwrap();
+    resiliency::settings::load_toml("examples/service/resiliency.toml").unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let state = Arc::new(app::App {

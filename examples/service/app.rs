@@ -145,13 +145,3 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .with_state(app)
 }
-
-/// Loads the settings file (TOML) at `path`, called `name` in messages: the file layer of
-/// `resiliency::settings`. The environment's `RESILIENCY_...` variables are read when the first
-/// site is set up.
-pub fn load_settings(name: &str, path: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let text = std::fs::read_to_string(path)?;
-    let overrides = settings::Overrides::from_toml(name, &text)?;
-    settings::load(name, &overrides)?;
-    Ok(())
-}

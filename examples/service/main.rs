@@ -30,13 +30,7 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The recorder goes in first: each site registers its series when it is set up.
     let prometheus = PrometheusBuilder::new().install_recorder()?;
-    app::load_settings(
-        "examples/service/resiliency.toml",
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/service/resiliency.toml"
-        ),
-    )?;
+    resiliency::settings::load_toml("examples/service/resiliency.toml")?;
 
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".into());
     let demo = std::env::args().any(|a| a == "--demo");

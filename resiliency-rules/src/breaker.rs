@@ -53,7 +53,8 @@ macro_rules! breaker_settings {
             /// The n-th consecutive re-open stays open for `error_timeout * backoff^n`, capped at
             /// `max_error_timeout`. At least 1.
             backoff: f64 as Factor, e.g. 2.0, default "1 (off)";
-            /// Caps the open time grown by `backoff`.
+            /// The longest a breaker stays open: caps the open time grown by `backoff`, and how
+            /// long an upstream's `Retry-After` hint holds an opening breaker open.
             max_error_timeout: ::core::time::Duration as Duration, e.g. "5m", default "10 × `error_timeout`";
             /// Keyed: a key unused this long may be evicted if closed with no errors, or open past its open time.
             idle_timeout: ::core::time::Duration as Duration, e.g. "10m", default "10 min";
@@ -238,16 +239,6 @@ pub fn breaker(options: &BreakerOptions<'_>) -> Vec<Violation> {
                 format!("`backoff` must be a factor of at least 1, got {b}, e.g. `backoff = 2.0`"),
             ));
         }
-    } else if given("max_error_timeout", o.max_error_timeout.is_some())
-        && !o.written.contains(&"backoff")
-    {
-        out.push(
-            Violation::presence(
-                "max_error_timeout",
-                "`max_error_timeout` caps `backoff`; add `backoff = 2.0` or remove it",
-            )
-            .involving(&["backoff"]),
-        );
     }
     above_zero("max_error_timeout", o.max_error_timeout, &mut out);
     above_zero("idle_timeout", o.idle_timeout, &mut out);

@@ -168,19 +168,31 @@ impl BreakerSite {
     // per call (breaker benchmark, callgrind).
     #[inline]
     pub fn breaker(&'static self) -> Site<&'static Breaker> {
-        Site(self.breaker.get_or_init(|| {
-            let name = (self.name)();
-            let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
-                .unwrap_or_else(|| Breaker::builder(name));
-            match config.clone().register_static(Origin::Attribute) {
-                Ok(registered) => &**registered,
-                Err(error) => {
-                    tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered breaker");
-                    let own = Arc::new(or_defaults(config.build(), || Breaker::builder(name).build()));
-                    &**Box::leak(Box::new(own))
+        Site(match self.breaker.get() {
+            Some(breaker) => breaker,
+            None => self.set_up(),
+        })
+    }
+
+    /// Sets the breaker up; its events are emitted once it is in place, so that a subscriber
+    /// may call this site.
+    #[cold]
+    fn set_up(&'static self) -> &'static Breaker {
+        crate::later::hold(|| {
+            self.breaker.get_or_init(|| {
+                let name = (self.name)();
+                let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
+                    .unwrap_or_else(|| Breaker::builder(name));
+                match config.clone().register_static(Origin::Attribute) {
+                    Ok(registered) => &**registered,
+                    Err(error) => {
+                        crate::later::emit(move || tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered breaker"));
+                        let own = Arc::new(or_defaults(config.build(), || Breaker::builder(name).build()));
+                        &**Box::leak(Box::new(own))
+                    }
                 }
-            }
-        }))
+            })
+        })
     }
 }
 
@@ -206,19 +218,30 @@ impl KeyedSite {
 
     /// The breaker for `key`.
     pub fn breaker<K: BreakerKey + ?Sized>(&'static self, key: &K) -> Site<Arc<Breaker>> {
-        Site(self.family
-            .get_or_init(|| {
+        let family = match self.family.get() {
+            Some(family) => family,
+            None => self.set_up(),
+        };
+        Site(family.breaker(key))
+    }
+
+    /// Sets the family up; its events are emitted once it is in place, so that a subscriber
+    /// may call this site.
+    #[cold]
+    fn set_up(&'static self) -> &'static Arc<KeyedBreaker> {
+        crate::later::hold(|| {
+            self.family.get_or_init(|| {
                 let name = (self.name)();
                 let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
                     .unwrap_or_else(|| Breaker::builder(name));
                 config.clone().register_keyed_as(Origin::Attribute).unwrap_or_else(|error| {
-                    tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered keyed breaker");
+                    crate::later::emit(move || tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered keyed breaker"));
                     Arc::new(or_defaults(config.build_keyed(), || {
                         Breaker::builder(name).build_keyed()
                     }))
                 })
             })
-            .breaker(key))
+        })
     }
 }
 
@@ -229,7 +252,7 @@ fn or_defaults<T>(
     defaults: impl FnOnce() -> Result<T, crate::ConfigError>,
 ) -> T {
     result.unwrap_or_else(|error| {
-        tracing::error!(target: "resiliency::breaker", %error, "invalid breaker options; using the defaults");
+        crate::later::emit(move || tracing::error!(target: "resiliency::breaker", %error, "invalid breaker options; using the defaults"));
         defaults().expect("the default options are valid")
     })
 }
@@ -287,12 +310,14 @@ impl TooBusySite {
         }
     }
 
+    /// Sets the guard up; its events are emitted once it is in place, so that a subscriber may
+    /// call this site.
     #[cold]
     fn set_up(&'static self) -> BusySite {
-        BusySite(
+        BusySite(crate::later::hold(|| {
             self.guard
-                .get_or_init(|| crate::too_busy::set_up((self.name)(), self.configure)),
-        )
+                .get_or_init(|| crate::too_busy::set_up((self.name)(), self.configure))
+        }))
     }
 }
 
@@ -406,10 +431,14 @@ impl RaceSite {
         })
     }
 
+    /// Sets the policy up; its events are emitted once it is in place, so that a subscriber may
+    /// call this site.
     #[cold]
     fn set_up(&'static self) -> &'static RaceRetry {
-        self.race
-            .get_or_init(|| crate::race_retry::set_up((self.name)(), self.configure))
+        crate::later::hold(|| {
+            self.race
+                .get_or_init(|| crate::race_retry::set_up((self.name)(), self.configure))
+        })
     }
 }
 

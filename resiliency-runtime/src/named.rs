@@ -51,9 +51,14 @@ impl<T: Sync, O: Options> Named<T, O> {
         }
     }
 
+    /// Runs `f` with the map locked; the events emitted meanwhile (a site's settings) are held
+    /// back until the lock is released ([`crate::later`]), so that a subscriber may look a policy
+    /// up or set up another site.
     fn locked<R>(&self, f: impl FnOnce(&mut HashMap<&'static str, Entry<T, O>>) -> R) -> R {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        f(map.get_or_insert_with(HashMap::new))
+        crate::later::hold(|| {
+            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            f(map.get_or_insert_with(HashMap::new))
+        })
     }
 
     /// The policy registered under `name`, if any.

@@ -138,15 +138,14 @@ impl BreakerBuilder {
     ) -> Result<&'static Arc<Breaker>, ConfigError> {
         let config = Arc::new(self.validate()?);
         let name = config.name.clone();
-        let mut created = false;
+        // Its settings are put in force before it is published: a second registration of the
+        // name waits, and gets the breaker with its overrides.
         let (breaker, conflict) = registry::single(name.clone(), &self, origin, || {
-            created = true;
-            Arc::new(Breaker::new(config, None))
+            let breaker = Arc::new(Breaker::new(config, None));
+            crate::settings::attach(self.clone(), breaker.clone());
+            breaker
         })
         .map_err(|()| self_conflict(&name, "keyed"))?;
-        if created {
-            crate::settings::attach(self, breaker.clone());
-        }
         differing(&name, origin, conflict)?;
         Ok(breaker)
     }
@@ -164,15 +163,13 @@ impl BreakerBuilder {
     ) -> Result<Arc<KeyedBreaker>, ConfigError> {
         let config = Arc::new(self.validate()?);
         let name = config.name.clone();
-        let mut created = false;
+        // Settings in force before it is published, as for a single breaker.
         let (family, conflict) = registry::keyed(name.clone(), &self, origin, || {
-            created = true;
-            Arc::new(KeyedBreaker::new(config))
+            let family = Arc::new(KeyedBreaker::new(config));
+            crate::settings::attach(self.clone(), family.clone());
+            family
         })
         .map_err(|()| self_conflict(&name, "single"))?;
-        if created {
-            crate::settings::attach(self, family.clone());
-        }
         differing(&name, origin, conflict)?;
         Ok(family)
     }
@@ -255,11 +252,13 @@ fn differing(name: &str, origin: Origin, conflict: Option<String>) -> Result<(),
     if origin == Origin::Builder {
         return Err(error);
     }
-    tracing::error!(
-        target: "resiliency::settings",
-        %error,
-        "options differ from those the name was registered with; the registered breaker is used"
-    );
+    crate::later::emit(move || {
+        tracing::error!(
+            target: "resiliency::settings",
+            %error,
+            "options differ from those the name was registered with; the registered breaker is used"
+        )
+    });
     Ok(())
 }
 

@@ -8,7 +8,8 @@ static DISABLED: AtomicU8 = AtomicU8::new(0);
 /// spaces ignored): every breaker then passes calls through untouched (no admission, no timeout,
 /// nothing counted), stays [`State::Closed`](super::State::Closed) and ignores forcing. `0`, `false`, `no`, `off` and
 /// the empty string leave breakers on; any other value leaves them on too and is reported once as
-/// a `tracing` warning. Read once, on first use.
+/// a `tracing` warning. Read once, on first use; when it disables the breakers, that is said once
+/// at level warn (target `resiliency::breaker`).
 pub fn disabled() -> bool {
     match DISABLED.load(Ordering::Relaxed) {
         1 => false,
@@ -23,15 +24,35 @@ fn read_disabled() -> bool {
         None => false,
         Some(Some(off)) => off,
         Some(None) => {
-            tracing::warn!(
-                target: "resiliency::breaker",
-                value = value.as_deref(),
-                "RESILIENCY_DISABLED is not one of 1, true, yes, on, 0, false, no, off; breakers stay on"
-            );
+            crate::later::emit(move || {
+                tracing::warn!(
+                    target: "resiliency::breaker",
+                    value = value.as_deref(),
+                    "RESILIENCY_DISABLED is not one of 1, true, yes, on, 0, false, no, off; breakers stay on"
+                )
+            });
             false
         }
     };
-    DISABLED.store(if off { 2 } else { 1 }, Ordering::Relaxed);
+    // Once: the first reader stores it; a thread racing it reads the same variable.
+    if DISABLED
+        .compare_exchange(
+            0,
+            if off { 2 } else { 1 },
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        )
+        .is_ok()
+        && off
+    {
+        crate::later::emit(|| {
+            tracing::warn!(
+                target: "resiliency::breaker",
+                "RESILIENCY_DISABLED is set: every breaker passes calls through (no admission, \
+                 no timeout, nothing counted) and ignores forcing"
+            )
+        });
+    }
     off
 }
 

@@ -62,11 +62,10 @@ impl fmt::Display for State {
 
 /// What a breaker knows right now; see [`Breaker::snapshot`].
 ///
-/// The window is cleared when the breaker opens by its rule, so that it closes with a clean one:
-/// while it is open, `recent_errors` is 0, `recent_calls` `Some(0)` (rate rule), and
-/// `recent_slow` counts only slow calls that ended since (a slow probe, a call admitted before
-/// it opened). resilience4j keeps the window's counts while open. See [the
-/// rules](super#rules).
+/// The window is cleared when the breaker opens by its rule, so that it closes with a clean one,
+/// and a call counts only in the window of the closed state that admitted it: while it is open,
+/// `recent_errors` and `recent_slow` are 0 and `recent_calls` `Some(0)` (rate rule).
+/// resilience4j keeps the window's counts while open. See [the rules](super#rules).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Snapshot {
@@ -282,10 +281,14 @@ impl Breaker {
         self.update(|w| (w & !FORCED) | FORCED_CLOSED);
     }
 
-    /// Closes the breaker, lifts any forcing and forgets every counted error.
+    /// Closes the breaker, lifts any forcing and forgets every counted error, slow call and
+    /// `Retry-After` hint: the next error counts as the first since the breaker was built.
     pub fn reset(&self) {
         self.window.clear();
         self.update(|w| enter(w & !(FORCED | STREAKS), CLOSED));
+        // After the state: a call admitted before the reset that fails now moves nothing (its
+        // epoch is gone), and one admitted after it counts from here.
+        self.last_error.store(0, Ordering::Release);
     }
 
     /// The state now. An open breaker whose open time has passed reports [`State::HalfOpen`]: the

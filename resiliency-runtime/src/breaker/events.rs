@@ -13,6 +13,11 @@ use super::engine::{Breaker, State};
 /// [`State`]'s Display) and, on "circuit breaker opened", `cause` ([`OpenCause::as_str`]; absent
 /// for a breaker forced open).
 ///
+/// The event says why the breaker opened, not which error opened it: the breaker sees how a
+/// call ended (an error that `count_if` counts, a timeout, a slow call), while the error itself
+/// goes back to its caller unchanged, to be logged where it is handled. (Semian's open event
+/// carries the last error's message.)
+///
 /// Its Display is `name: from -> to`, with ` [key]` after a keyed breaker's name and
 /// ` (cause)` after a change to open: `payments: closed -> open (errors)`,
 /// `upstreams [api.example.com]: open -> half-open`.

@@ -241,20 +241,42 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P, H> BreakerCall<B, F, E
     ) -> Result<Self, Rejected> {
         match breaker.admit() {
             Ok(permit) => {
-                let admission = Admission {
+                let mut admission = Admission {
                     breaker,
                     stage: Stage::Running {
                         permit,
                         waited: false,
                     },
                 };
+                // The body is made under the call's deadline, as it is polled: a service's
+                // `call` that reads the time left (for a header) starts the clock there.
+                let scope = match admission.breaker.limit_ns(permit) {
+                    0 => None,
+                    ns => Some(Scope::lazy(ns)),
+                };
+                let body = body();
+                let mut timer = Timer::default();
+                let mut slow_at = 0;
+                if let Some(started) = scope.and_then(Scope::close) {
+                    start_clock(
+                        &admission.breaker,
+                        permit,
+                        &mut timer.0,
+                        &mut slow_at,
+                        Some(started),
+                    );
+                    admission.stage = Stage::Running {
+                        permit,
+                        waited: true,
+                    };
+                }
                 Ok(BreakerCall {
                     reject: E::from,
                     count_if,
                     hint,
-                    body: body(),
-                    timer: Timer::default(),
-                    slow_at: 0,
+                    body,
+                    timer,
+                    slow_at,
                     admission,
                 })
             }

@@ -35,9 +35,10 @@
 //!   finishes after the breaker opened only moves the "last error" time.
 //! * Opening by its rule (errors or slow calls) clears the window, so that the breaker closes
 //!   with a clean one: an open breaker's [`Snapshot`] reports 0 `recent_errors`, 0
-//!   `recent_calls` (rate rule) and 0 `recent_slow` (but for slow calls that ended since: a slow
-//!   probe, or a call admitted before it opened), where resilience4j keeps the window's counts
-//!   while open. [`Breaker::force_open`] leaves the window as it is.
+//!   `recent_calls` (rate rule) and 0 `recent_slow`, where resilience4j keeps the window's counts
+//!   while open. A call admitted before the breaker opened, was reset or changed rule (count to
+//!   rate or back) counts in no window after (its error still moves the "last error" time).
+//!   [`Breaker::force_open`] leaves the window as it is.
 //!
 //! ```
 //! use resiliency::breaker::{Breaker, State};

@@ -117,9 +117,7 @@ impl Breaker {
         // Set before the state below, so that a call that sees the breaker open sees how long.
         self.last_error.fetch_max(until, Ordering::AcqRel);
         match permit {
-            Permit::Closed(admitted)
-                if epoch(word) == epoch(admitted) && word & PHASE == CLOSED =>
-            {
+            Permit::Closed(admitted) if counts_in_window(admitted, word) => {
                 let window = &self.window;
                 let trips = match self.config.load().rule {
                     Rule::Count { .. } => window.count.record_error(now, self.window_floor(now)),
@@ -167,15 +165,21 @@ impl Breaker {
         }
         let now = self.now();
         let config = self.config.load();
+        let word = self.state.load(Ordering::Acquire);
+        // Noted only in the window of the closed state that admitted it: a call admitted before
+        // the breaker opened (or was reset) that ends slow after it closed belongs to no window
+        // of the new state, as its errors and successes do not.
+        let counts = matches!(permit, Permit::Closed(admitted) if counts_in_window(admitted, word));
         let slow_window = self.window.slow(nanos(config.window));
-        slow_window.record_slow(now);
-        let (Permit::Closed(admitted), Some(slow_rate), Rule::Rate { min_calls, .. }) =
+        if counts {
+            slow_window.record_slow(now);
+        }
+        let (Permit::Closed(_), Some(slow_rate), Rule::Rate { min_calls, .. }) =
             (permit, config.slow_call_rate, config.rule)
         else {
             return self.error(permit, None);
         };
-        let word = self.state.load(Ordering::Acquire);
-        if epoch(word) != epoch(admitted) || word & PHASE != CLOSED {
+        if !counts {
             return;
         }
         self.window.rate.record_call(now);
@@ -249,6 +253,14 @@ impl Breaker {
             }
         }
     }
+}
+
+/// True when a closed call admitted with the word `admitted` counts in the window of the breaker
+/// now at `word`: still closed since (the same epoch), under the same rule. A call admitted before
+/// the breaker opened, was reset, or changed rule (count to rate or back) belongs to no window of
+/// the state now: its errors and slowness are not counted, as its success is not.
+fn counts_in_window(admitted: u64, word: u64) -> bool {
+    epoch(word) == epoch(admitted) && word & PHASE == CLOSED && (word ^ admitted) & RATE == 0
 }
 
 /// True when `word` is the half-open round that admitted the probe `permit`, with `floor` a full

@@ -102,8 +102,18 @@ pub fn names() -> Vec<String> {
 pub(crate) type Found<B> = Result<(B, Option<String>), ()>;
 
 /// The single breaker called `name`, registered with `options` (from `origin`) by `create` if
-/// absent.
+/// absent. `create` runs under the registry's lock (its settings put in force before the breaker
+/// is published); the events emitted meanwhile wait for the lock's release ([`crate::later`]).
 pub(crate) fn single(
+    name: Arc<str>,
+    options: &BreakerBuilder,
+    origin: Origin,
+    create: impl FnOnce() -> Arc<Breaker>,
+) -> Found<&'static Arc<Breaker>> {
+    crate::later::hold(|| single_locked(name, options, origin, create))
+}
+
+fn single_locked(
     name: Arc<str>,
     options: &BreakerBuilder,
     origin: Origin,
@@ -132,6 +142,15 @@ pub(crate) fn single(
 /// The keyed family called `name`, registered with `options` (from `origin`) by `create` if
 /// absent.
 pub(crate) fn keyed(
+    name: Arc<str>,
+    options: &BreakerBuilder,
+    origin: Origin,
+    create: impl FnOnce() -> Arc<KeyedBreaker>,
+) -> Found<Arc<KeyedBreaker>> {
+    crate::later::hold(|| keyed_locked(name, options, origin, create))
+}
+
+fn keyed_locked(
     name: Arc<str>,
     options: &BreakerBuilder,
     origin: Origin,

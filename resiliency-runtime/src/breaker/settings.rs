@@ -39,9 +39,9 @@ impl Target<BreakerBuilder> for Arc<Breaker> {
     fn apply(&self, options: &BreakerBuilder) {
         match options.validate() {
             Ok(config) => self.reconfigure(Arc::new(config)),
-            Err(error) => {
-                tracing::error!(target: "resiliency::settings", %error, "options refused")
-            }
+            Err(error) => crate::later::emit(
+                move || tracing::error!(target: "resiliency::settings", %error, "options refused"),
+            ),
         }
     }
 }
@@ -50,9 +50,9 @@ impl Target<BreakerBuilder> for Arc<KeyedBreaker> {
     fn apply(&self, options: &BreakerBuilder) {
         match options.validate() {
             Ok(config) => self.reconfigure(Arc::new(config)),
-            Err(error) => {
-                tracing::error!(target: "resiliency::settings", %error, "options refused")
-            }
+            Err(error) => crate::later::emit(
+                move || tracing::error!(target: "resiliency::settings", %error, "options refused"),
+            ),
         }
     }
 }

@@ -306,8 +306,9 @@ where
         None
     }
 
-    /// Starts the next attempt at `now`: returns its number.
-    pub(super) fn launch(self: Pin<&mut Self>, now: Instant) -> u32 {
+    /// Starts the next attempt at `now`, made under its deadline (`limits`), as attempt 1 is:
+    /// code that runs as the attempt is made reads the time it has. Returns its number.
+    pub(super) fn launch(self: Pin<&mut Self>, now: Instant, limits: Limits) -> u32 {
         let this = self.project();
         *this.launched += 1;
         let number = *this.launched;
@@ -319,7 +320,9 @@ where
             started: now,
         });
         *this.busy = number;
+        let scope = limits.scope(now);
         let future = Box::pin(this.make.make(number - 1));
+        drop(scope);
         *this.busy = ENGINE;
         *this.running += 1;
         if let Some(extra) = this.extra.last_mut() {

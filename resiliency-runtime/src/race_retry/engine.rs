@@ -536,7 +536,11 @@ where
             return false;
         }
         reporter.extra_started();
-        let number = self.attempts.as_mut().launch(now);
+        let limits = Limits {
+            deadline: race_deadline(self.policy, reporter.start),
+            each: self.policy.each(),
+        };
+        let number = self.attempts.as_mut().launch(now, limits);
         self.schedule.started(reporter, number, now);
         true
     }

@@ -3,7 +3,7 @@
 
 use super::blame::{checked, nearest};
 use super::site::Site;
-use super::store::{Later, Layer, Store, ENV};
+use super::store::{Later, Layer, Store, ENV, FILE};
 use super::{env, SettingError, Source, ALL};
 
 /// Reads the environment, when no site has read it yet (`attaching`, the site being set up, if
@@ -21,63 +21,97 @@ pub(super) fn read_env_once(store: &mut Store, attaching: Option<&dyn Site>, lat
     warn_unmatched_env(store, attaching, later);
 }
 
-/// Warns, once per variable, of the environment's overrides for a named site that no live site
-/// (nor `attaching`) takes, but whose name is one or two letters off a live site's: most likely
-/// a misspelt name. Others may name a site not set up yet (a site is set up by its first call):
-/// they are logged at debug, and [`unmatched`] lists them.
+/// Warns, once per override, of the environment's and the file's overrides for a named site that
+/// no live site (nor `attaching`) takes, but whose name is one or two letters off a live site's:
+/// most likely a misspelt name. Others may name a site not set up yet (a site is set up by its
+/// first call): they are logged at debug, and [`unmatched`] lists them.
 pub(super) fn warn_unmatched_env(
     store: &mut Store,
     attaching: Option<&dyn Site>,
     later: &mut Later,
 ) {
     let mut unmatched = Vec::new();
-    for ((policy, site, _), (_, source)) in &store.layers[ENV].entries {
-        let Source::Environment { variable } = source else {
-            continue;
-        };
-        if site == ALL
-            || store.taken(ENV, *policy, site)
-            || store.named(*policy, site, attaching).is_some()
-            || store.warned.contains(variable)
-        {
-            continue;
+    for layer in [FILE, ENV] {
+        for ((policy, site, _), (_, source)) in &store.layers[layer].entries {
+            let what = match source {
+                Source::Environment { variable } => variable.clone(),
+                Source::File { .. } => format!("[{policy}.\"{site}\"] in {source}"),
+                _ => continue,
+            };
+            let named = if layer == ENV {
+                store.named(*policy, site, attaching).is_some()
+            } else {
+                attaching.is_some_and(|s| s.policy() == *policy && s.name() == site)
+            };
+            if site == ALL
+                || store.taken(layer, *policy, site)
+                || named
+                || store.warned.contains(&what)
+            {
+                continue;
+            }
+            let spell = |name: &str| {
+                if layer == ENV {
+                    env::spell(name)
+                } else {
+                    name.to_owned()
+                }
+            };
+            let mut names: Vec<(String, String)> = store
+                .sites
+                .iter()
+                .map(|a| &*a.site)
+                .filter(|s| s.policy() == *policy)
+                .map(|s| (spell(s.name()), s.name().to_owned()))
+                .collect();
+            if let Some(s) = attaching.filter(|s| s.policy() == *policy) {
+                names.push((spell(s.name()), s.name().to_owned()));
+            }
+            let near = nearest(site, names.iter().map(|(spelled, _)| spelled.as_str()))
+                .and_then(|spelled| names.iter().find(|(s, _)| s == spelled))
+                .map(|(_, name)| name.clone());
+            unmatched.push((layer, what, near));
         }
-        let mut names: Vec<(String, String)> = store
-            .sites
-            .iter()
-            .map(|a| &*a.site)
-            .filter(|s| s.policy() == *policy)
-            .map(|s| (env::spell(s.name()), s.name().to_owned()))
-            .collect();
-        if let Some(s) = attaching.filter(|s| s.policy() == *policy) {
-            names.push((env::spell(s.name()), s.name().to_owned()));
-        }
-        let near = nearest(site, names.iter().map(|(spelled, _)| spelled.as_str()))
-            .and_then(|spelled| names.iter().find(|(s, _)| s == spelled))
-            .map(|(_, name)| name.clone());
-        unmatched.push((variable.clone(), near));
     }
-    for (variable, near) in unmatched {
-        match near {
-            Some(near) => {
-                store.warned.insert(variable.clone());
+    for (layer, what, near) in unmatched {
+        match (near, layer) {
+            (Some(near), ENV) => {
+                store.warned.insert(what.clone());
                 later.push(move || {
                     tracing::warn!(
                         target: "resiliency::settings",
-                        %variable,
+                        variable = %what,
                         did_you_mean = %near,
                         "an environment variable names no live site but one a letter or two off: a misspelt name never applies"
                     )
                 });
             }
-            None if store.noted.insert(variable.clone()) => later.push(move || {
+            (Some(near), _) => {
+                store.warned.insert(what.clone());
+                later.push(move || {
+                    tracing::warn!(
+                        target: "resiliency::settings",
+                        site = %what,
+                        did_you_mean = %near,
+                        "a settings file names no live site but one a letter or two off: a misspelt name never applies"
+                    )
+                });
+            }
+            (None, ENV) if store.noted.insert(what.clone()) => later.push(move || {
                 tracing::debug!(
                     target: "resiliency::settings",
-                    %variable,
+                    variable = %what,
                     "an environment variable names no site set up so far (a site is set up by its first call; `settings::unmatched` lists the overrides no site has taken)"
                 )
             }),
-            None => {}
+            (None, _) if store.noted.insert(what.clone()) => later.push(move || {
+                tracing::debug!(
+                    target: "resiliency::settings",
+                    site = %what,
+                    "a settings file names no site set up so far (a site is set up by its first call; `settings::unmatched` lists the overrides no site has taken)"
+                )
+            }),
+            (None, _) => {}
         }
     }
 }

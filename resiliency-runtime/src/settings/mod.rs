@@ -26,10 +26,26 @@
 //! stays open (a new `error_timeout` decides when it half-opens), a breaker's counted errors are
 //! kept unless its rule changes (`error_threshold`, `failure_rate`, `min_calls`, or the window of
 //! the rate rule), a guard's calls in flight keep their slots, a race's budget keeps its
-//! balance. Calls in flight finish under the settings they started with, or see the new ones from
-//! their next step on.
+//! balance. Calls in flight across a change meet it as follows:
 //!
-//! Every change is checked by the rules the attribute is checked by at compile time, for every
+//! | setting | a call admitted before the change |
+//! |---|---|
+//! | a breaker's `timeout`, `half_open_timeout`, `slow_call_duration` | reads it when its body first waits; one admitted while the breaker had none of the three runs without |
+//! | `error_threshold`, `failure_rate`, `min_calls`, `error_window`, `slow_call_rate` | counts in the new window if the rule stays the count rule or the rate rule; a change from one rule to the other starts a clean window, in which calls admitted before it count neither way |
+//! | `half_open_calls`, `success_threshold` | holds at once: probes in flight count toward the new values, and no probe is admitted while as many as the new `half_open_calls` are in flight |
+//! | `error_timeout` (or `capacity`), `backoff`, `max_error_timeout` | an open breaker half-opens at its last error plus the new open time |
+//! | `max_keys` | a lowered bound holds at once for keys that hold nothing worth keeping; the others (open, errors in the window, calls in flight) stay until they can go, new keys meanwhile getting breakers that are not kept |
+//! | `idle_timeout` | from the next sweep |
+//! | `max_in_flight` | calls in flight keep their slots and count toward the new limit (a call admitted while no `max_in_flight` applied holds no slot, and counts toward none) |
+//! | `max_lag`, `max_latency` | from the next call's admission |
+//! | a race's `total`, `each`, `retries` | reach a raced call in flight at its next step (its deadline counts from its start) |
+//! | `after`, `budget` | from the next attempt the call schedules; the budget keeps its balance |
+//!
+//! Every value is checked alone where it is given ([`load`], `load_toml` (feature `toml`),
+//! [`load_env`], [`set`]): its type and unit, and the rules of its own range
+//! (`error_threshold = 0`, a `failure_rate` of 1.5, a zero duration), for every site, set up or
+//! not, so that a mistake shows when the settings are loaded rather than at a site's first call.
+//! Every change is then checked by the rules the attribute is checked by at compile time, for every
 //! live site it reaches. A change that breaks a rule anywhere is refused whole with a
 //! [`SettingsError`] that names, for each broken rule, the policy, the site, the setting and
 //! where the value came from (the file and line, or the variable); the values in force stay as
@@ -83,7 +99,9 @@
 //! name is a letter or two off a live site's, is warned about once, when that site is set up or
 //! the environment read (`tracing`, level warn, target `resiliency::settings`, with the name it is
 //! near): a misspelt name never applies. One that names no site set up so far (sites are set up
-//! by their first call) is noted at debug; [`unmatched`] lists every override no site has taken. `RESILIENCY_DISABLED` is
+//! by their first call) is noted at debug; [`unmatched`] lists every override no site has taken.
+//! A file's site is treated the same way: `[breaker."upstrem"]` beside a live `upstream` is
+//! warned about once, with the name it is near. `RESILIENCY_DISABLED` is
 //! the kill switch (see [`breaker::disabled`](crate::breaker::disabled)), not a setting.
 //!
 //! # Settings
@@ -138,6 +156,9 @@ pub use effective::{Effective, InForce};
 pub use error::{SettingError, SettingsError};
 pub use store::{effective, load, load_env, set, sites, unmatched, unset};
 pub use value::Value;
+
+#[cfg(feature = "toml")]
+pub use toml_file::load_toml;
 
 pub(crate) use site::{usable, Options, Target};
 pub(crate) use store::attach;

@@ -197,12 +197,15 @@ pub(crate) fn usable<O: Options>(mut options: O) -> Option<O> {
             violations.clone(),
         )
         .expect_err("there are violations");
-        tracing::error!(
-            target: "resiliency::settings",
-            %error,
-            setting = first.argument(),
-            "a setting of the attribute breaks a rule; its default applies"
-        );
+        let setting = first.argument();
+        crate::later::emit(move || {
+            tracing::error!(
+                target: "resiliency::settings",
+                %error,
+                setting,
+                "a setting of the attribute breaks a rule; its default applies"
+            )
+        });
         // A setting the attribute does not give (a required one) cannot be left to its default.
         options.get(first.argument())?;
         options.unset(first.argument());

@@ -87,15 +87,17 @@ impl Later {
     }
 }
 
-/// Runs `f` with the store locked, then emits the events it left in `Later`.
+/// Runs `f` with the store locked, then emits the events it left in `Later` (held back further
+/// while a registry is locked: [`crate::later`]).
 pub(super) fn locked<R>(f: impl FnOnce(&mut Store, &mut Later) -> R) -> R {
     let mut later = Later::default();
-    let result = {
+    let result = crate::later::hold(|| {
         let mut store = STORE.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut store, &mut later)
-    };
+    });
     for event in later.0 {
-        event();
+        // After the outermost registry's lock too, when a site is being set up.
+        crate::later::emit(event);
     }
     result
 }
@@ -330,7 +332,10 @@ pub fn load(path: &str, overrides: &Overrides) -> Result<(), SettingsError> {
     }
     locked(|store, later| {
         read_env_once(store, None, later);
-        replace_layer(store, FILE, layer, later)
+        replace_layer(store, FILE, layer, later)?;
+        // A site one or two letters off a live site's name: most likely misspelt.
+        warn_unmatched_env(store, None, later);
+        Ok(())
     })
 }
 

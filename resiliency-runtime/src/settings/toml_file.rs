@@ -1,4 +1,5 @@
-//! [`Overrides::from_toml`] (feature `toml`): a TOML file's overrides, each with its line.
+//! [`Overrides::from_toml`] (feature `toml`): a TOML file's overrides, each with its line; and
+//! [`load_toml`], a TOML file read and put in force in one call.
 
 use std::sync::Arc;
 
@@ -58,4 +59,40 @@ impl Overrides {
             )])
         })
     }
+}
+
+/// Reads the TOML file at `path` and makes its overrides the file layer ([`Overrides::from_toml`]
+/// then [`load`](super::load)), in one call: refused whole, with the values in force kept, when
+/// the file cannot be read, is not TOML, names no policy or setting, or holds a value its setting
+/// does not take or that breaks a rule. Every error names `path` and, where known, the line.
+///
+/// ```
+/// use resiliency::settings::{self, Policy};
+///
+/// # let dir = std::env::temp_dir().join(format!("resiliency-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir).unwrap();
+/// # let path = dir.join("resiliency.toml");
+/// std::fs::write(&path, "[breaker.\"payments\"]\nerror_threshold = 5\n").unwrap();
+/// settings::load_toml(&path).unwrap();
+///
+/// std::fs::write(&path, "[breaker.\"payments\"]\nerror_threshold = 0\n").unwrap();
+/// let refused = settings::load_toml(&path).unwrap_err().to_string();
+/// assert!(refused.ends_with("resiliency.toml:2: breaker `payments`, `error_threshold`: \
+///     `error_threshold` must be at least 1, e.g. `error_threshold = 3`"), "{refused}");
+/// ```
+#[cfg(feature = "toml")]
+#[cfg_attr(docsrs, doc(cfg(feature = "toml")))]
+pub fn load_toml(path: impl AsRef<std::path::Path>) -> Result<(), SettingsError> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        SettingsError::new(vec![SettingError::unknown(
+            Source::File {
+                path: Arc::from(name.as_str()),
+                line: None,
+            },
+            format!("cannot be read: {error}"),
+        )])
+    })?;
+    super::load(&name, &Overrides::from_toml(&name, &text)?)
 }

@@ -27,16 +27,19 @@ impl TooBusy {
         F: std::future::Future,
         F::Output: super::guard::Refuse,
     {
-        let held = self.admit()?;
+        let held = self.admit().map_err(|signal| self.refuse(signal))?;
         self.meter().admitted(held.slot);
         Ok(super::future::TooBusyCall::admitted(self, held, body))
     }
 
-    /// The entry check: `Ok(start)` admits the call (`start` is set when latency is measured).
-    /// The common case (the lag signal alone, lag at most `max_lag`) is a few loads and
-    /// compares, inlined; everything else is in `admit_slow`.
+    /// The entry check: `Ok(held)` admits the call (`held.start_ns` is set when latency is
+    /// measured); `Err` is the signal that refuses it, not yet counted: the caller counts the
+    /// refusal with [`refuse`](Self::refuse) once it stands (a call that yields to tokio's
+    /// budget first asks again, and is counted once). The common case (the lag signal alone,
+    /// lag at most `max_lag`) is a few loads and compares, inlined; everything else is in
+    /// `admit_slow`.
     #[inline(always)]
-    pub(super) fn admit(&self) -> Result<Held, Rejected> {
+    pub(super) fn admit(&self) -> Result<Held, BusySignal> {
         let own_lag_ns = self.max_lag_ns.load(Relaxed);
         let limits = self.limits();
         let lag_alone = limits.in_flight == 0 && limits.latency_ns == 0;
@@ -46,6 +49,7 @@ impl TooBusy {
         }
         let (lag_ns, max_lag_ns) = self.lag_and_max(own_lag_ns);
         if lag_alone && lag_ns.is_none_or(|lag| lag <= max_lag_ns) {
+            self.note_admitted();
             return Ok(Held::NOTHING);
         }
         self.admit_slow(lag_ns, max_lag_ns, limits)
@@ -65,6 +69,7 @@ impl TooBusy {
         let (lag_ns, max_lag_ns) = self.lag_and_max(self.max_lag_ns.load(Relaxed));
         let free = lag_ns.is_none_or(|lag| lag <= max_lag_ns);
         if free {
+            self.note_admitted();
             self.meter().admitted(false);
         }
         free
@@ -102,14 +107,14 @@ impl TooBusy {
         lag_ns: Option<u64>,
         max_lag_ns: u64,
         limits: Limits,
-    ) -> Result<Held, Rejected> {
+    ) -> Result<Held, BusySignal> {
         if let Some(lag_ns) = lag_ns {
             let (lag, max_lag) = (
                 Duration::from_nanos(lag_ns),
                 Duration::from_nanos(max_lag_ns),
             );
             if lag > max_lag && random() < shed_probability(lag, max_lag) {
-                return Err(self.refuse(BusySignal::Lag { lag, max_lag }));
+                return Err(BusySignal::Lag { lag, max_lag });
             }
         }
         let max_latency_ns = limits.latency_ns;
@@ -122,21 +127,19 @@ impl TooBusy {
                     .saturating_sub(self.counters.latency_at.load(Relaxed))
                     < LATENCY_HORIZON.as_nanos() as u64;
                 if fresh {
-                    return Err(self.refuse(BusySignal::Latency {
+                    return Err(BusySignal::Latency {
                         mean: Duration::from_nanos(mean),
                         max_latency,
-                    }));
+                    });
                 }
             }
         }
         let limit = limits.in_flight;
         let learn = limit > 0 && self.learning.load(Relaxed);
         if limit > 0 && !in_flight::take(&self.counters.in_flight, limit) {
-            if let (true, Some(adaptive)) = (learn, self.adaptive.get()) {
-                adaptive.refused();
-            }
-            return Err(self.refuse(BusySignal::InFlight { limit, auto: learn }));
+            return Err(BusySignal::InFlight { limit, auto: learn });
         }
+        self.note_admitted();
         Ok(Held {
             // Plus one: 0 means "not measured".
             start_ns: if max_latency_ns != 0 || learn {
@@ -149,14 +152,23 @@ impl TooBusy {
         })
     }
 
+    /// Counts a refusal that stands (the meter, the debug event, the learner of
+    /// `max_in_flight = "auto"`) and makes it the call's error.
     #[cold]
     pub(super) fn refuse(&self, signal: BusySignal) -> Rejected {
+        if let (BusySignal::InFlight { auto: true, .. }, Some(adaptive)) =
+            (&signal, self.adaptive.get())
+        {
+            adaptive.refused();
+        }
         self.meter().refused(&signal);
         tracing::debug!(target: "resiliency::too_busy", name = self.name(), ?signal, "call refused");
-        Rejected::new(Reason::TooBusy {
+        let rejected = Rejected::new(Reason::TooBusy {
             name: self.name(),
             signal,
-        })
+        });
+        self.note_refusal(&rejected);
+        rejected
     }
 }
 

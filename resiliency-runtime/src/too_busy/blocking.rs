@@ -41,7 +41,7 @@ impl TooBusy {
     {
         let held = match self.admit_slow(None, 0, self.limits()) {
             Ok(held) => held,
-            Err(rejected) => return R::refused(rejected),
+            Err(signal) => return R::refused(self.refuse(signal)),
         };
         self.meter().admitted(held.slot);
         let mut holding = Holding {

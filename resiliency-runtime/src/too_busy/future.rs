@@ -131,11 +131,12 @@ where
                     this.admission.stage = Stage::Running(held);
                     this.admission.guard.meter().admitted(held.slot);
                 }
-                Err(rejected) => {
+                Err(signal) => {
                     // The task yields first when its cooperative budget is spent; the call
-                    // stays new and asks again at its next poll.
+                    // stays new, asks again at its next poll, and is counted only then.
                     std::task::ready!(poll_refusal(cx));
                     this.admission.stage = Stage::Done;
+                    let rejected = this.admission.guard.refuse(signal);
                     if let Ok(refused) = (this.output)(Output::Refuse(rejected)) {
                         return Poll::Ready(refused);
                     }

@@ -114,6 +114,8 @@ pub(super) struct Counters {
     pub(super) latency_ns: AtomicU64,
     /// When `latency_ns` was last updated, in ns since `base`.
     pub(super) latency_at: AtomicU64,
+    /// The episode of shedding under way, if any.
+    pub(super) episode: super::episode::Episode,
 }
 
 impl TooBusy {
@@ -144,6 +146,7 @@ impl TooBusy {
                 in_flight: AtomicU32::new(0),
                 latency_ns: AtomicU64::new(0),
                 latency_at: AtomicU64::new(0),
+                episode: super::episode::Episode::new(),
             },
             base: OnceLock::new(),
             metrics: MeterCell::new(),

@@ -135,6 +135,7 @@ mod admission;
 mod axum;
 mod blocking;
 mod builder;
+mod episode;
 pub mod future;
 mod guard;
 mod in_flight;

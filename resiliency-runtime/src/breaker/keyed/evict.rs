@@ -72,7 +72,9 @@ impl KeyedBreaker {
             }
         }
         let max_keys = inner.config.load().max_keys;
-        let target = (max_keys / 32).max(1);
+        // A lowered `max_keys`: the keys past it go too, so that the bound holds again.
+        let excess = inner.held.load(Ordering::Acquire).saturating_sub(max_keys);
+        let target = (max_keys / 32).max(1) + excess;
         let mut next = None;
         let evicted = inner.sweep(
             0,
@@ -200,7 +202,11 @@ impl Inner {
         self.held.fetch_sub(evicted, Ordering::AcqRel);
         self.removed.fetch_add(evicted, Ordering::Relaxed);
         if evicted > 0 {
-            tracing::debug!(target: "resiliency::breaker", name = &*self.name, evicted, "evicted idle keys");
+            let name = self.name.clone();
+            // Emitted once no lock is held (a change of settings sweeps under the store's).
+            crate::later::emit(
+                move || tracing::debug!(target: "resiliency::breaker", name = &*name, evicted, "evicted idle keys"),
+            );
             drop(map);
             self.shrink();
         }

@@ -208,9 +208,15 @@ impl KeyedBreaker {
     /// Puts `config` in force for the family: for the breakers it holds (each keeps its state;
     /// see [`Breaker::reconfigure`]) and the ones it creates from now on.
     pub(crate) fn reconfigure(&self, config: Arc<Config>) {
+        let max_keys = config.max_keys;
         self.inner.config.store(config.clone());
         for breaker in self.inner.map.load().pin().values() {
             breaker.reconfigure(config.clone());
+        }
+        // A lowered `max_keys` holds at once for the keys that hold nothing worth keeping; the
+        // others go as they become evictable (new keys meanwhile get breakers not kept).
+        if self.inner.held.load(Ordering::Acquire) > max_keys {
+            self.make_room(Instant::now());
         }
     }
 

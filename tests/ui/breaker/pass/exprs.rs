@@ -1,6 +1,6 @@
 // Numbers and durations written as consts, paths and expressions, each passed to the builder
 // method of its name; presence rules count them as given (`capacity` needs `timeout`, `min_calls`
-// needs `failure_rate`, `max_error_timeout` needs `backoff`).
+// needs `failure_rate`).
 use std::time::Duration;
 
 use resiliency::{breaker, Rejected};
