@@ -186,16 +186,20 @@ resiliency_runtime::__private::breaker_settings!(crate::attributes::documented! 
         ///   (`Json(order): Json<Order>`) is given whole. A `&mut` argument stays lent to the call,
         ///   so it is a compile error with `fallback`.
         /// * **Counted as a fallback.** The guarded call counts as what it was (a refusal, an error),
-        ///   never as a success; the fallback is a `tracing` event of its own (target
-        ///   `resiliency::fallback`, with `policy`, `name`, `cause`) and, with the `metrics` feature,
-        ///   `resiliency_fallbacks_total`.
+        ///   never as a success; the fallback is a `tracing` event of its own (debug, target
+        ///   `resiliency::fallback`, message "the call fell back", with `policy`: `breaker`,
+        ///   `too_busy` or `race_retry`; `name`: the site's; and `cause`) and, with the `metrics`
+        ///   feature, `resiliency_fallbacks_total` with the same labels. `cause` takes two values:
+        ///   `refused` under the default `fallback_on = "refusals"` (the policy refused the call),
+        ///   and `error` under `fallback_on = "errors"`, for every `Err` it covers, a refusal
+        ///   included (converted to the fn's error type, it is one error among others).
         /// * **Stacked attributes.** A fallback belongs to the attribute it is written on, which is
         ///   what lets it get that policy's `Rejected` (a separate `#[fallback]` over a stack would
         ///   only see the fn's error type). To cover a whole stack, put it on the outermost attribute
         ///   with `fallback_on = "errors"`: the inner attributes' refusals reach it as the fn's error.
         /// * **Guarantees.** A fallback that panics, or a call dropped while its fallback runs,
         ///   leaves the policy as the guarded call left it: the call had ended before the fallback
-        ///   started (`tests/fallback.rs`). Return types must be nameable: `impl Trait` in the
+        ///   started. Return types must be nameable: `impl Trait` in the
         ///   return type is a compile error with `fallback`.
         ///
         /// # Retry-After, and the time left
@@ -280,12 +284,11 @@ resiliency_runtime::__private::breaker_settings!(crate::attributes::documented! 
         /// or client timeout), or make the fn `async`. A `timeout` given to such a site at run time, or
         /// to a breaker shared with async fns, does not apply to its blocking calls. A blocking body that
         /// panics counts as an error (a probe that panics re-opens the breaker and gives its slot back),
-        /// and the panic goes on to the caller (`tests/blocking.rs`).
+        /// and the panic goes on to the caller.
         ///
         /// # Guarantees
         ///
-        /// Whatever the code around it does, the breaker's own state stays consistent and no slot is lost
-        /// (each line is a test in `tests/breaker_guarantees.rs`):
+        /// Whatever the code around it does, the breaker's own state stays consistent and no slot is lost:
         ///
         /// * **The body panics**: the call counts as an error (a probe that panics re-opens the breaker;
         ///   `count_if` is not asked, there is no error value), and the panic goes on to the caller.
@@ -379,18 +382,26 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         /// # }
         /// ```
         ///
-        /// A signal is on when it is named:
+        /// `max_in_flight` and `max_latency` are checked only when named. The lag is checked when
+        /// `max_lag` is named, or when neither `max_in_flight` nor `max_latency` is: naming either
+        /// of them without `max_lag` turns the lag check off.
         ///
-        /// | attribute | lag | in flight | latency |
+        /// | you write | lag | in flight | latency |
         /// |---|---|---|---|
-        /// | `#[too_busy]` | on, 70 ms | off | off |
-        /// | `#[too_busy(max_lag = "20ms")]` | on, 20 ms | off | off |
-        /// | `#[too_busy(max_in_flight = 100)]` | off | on | off |
-        /// | `#[too_busy(max_latency = "200ms")]` | off | off | on |
-        /// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | on | on | off |
-        /// | `#[too_busy(max_in_flight = "auto")]` | off | on, learned | off |
+        /// | `#[too_busy]` | checked, against the default `max_lag` (70 ms unless [`too_busy::set_max_lag`](crate::too_busy::set_max_lag) changed it) | not checked | not checked |
+        /// | `#[too_busy(max_lag = "20ms")]` | checked, against 20 ms | not checked | not checked |
+        /// | `#[too_busy(max_in_flight = 100)]` | **not checked** | checked | not checked |
+        /// | `#[too_busy(max_in_flight = "auto")]` | **not checked** | checked, learned limit | not checked |
+        /// | `#[too_busy(max_latency = "200ms")]` | **not checked** | not checked | checked |
+        /// | `#[too_busy(max_in_flight = 100, max_latency = "200ms")]` | **not checked** | checked | checked |
+        /// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | checked, against 70 ms | checked | not checked |
+        /// | `#[too_busy(max_latency = "200ms", max_lag = "70ms")]` | checked, against 70 ms | not checked | checked |
         ///
-        /// Named signals combine: a call is refused when any of them says so, at once (no queueing),
+        /// The same rule applies to the settings in force, the attribute's with the run-time
+        /// overrides on top: an override of `max_in_flight` on a bare `#[too_busy]` site turns its
+        /// lag check off. The lag is only measured on a tokio runtime with a time driver.
+        ///
+        /// Checked signals combine: a call is refused when any of them says so, at once (no queueing),
         /// with a [`Rejected`](crate::Rejected) that says which signal refused it. The lag monitor starts
         /// by itself on the caller's tokio runtime (only for guards that check lag); configure it from
         /// code with `resiliency::too_busy`.
@@ -519,37 +530,26 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         ///
         /// # Guarantees
         ///
-        /// Each line names the test (in `tests/too_busy_guarantees.rs`) that proves it; the
+        /// Whatever user code does, the guard and the lag monitor stay consistent; the
         /// [`too_busy`](mod@crate::too_busy) module's docs say more.
         ///
         /// * A body that panics gives its `max_in_flight` slot back once the call is dropped, and the
-        ///   time it ran counts toward `max_latency`:
-        ///   `a_panicking_body_gives_its_slot_back_once_dropped_and_counts_toward_max_latency`.
+        ///   time it ran counts toward `max_latency`.
         /// * A call dropped while it runs gives its slot back only after its body has been dropped (never
-        ///   more than `max_in_flight` bodies at once):
-        ///   `a_cancelled_call_keeps_its_slot_until_its_body_is_dropped`; the time it ran counts toward
-        ///   `max_latency`: `abandoned_calls_count_toward_max_latency`.
+        ///   more than `max_in_flight` bodies at once); the time it ran counts toward `max_latency`.
         /// * On a runtime without a time driver the lag signal is off, said once by a `tracing` warning;
-        ///   `max_in_flight` and `max_latency` still refuse:
-        ///   `a_runtime_without_timers_stands_the_lag_signal_down_once_and_keeps_the_others`. (tokio
+        ///   `max_in_flight` and `max_latency` still refuse. (tokio
         ///   panics when a timer is created there; the monitor catches that once per runtime, with no
         ///   message printed, which under
         ///   `panic = "abort"` ends the process: enable time on runtimes that run guarded calls.)
         /// * An `on_lag` callback or a `tracing` subscriber that panics does not stop the lag monitor,
-        ///   which keeps its lag: `a_panicking_on_lag_callback_leaves_shedding_on`,
-        ///   `a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot`.
-        /// * Under a paused clock, `tokio::time::advance` is no lag: `advancing_a_paused_clock_is_not_lag`.
-        /// * Threads that come and go leave one monitor task per runtime, not one per thread:
-        ///   `threads_that_come_and_go_leave_one_monitor_task`.
+        ///   which keeps its lag, and a refusal whose event panics keeps no slot.
+        /// * Under a paused clock, `tokio::time::advance` is no lag.
+        /// * Threads that come and go leave one monitor task per runtime, not one per thread.
         /// * With `max_in_flight = "auto"`, panicking and cancelled calls give their slots back and count
         ///   as failures, a subscriber that panics as a window closes (even in an unwinding call's drop)
-        ///   loses only its event, and the limit is learned on a runtime without a time driver too
-        ///   (`tests/too_busy_auto.rs`):
-        ///   `panicking_and_cancelled_calls_give_their_slots_back_and_count_as_failures`,
-        ///   `a_subscriber_that_panics_as_a_window_closes_in_an_unwinding_call_loses_only_its_event`,
-        ///   `a_runtime_without_timers_learns_as_any`.
-        /// * Durations too long for nanoseconds in a `u64` saturate instead of wrapping or panicking:
-        ///   `settings_at_their_extremes_neither_panic_nor_wrap`.
+        ///   loses only its event, and the limit is learned on a runtime without a time driver too.
+        /// * Durations too long for nanoseconds in a `u64` saturate instead of wrapping or panicking.
     }
     item { pub use resiliency_macros::too_busy; }
 });
@@ -593,7 +593,7 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
     }
     after {
         /// | `retry_if = path` | `fn(&E) -> bool` (or a closure): an error for which it is false ends the call at once | every error |
-        /// | `attempt = n` | the name the body reads the attempt's number by, a `u32`: 0 for the first attempt, 1 for the first retry; see [Attempt-aware hedging](#attempt-aware-hedging) | none |
+        /// | `attempt = n` | the name the body reads the attempt's number by, a `u32` counted from 0: 0 for the first attempt, 1 for the first retry (reports count from 1); see [Attempt-aware hedging](#attempt-aware-hedging) | none |
         /// | `fallback = path` | a fn or method (`Self::cached`) called instead when the call is refused: with the fn's arguments (`self` first, owned ones cloned before the call) and the `Rejected`; sync or `async`; see [Fallbacks](macro@crate::breaker#fallbacks) | none: the refusal is the caller's `Err` |
         /// | `fallback_on = "errors"` | the fallback covers every `Err`, refusals included, and gets the fn's error type | `"refusals"` |
         /// | `crate = "..."` | the path of this crate, if renamed | `::resiliency` |
@@ -651,15 +651,18 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// `tokio::task::spawn_blocking` inside an `async fn`, or put `#[breaker]` alone on it).
         ///
         /// Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
-        /// `resiliency::race_retry`; durations in whole microseconds: `started_us`, `elapsed_us`), as is
+        /// `resiliency::race_retry`, with the site's `name` and the `attempt` counted from 1;
+        /// durations in whole microseconds: `started_us`, `elapsed_us`), as is
         /// each backoff (`backoff_us`), and what [`race_retry::observe`](crate::race_retry::observe) returns to the
         /// caller; [`race_retry::stats`](crate::race_retry::stats) counts extra attempts, wins by them, budget
         /// refusals and deadlines.
         ///
         /// # Attempt-aware hedging
         ///
-        /// `attempt = n` names the attempt's number in the body: 0 for the first attempt, 1 for the
-        /// first retry, and so on (`race_retry::observe` numbers attempts from 1). With it, a retry can
+        /// `attempt = n` names the attempt's number in the body, counted from 0: 0 for the first
+        /// attempt, 1 for the first retry, and so on. The reports count from 1: attempt `n` of the
+        /// body is `Attempt::number` `n + 1` in `race_retry::observe`, `attempt = n + 1` in the
+        /// `tracing` events, and the label `attempt="n + 1"` of `resiliency_race_wins_total`. With it, a retry can
         /// go elsewhere, as "The Tail at Scale" sends a hedged request to another replica. From code,
         /// [`race_retry::numbered`](crate::race_retry::numbered) gives a closure the same number.
         ///

@@ -88,8 +88,8 @@ fn every_rule_refuses_the_same_through_attribute_and_builder() {
         ),
         ("backoff = 0.5", b().backoff(0.5).build().map(drop)),
         (
-            "max_error_timeout = \"10s\"",
-            b().max_error_timeout(ms(10_000)).build().map(drop),
+            "max_error_timeout = \"0s\"",
+            b().max_error_timeout(Duration::ZERO).build().map(drop),
         ),
         (
             "error_threshold = 0",

@@ -25,11 +25,11 @@ macro_rules! too_busy_settings {
     ($($then:ident)::+ ! { $($before:tt)* }) => {
         $($then)::+! { $($before)*
             /// Refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only.
-            /// The runtime's smoothed lag is compared with it; above zero. On beside any other
-            /// signal.
+            /// The runtime's smoothed lag is compared with it; above zero. Named, the lag is checked
+            /// beside `max_in_flight` and `max_latency`.
             max_lag: ::core::time::Duration as Timeout, e.g. "70ms", default "`resiliency::too_busy::max_lag()`, 70 ms, when no signal is named";
-            /// At most this many calls of this fn at once, the next refused; `"auto"`: a limit learned from the calls' latency and failures, between `auto_min` and `auto_max`.
-            /// At least 1. Without `max_lag`, the guard then ignores the runtime's lag.
+            /// At most this many calls of this fn at once, the next refused; `"auto"`: a limit learned from the calls' latency and failures, between `auto_min` and `auto_max`. Named without `max_lag`, it turns the lag check off.
+            /// At least 1.
             max_in_flight: $crate::InFlight as InFlight, e.g. 256, default "off";
             /// The lowest limit `max_in_flight = "auto"` learns; at least 1.
             auto_min: u32 as Count, e.g. 4, default "4";
@@ -37,8 +37,8 @@ macro_rules! too_busy_settings {
             auto_max: u32 as Count, e.g. 1000, default "1000";
             /// The limit `max_in_flight = "auto"` starts from, within the bounds.
             auto_initial: u32 as Count, e.g. 20, default "20";
-            /// Refuse while this fn's recent mean latency is above it.
-            /// Above zero. Without `max_lag`, the guard then ignores the runtime's lag.
+            /// Refuse while this fn's recent mean latency is above it. Named without `max_lag`, it turns the lag check off.
+            /// Above zero.
             max_latency: ::core::time::Duration as Timeout, e.g. "200ms", default "off";
         }
     };

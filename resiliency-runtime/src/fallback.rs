@@ -2,6 +2,12 @@
 //! errors, the fallback's output taken whether it is a value or a future, the fallback's copies
 //! of the fn's arguments, and the report of each fallback taken (`tracing`, `metrics`). The
 //! attributes' docs describe the argument; everything here is for generated code.
+//!
+//! The report is a `tracing` event (debug, target `resiliency::fallback`, message "the call fell
+//! back") with the fields `policy` (`breaker`, `too_busy`, `race_retry`), `name` (the site's)
+//! and `cause`, and with `metrics` the counter `resiliency_fallbacks_total` with those labels.
+//! `cause` is [`Cause::as_str`]: `refused` under `fallback_on = "refusals"` (the default), and
+//! `error` under `fallback_on = "errors"`, for every `Err`, a refusal included.
 
 use std::fmt;
 use std::future::{Future, Ready};
@@ -242,12 +248,13 @@ pub fn fallback_arg<T: FallbackArg>(value: &T) -> T {
     value.clone()
 }
 
-/// Why a fallback was taken.
+/// Why a fallback was taken: the `cause` of its `tracing` event and metric.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Cause {
-    /// The policy refused the call.
+    /// `refused`: the policy refused the call (`fallback_on = "refusals"`, the default).
     Refused,
-    /// The body returned an error (`fallback_on = "errors"`).
+    /// `error`: the call returned an `Err` (`fallback_on = "errors"`): the body's error or the
+    /// policy's refusal, converted to the fn's error type.
     Error,
 }
 

@@ -54,9 +54,9 @@
 //! | `resiliency_too_busy_call_duration_seconds` | histogram | `name` | the time each admitted call ran, for guards with `max_latency` (the ones that measure it) |
 //! | `resiliency_race_calls_total` | counter | `name`, `outcome` | once per raced call that returns: `success`; `error` (the error of an attempt not worth another, or the last one); `deadline` (the call's `Rejected` for its deadline). A call dropped or ended by a panic is not counted |
 //! | `resiliency_race_attempts_total` | counter | `name` | every attempt started, the first included |
-//! | `resiliency_race_wins_total` | counter | `name`, `attempt` | once per successful call, by the number of the attempt that won, `"1"` to `"17"` ([`MAX_RETRIES`](crate::race_retry::MAX_RETRIES) + 1) |
+//! | `resiliency_race_wins_total` | counter | `name`, `attempt` | once per successful call, by the number of the attempt that won, counted from 1: `"1"` (the first attempt) to `"17"` ([`MAX_RETRIES`](crate::race_retry::MAX_RETRIES) + 1), one more than the number `attempt = n` and `race_retry::numbered` give the body |
 //! | `resiliency_race_budget_refused_total` | counter | `name` | every extra attempt the retry budget did not allow |
-//! | `resiliency_fallbacks_total` | counter | `name`, `policy`, `cause` | once per fallback taken (`fallback = path` on an attribute): `policy` is the attribute's (`breaker`, `too_busy`, `race_retry`), `cause` is `refused` (the policy refused the call) or `error` (the body's error, with `fallback_on = "errors"`). The guarded call itself counts as the policy's refusal or error, never as a success. Registered at the first fallback |
+//! | `resiliency_fallbacks_total` | counter | `name`, `policy`, `cause` | once per fallback taken (`fallback = path` on an attribute): `policy` is the attribute's (`breaker`, `too_busy`, `race_retry`), `cause` is `refused` (the policy refused the call, under the default `fallback_on = "refusals"`) or `error` (any `Err` under `fallback_on = "errors"`, a refusal included). The guarded call itself counts as the policy's refusal or error, never as a success. Registered at the first fallback |
 //! | `resiliency_race_attempt_duration_seconds` | histogram | `name` | the time an attempt ran, for each attempt the engine times: every attempt that fails, runs past `each` or panics; and, in the calls whose attempts are timed, the winner and the attempts cancelled (with the time they ran). Attempts are timed in the calls sampled for an `after = "pNN"` percentile, and in every call while attempts are reported ([`race_retry::observe`](crate::race_retry::observe), or a `tracing` subscriber at debug level) |
 //!
 //! # Keyed families
@@ -72,8 +72,7 @@
 //! * **A recorder that panics** (registering a handle, or adding to one) loses that update and
 //!   nothing else: the panic is caught, the policy's state and the call go on as if no recorder
 //!   were installed. A breaker whose recorder panics on every change still opens, half-opens and
-//!   closes as its rules say, and handles whose registration panicked are no-ops:
-//!   `a_panicking_recorder_leaves_the_breaker_consistent` (`tests/metrics.rs`). Under
+//!   closes as its rules say, and handles whose registration panicked are no-ops. Under
 //!   `panic = "abort"` such a panic ends the process, as any panic does.
 //! * **Cost**: a call only adds to cached handles: one for a breaker's outcome, one for a guard's
 //!   admission or refusal (plus the in-flight gauge up and down with `max_in_flight`, a histogram
@@ -113,7 +112,7 @@ pub const TOO_BUSY_CALL_DURATION: &str = "resiliency_too_busy_call_duration_seco
 pub const RACE_CALLS: &str = "resiliency_race_calls_total";
 /// Attempts started by raced calls, the first included.
 pub const RACE_ATTEMPTS: &str = "resiliency_race_attempts_total";
-/// Successful raced calls, by the `attempt` number that won (`"1"` to `"17"`).
+/// Successful raced calls, by the `attempt` number that won, counted from 1 (`"1"` to `"17"`).
 pub const RACE_WINS: &str = "resiliency_race_wins_total";
 /// Extra attempts the retry budget refused.
 pub const RACE_BUDGET_REFUSED: &str = "resiliency_race_budget_refused_total";

@@ -21,6 +21,19 @@ use crate::sync::{AtomicU32, AtomicU64};
 
 /// The state of a breaker, as [`Breaker::state`] reports it and [`StateChange`](super::StateChange)
 /// events carry it.
+///
+/// Its Display, used in `StateChange`'s and in the `from` and `to` fields of the `tracing`
+/// events, is lowercase: `closed`, `open`, `half-open`, `forced open`, `forced closed`.
+///
+/// ```
+/// use resiliency::breaker::State;
+///
+/// assert_eq!(State::Closed.to_string(), "closed");
+/// assert_eq!(State::Open.to_string(), "open");
+/// assert_eq!(State::HalfOpen.to_string(), "half-open");
+/// assert_eq!(State::ForcedOpen.to_string(), "forced open");
+/// assert_eq!(State::ForcedClosed.to_string(), "forced closed");
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum State {
     /// Calls run; errors are counted.
@@ -48,6 +61,11 @@ impl fmt::Display for State {
 }
 
 /// What a breaker knows right now; see [`Breaker::snapshot`].
+///
+/// The window is cleared when the breaker opens by its rule, so that it closes with a clean one,
+/// and a call counts only in the window of the closed state that admitted it: while it is open,
+/// `recent_errors` and `recent_slow` are 0 and `recent_calls` `Some(0)` (rate rule).
+/// resilience4j keeps the window's counts while open. See [the rules](super#rules).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Snapshot {

@@ -7,7 +7,52 @@ use std::sync::{Arc, RwLock};
 use super::engine::{Breaker, State};
 
 /// A breaker changed state. Delivered to every [`subscribe`]d callback and logged as a `tracing`
-/// event with target `resiliency::breaker`.
+/// event with target `resiliency::breaker`: "circuit breaker opened" (level warn; to open or
+/// forced open), "circuit breaker half-open" or "circuit breaker closed" (level info; to closed or
+/// forced closed), with the fields `name`, `key` (a keyed breaker's), `from` and `to` (each
+/// [`State`]'s Display) and, on "circuit breaker opened", `cause` ([`OpenCause::as_str`]; absent
+/// for a breaker forced open).
+///
+/// The event says why the breaker opened, not which error opened it: the breaker sees how a
+/// call ended (an error that `count_if` counts, a timeout, a slow call), while the error itself
+/// goes back to its caller unchanged, to be logged where it is handled. (Semian's open event
+/// carries the last error's message.)
+///
+/// Its Display is `name: from -> to`, with ` [key]` after a keyed breaker's name and
+/// ` (cause)` after a change to open: `payments: closed -> open (errors)`,
+/// `upstreams [api.example.com]: open -> half-open`.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use resiliency::breaker::{self, Breaker};
+///
+/// type BoxError = Box<dyn std::error::Error + Send + Sync>;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let log = seen.clone();
+/// let id = breaker::subscribe(move |change| {
+///     if change.name.starts_with("docs-display") {
+///         log.lock().unwrap().push(change.to_string());
+///     }
+/// });
+/// let b = Breaker::builder("docs-display").error_threshold(1).build().unwrap();
+/// let _ = b.call(async { Err::<(), BoxError>("down".into()) }).await;
+/// b.reset();
+/// let keyed = Breaker::builder("docs-display-keyed").build_keyed().unwrap();
+/// keyed.breaker("api.example.com").force_open();
+/// breaker::unsubscribe(id);
+/// assert_eq!(
+///     *seen.lock().unwrap(),
+///     [
+///         "docs-display: closed -> open (errors)",
+///         "docs-display: open -> closed",
+///         "docs-display-keyed [api.example.com]: closed -> forced open",
+///     ]
+/// );
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct StateChange {
@@ -159,7 +204,7 @@ pub(crate) fn changed(breaker: &Breaker, from: State, to: State, cause: Option<O
     for callback in callbacks {
         if panic::catch_unwind(AssertUnwindSafe(|| callback(&change))).is_err() {
             let _ = panic::catch_unwind(
-                || tracing::error!(target: "resiliency::breaker", breaker = &*change.name, key = change.key.as_deref(), %change, "a breaker subscriber panicked; the change stands"),
+                || tracing::error!(target: "resiliency::breaker", name = &*change.name, key = change.key.as_deref(), %change, "a breaker subscriber panicked; the change stands"),
             );
         }
     }
@@ -171,13 +216,13 @@ fn trace(breaker: &Breaker, from: State, to: State, cause: Option<OpenCause>) {
     match to {
         State::Open | State::ForcedOpen => {
             let cause = cause.map(OpenCause::as_str);
-            tracing::warn!(target: "resiliency::breaker", breaker = name, key, %from, %to, cause, "circuit breaker opened")
+            tracing::warn!(target: "resiliency::breaker", name, key, %from, %to, cause, "circuit breaker opened")
         }
         State::HalfOpen => {
-            tracing::info!(target: "resiliency::breaker", breaker = name, key, %from, %to, "circuit breaker half-open")
+            tracing::info!(target: "resiliency::breaker", name, key, %from, %to, "circuit breaker half-open")
         }
         State::Closed | State::ForcedClosed => {
-            tracing::info!(target: "resiliency::breaker", breaker = name, key, %from, %to, "circuit breaker closed")
+            tracing::info!(target: "resiliency::breaker", name, key, %from, %to, "circuit breaker closed")
         }
     }
 }

@@ -33,6 +33,35 @@
 //!   dead endpoint is free a share `c` of the time.
 //! * An outcome counts in the state the call was admitted in: a call admitted while closed that
 //!   finishes after the breaker opened only moves the "last error" time.
+//! * Opening by its rule (errors or slow calls) clears the window, so that the breaker closes
+//!   with a clean one: an open breaker's [`Snapshot`] reports 0 `recent_errors`, 0
+//!   `recent_calls` (rate rule) and 0 `recent_slow`, where resilience4j keeps the window's counts
+//!   while open. A call admitted before the breaker opened, was reset or changed rule (count to
+//!   rate or back) counts in no window after (its error still moves the "last error" time).
+//!   [`Breaker::force_open`] leaves the window as it is.
+//!
+//! ```
+//! use resiliency::breaker::{Breaker, State};
+//!
+//! type BoxError = Box<dyn std::error::Error + Send + Sync>;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let breaker = Breaker::builder("docs-open-window")
+//!     .failure_rate(0.5)
+//!     .min_calls(4)
+//!     .build()
+//!     .unwrap();
+//! for fail in [false, false, true, true] {
+//!     let call = breaker.call(async move { if fail { Err::<(), BoxError>("down".into()) } else { Ok(()) } });
+//!     let _ = call.await;
+//! }
+//! let snapshot = breaker.snapshot();
+//! assert_eq!(snapshot.state, State::Open);
+//! // The 4 calls and 2 errors that opened it are gone from the window.
+//! assert_eq!((snapshot.recent_calls, snapshot.recent_errors), (Some(0), 0));
+//! # }
+//! ```
 //! * `RESILIENCY_DISABLED=1` (or `true`, `yes`, `on`, in any case) in the environment makes every
 //!   breaker pass calls through.
 //!
@@ -113,7 +142,7 @@
 //! * **Blocking calls** ([`Breaker::call_blocking`]) follow the same rules on the caller's thread,
 //!   with no runtime needed: a body that panics counts as an error (a probe that panics
 //!   re-opens, its slot comes back) and the panic goes on. `timeout` and `half_open_timeout`
-//!   cannot interrupt them and do not apply to them (`tests/blocking.rs`).
+//!   cannot interrupt them and do not apply to them.
 //! * **Keyed families** never evict a breaker that calls in flight still hold: their outcomes land
 //!   on the breaker that the key's later calls use. A lookup racing a sweep never gets a breaker
 //!   the family no longer holds, and concurrent inserts never take it past `max_keys`. At most
@@ -128,7 +157,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use resiliency_runtime::breaker::{self, Breaker, State};
+//! use resiliency::breaker::{self, Breaker, State};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
@@ -139,7 +168,7 @@
 //!     .unwrap();
 //! // A dead endpoint: the call never answers, so it times out and counts as an error.
 //! for _ in 0..3 {
-//!     let err = b.call(std::future::pending::<Result<(), resiliency_runtime::Rejected>>()).await;
+//!     let err = b.call(std::future::pending::<Result<(), resiliency::Rejected>>()).await;
 //!     assert!(err.unwrap_err().is_timeout());
 //! }
 //! assert_eq!(b.state(), State::Open);

@@ -100,7 +100,8 @@ impl<E, P: Fn(&E) -> bool> Retryable<E> for P {
     note = "to choose by attempt number (0 for the first attempt, 1 for the first retry), wrap the closure: `resiliency::race_retry::numbered(|attempt| ...)`"
 )]
 pub trait MakeAttempt<Fut> {
-    /// The future of attempt `attempt` (0 for the first attempt, 1 for the first retry, ...).
+    /// The future of attempt `attempt` (0 for the first attempt, 1 for the first retry, ...;
+    /// [`Attempt::number`](super::Attempt::number) counts the same attempt from 1).
     fn make(&mut self, attempt: u32) -> Fut;
 }
 
@@ -114,7 +115,9 @@ impl<M: FnMut() -> Fut, Fut> MakeAttempt<Fut> for M {
 /// A closure that makes attempts from their number (0 for the first attempt, 1 for the first
 /// retry, ...), for a raced call whose retries go elsewhere: another replica, another region
 /// ("The Tail at Scale" sends the hedge to a different server). What `#[race_retry(attempt = n)]`
-/// gives its body.
+/// gives its body. The number counts from 0; [`observe`](fn@super::observe)'s
+/// [`Attempt::number`](super::Attempt::number), the `attempt` field of the `tracing`
+/// events and the `attempt` label of `resiliency_race_wins_total` count the same attempt from 1.
 ///
 /// ```
 /// use std::time::Duration;

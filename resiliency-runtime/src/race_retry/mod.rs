@@ -25,9 +25,11 @@
 //!   attempt left running returns the last error at once: a failure's replacement takes its token
 //!   when the failure leaves nothing else running, not after its backoff.
 //! * Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
-//!   `resiliency::race_retry`, level debug, durations in whole microseconds: `started_us`,
-//!   `elapsed_us`), as is each backoff (`backoff_us`, `starts_in_us`), and, for the caller, what
-//!   [`observe`] returns.
+//!   `resiliency::race_retry`, level debug, with the policy's `name`, the `attempt` counted from
+//!   1 as [`Attempt::number`](Attempt::number) is, and durations in whole microseconds:
+//!   `started_us`, `elapsed_us`), as is each backoff (`backoff_us`, `starts_in_us`), and, for the
+//!   caller, what [`observe`] returns. [`numbered`] and `#[race_retry(attempt = n)]` count from
+//!   0 instead: their attempt 0 is attempt 1 here.
 //!   [`stats`] and [`RaceRetry::stats`] count extra attempts, wins by them, budget refusals and
 //!   deadlines.
 //!

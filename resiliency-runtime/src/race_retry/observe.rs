@@ -14,7 +14,10 @@ use pin_project_lite::pin_project;
 pub struct Attempt {
     /// The raced function's name (its path, or the `name` given to [`RaceRetry`](super::RaceRetry)).
     pub name: &'static str,
-    /// 1 for the first attempt, 2 for the first retry, ...
+    /// 1 for the first attempt, 2 for the first retry, ...: counted from 1, as the `attempt`
+    /// field of the `tracing` events and the `attempt` label of `resiliency_race_wins_total` are,
+    /// and one more than the number `#[race_retry(attempt = n)]` and
+    /// [`numbered`](super::numbered) give the body, which count from 0.
     pub number: u32,
     /// When it started, after the call started.
     pub started: Duration,

@@ -208,8 +208,11 @@ fn commit(store: &mut Store, reached: &[usize], later: &mut Later) -> Result<(),
         let attached = &mut store.sites[i];
         if let Err(faults) = attached.site.configure(&refs(&overrides), true) {
             // Checked above, under the same lock: cannot happen.
-            let site = attached.site.name().to_owned();
-            later.push(move || tracing::error!(target: "resiliency::settings", site, ?faults, "a checked change failed"));
+            let (policy, name) = (
+                attached.site.policy().name(),
+                attached.site.name().to_owned(),
+            );
+            later.push(move || tracing::error!(target: "resiliency::settings", policy, name, ?faults, "a checked change failed"));
         }
         attached.applied = overrides;
     }
@@ -422,8 +425,8 @@ pub(crate) fn attach<O: Options, T: Target<O>>(attribute: O, target: T) {
         while let Err(faults) = site.configure(&refs(&overrides), true) {
             if overrides.is_empty() {
                 // The attribute's options were checked by `usable`: cannot happen.
-                let name = site.name().to_owned();
-                later.push(move || tracing::error!(target: "resiliency::settings", site = name, ?faults, "a site's own options failed"));
+                let (policy, name) = (site.policy().name(), site.name().to_owned());
+                later.push(move || tracing::error!(target: "resiliency::settings", policy, name, ?faults, "a site's own options failed"));
                 break;
             }
             let before = overrides.len();

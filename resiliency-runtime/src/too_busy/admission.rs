@@ -162,7 +162,7 @@ impl TooBusy {
             adaptive.refused();
         }
         self.meter().refused(&signal);
-        tracing::debug!(target: "resiliency::too_busy", guard = self.name(), ?signal, "call refused");
+        tracing::debug!(target: "resiliency::too_busy", name = self.name(), ?signal, "call refused");
         let rejected = Rejected::new(Reason::TooBusy {
             name: self.name(),
             signal,

@@ -27,12 +27,12 @@
 //!   own while the runtime never lags: see "`max_in_flight = \"auto\"`" below.
 //! * [`lag`] reads the current lag; [`on_lag`] registers a callback for lag above a threshold
 //!   (toobusy-js's `onLag`). Lag crossings and refusals are `tracing` events (target
-//!   `resiliency::too_busy`): each refusal at level debug; a guard that starts refusing says so
-//!   once at level warn ("load shedding started", with the signal in words: "the runtime lags
-//!   120ms (max_lag 70ms)"), and once it has refused nothing for 10 s, once at level info ("load
-//!   shedding stopped", with how many calls it refused and for how long). Refusals closer together
-//!   than that are one episode, so a guard that sheds now and then writes two lines, not one per
-//!   refusal.
+//!   `resiliency::too_busy`, the guard named in `name`): each refusal at level debug (with its
+//!   `signal`); a guard that starts refusing says so once at level warn ("load shedding
+//!   started", with the signal in words: "the runtime lags 120ms (max_lag 70ms)"), and once it
+//!   has refused nothing for 10 s, once at level info ("load shedding stopped", with how many
+//!   calls it refused and for how long). Refusals closer together than that are one episode, so
+//!   a guard that sheds now and then writes two lines, not one per refusal.
 //!
 //! # `max_in_flight = "auto"`
 //!
@@ -83,29 +83,24 @@
 //! few atomic adds); the call that finds its window over takes the learner's lock without waiting
 //! (a call already deciding is left to it), and decides the next limit. Each change is a
 //! `tracing` event (debug, target `resiliency::too_busy`, message "in-flight limit learned", with
-//! the new limit, why, and the no-queue latency), [`TooBusy::in_flight_limit`] reads it, and with the
+//! the guard's `name`, the new limit, why, and the no-queue latency), [`TooBusy::in_flight_limit`] reads it, and with the
 //! `metrics` feature it is the gauge `resiliency_too_busy_in_flight_limit`.
 //!
 //! # Guarantees
 //!
-//! Whatever user code does, the guards and the monitors stay consistent. Each line names the test
-//! that proves it (in `tests/too_busy_guarantees.rs` unless another file is named).
+//! Whatever user code does, the guards and the monitors stay consistent.
 //!
 //! * **A body that panics.** Its `max_in_flight` slot comes back once the call has been dropped
 //!   (by the task or caller that caught the panic), and the time it ran counts toward
-//!   `max_latency` as any call's does:
-//!   `a_panicking_body_gives_its_slot_back_once_dropped_and_counts_toward_max_latency`.
+//!   `max_latency` as any call's does.
 //! * **A call dropped while it runs** (a timeout, a `select!`, an aborted task, a client gone).
 //!   Its slot comes back only after its body has been dropped, so no more than `max_in_flight`
-//!   bodies exist at once even while one's destructor runs:
-//!   `a_cancelled_call_keeps_its_slot_until_its_body_is_dropped`. The time it ran counts toward
-//!   `max_latency`, so a dependency so slow that callers give up is shed:
-//!   `abandoned_calls_count_toward_max_latency`. A call dropped before its first poll took no
-//!   slot: `max_in_flight_is_released_when_a_call_is_cancelled` (`tests/too_busy.rs`).
+//!   bodies exist at once even while one's destructor runs. The time it ran counts toward
+//!   `max_latency`, so a dependency so slow that callers give up is shed. A call dropped before
+//!   its first poll took no slot.
 //! * **A runtime without a time driver** (built without `enable_time`). The lag signal is off on
 //!   that runtime, said once by a `tracing` warning (target `resiliency::too_busy`), and
-//!   `max_in_flight` and `max_latency` work as anywhere:
-//!   `a_runtime_without_timers_stands_the_lag_signal_down_once_and_keeps_the_others`. tokio has
+//!   `max_in_flight` and `max_latency` work as anywhere. tokio has
 //!   no way to ask whether a runtime has timers, and creating one on such a runtime panics
 //!   ("timers are disabled"): the runtime's monitor creates one once and catches that panic,
 //!   with the panic hook in place told to skip it, so nothing is printed but the warning. Under `panic = "abort"` that panic cannot be
@@ -113,41 +108,31 @@
 //!   the process with tokio's message; build the runtimes that run guarded calls with
 //!   `enable_time()` (or `enable_all()`).
 //! * **An `on_lag` callback that panics.** The panic is caught and reported once per callback
-//!   (a `tracing` error); the monitor carries on with its smoothed lag, so shedding stays on:
-//!   `a_panicking_on_lag_callback_leaves_shedding_on`. A `tracing` subscriber that panics does not
-//!   end the monitor either, and a refusal whose event panics in the caller keeps no slot:
-//!   `a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot`. (Under
+//!   (a `tracing` error); the monitor carries on with its smoothed lag, so shedding stays on. A
+//!   `tracing` subscriber that panics does not end the monitor either, and a refusal whose event
+//!   panics in the caller keeps no slot. (Under
 //!   `panic = "abort"` these panics end the process, as any panic does.)
 //! * **A paused clock** (`tokio::time::pause`). `advance` and auto-advance are no lag: a timer
 //!   counts as late only as far as the wall clock also passed. A runtime that really stalls while
-//!   its clock is paused shows no lag either, since tokio's time stands still meanwhile:
-//!   `advancing_a_paused_clock_is_not_lag`.
+//!   its clock is paused shows no lag either, since tokio's time stands still meanwhile.
 //! * **Threads that come and go** (short-lived threads in `Handle::block_on`, `spawn_blocking`
 //!   threads, workers that replace one in `block_in_place`). A runtime has one monitor task,
-//!   whatever threads make its guarded calls: `threads_that_come_and_go_leave_one_monitor_task`.
-//!   A runtime's monitor retires when it shuts down and is reused by the next, so there are never
-//!   more monitors than runtimes alive at once:
-//!   `runtimes_that_come_and_go_reuse_retired_monitors` (`too_busy::monitor`'s unit tests).
-//! * **`max_in_flight = "auto"`** (in `tests/too_busy_auto.rs`). A body that panics and a call
-//!   dropped while it runs give their slots back and count as failed calls, and the learned
-//!   limit goes on refusing beyond it:
-//!   `panicking_and_cancelled_calls_give_their_slots_back_and_count_as_failures`. A window may
-//!   close in the drop of a call whose body panicked; a `tracing` subscriber or metrics recorder
-//!   that panics there loses its event and nothing else, and the process goes on:
-//!   `a_subscriber_that_panics_as_a_window_closes_in_an_unwinding_call_loses_only_its_event`.
-//!   The learner reads the clock and sets no timer, so it learns on a runtime without a time
-//!   driver as on any: `a_runtime_without_timers_learns_as_any`. Low load is never refused:
-//!   `low_load_refuses_nothing`; the bounds hold: `the_learned_limit_stays_within_its_bounds`.
+//!   whatever threads make its guarded calls. A runtime's monitor retires when it shuts down and
+//!   is reused by the next, so there are never more monitors than runtimes alive at once.
+//! * **`max_in_flight = "auto"`**. A body that panics and a call dropped while it runs give their
+//!   slots back and count as failed calls, and the learned limit goes on refusing beyond it. A
+//!   window may close in the drop of a call whose body panicked; a `tracing` subscriber or
+//!   metrics recorder that panics there loses its event and nothing else, and the process goes
+//!   on. The learner reads the clock and sets no timer, so it learns on a runtime without a time
+//!   driver as on any. Low load is never refused, and the limit stays within `auto_min` and
+//!   `auto_max`.
 //! * **Blocking calls** ([`TooBusy::call_blocking`]). `max_in_flight` and `max_latency` apply as
 //!   to async calls and a panicking body gives its slot back, with no runtime needed; the lag
-//!   is not looked at, so a guard with the lag signal alone admits every blocking call:
-//!   `a_panicking_blocking_body_gives_its_slot_back` (`tests/blocking.rs`).
+//!   is not looked at, so a guard with the lag signal alone admits every blocking call.
 //! * **Settings at their extremes.** A `max_lag` or `max_latency` beyond `u64::MAX` nanoseconds
 //!   (584 years) is as good as infinite (it does not wrap), and an [`interval`] of
-//!   `Duration::MAX` panics nowhere: `settings_at_their_extremes_neither_panic_nor_wrap`. A
-//!   `Retry-After` of centuries is `u64::MAX` seconds (the `axum` feature):
-//!   `a_retry_after_of_centuries_is_the_largest_header_not_an_overflow` (`too_busy::axum`'s unit
-//!   tests).
+//!   `Duration::MAX` panics nowhere. A `Retry-After` of centuries is `u64::MAX` seconds (the
+//!   `axum` feature).
 
 mod adaptive;
 mod admission;

@@ -120,7 +120,7 @@ impl TooBusy {
             }
             tracing::debug!(
                 target: "resiliency::too_busy",
-                guard = self.name(),
+                name = self.name(),
                 limit = verdict.limit,
                 ?why,
                 no_queue = ?Duration::from_nanos(verdict.baseline_ns),

@@ -154,8 +154,11 @@
 //! [`RaceRetryLayer::retry_if`] narrows the errors worth another attempt. Past `total`, the call
 //! is a [`Rejected`](crate::Rejected) whose [`is_deadline`](crate::Rejected::is_deadline) is true.
 //! The first `Ok` wins, whatever it holds: an HTTP 503 is an answer, not a failure (map the
-//! responses you want retried to errors in a layer below the race). Put the race above a
-//! breaker so that every attempt goes through it, and leave its refusals out of `retry_if`
+//! responses you want retried to errors in a layer below the race). The race layer reads no
+//! `Retry-After` and no [`RetryHint`](crate::RetryHint) (`#[race_retry]` and
+//! [`RaceRetry::run_hinted`](crate::race_retry::RaceRetry::run_hinted) do): the next attempt
+//! starts on its schedule whatever an error asked. Put the race above a breaker so that every
+//! attempt goes through it, and leave its refusals out of `retry_if`
 //! (`Rejected::find_in(&**error).is_none()`): an open breaker is an answer too.
 //!
 //! # Where a refusal happens: `call`, not `poll_ready`

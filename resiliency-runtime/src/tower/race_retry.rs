@@ -60,6 +60,15 @@ impl<F> fmt::Debug for RetryIf<F> {
 /// Each attempt clones the request and the inner service, waits for that service to be ready and
 /// calls it (attempt 1 uses the service that `poll_ready` readied). Past `total`, the call
 /// returns a [`Rejected`] ([`is_deadline`](Rejected::is_deadline)) in a [`BoxError`].
+///
+/// **Retry-After is not read.** The layer asks no error or response for its
+/// [`RetryHint`](crate::RetryHint): after an attempt's error that asks for a wait (an inner
+/// `BreakerLayer`'s refusal, which carries the time until that breaker half-opens, or an error
+/// type of your own that implements `RetryHint`), the next attempt starts on the usual schedule
+/// (`after`, or the backoff after a failure). A response is an `Ok`, which wins the race: a 503 or
+/// 429 with a `Retry-After` header goes to the caller, and no attempt follows it. `#[race_retry]`
+/// and [`RaceRetry::run_hinted`] do wait as an error's hint asks; over a breaker layer, leave its
+/// refusals out of [`retry_if`](Self::retry_if) (see the [module](super#raced-retries)).
 #[derive(Copy, Clone)]
 pub struct RaceRetryLayer<P = Always> {
     policy: &'static RaceRetry,

@@ -205,7 +205,7 @@ impl Inner {
             let name = self.name.clone();
             // Emitted once no lock is held (a change of settings sweeps under the store's).
             crate::later::emit(
-                move || tracing::debug!(target: "resiliency::breaker", breaker = &*name, evicted, "evicted idle keys"),
+                move || tracing::debug!(target: "resiliency::breaker", name = &*name, evicted, "evicted idle keys"),
             );
             drop(map);
             self.shrink();

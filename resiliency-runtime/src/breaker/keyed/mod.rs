@@ -336,7 +336,7 @@ impl KeyedBreaker {
         if let Some(not_kept) = not_kept {
             tracing::warn!(
                 target: "resiliency::breaker",
-                breaker = &*inner.name,
+                name = &*inner.name,
                 key,
                 max_keys = config.max_keys,
                 not_kept,
