@@ -833,3 +833,65 @@ fn a_settings_file_loads_in_one_call() {
     settings::load("cleared", &Overrides::new()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lowered_total_reaches_a_race_in_flight_at_its_next_step() {
+    let name = "seams.race.total.lowered";
+    let race: &'static RaceRetry = RaceRetry::builder(name)
+        .retries(2)
+        .after(After::Fixed(ms(100)))
+        .total(secs(1))
+        .register()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let call = tokio::spawn(race.run(|| async {
+        tokio::time::sleep(secs(10)).await;
+        Ok::<(), BoxError>(())
+    }));
+    tokio::time::sleep(ms(50)).await;
+    settings::set(Policy::RaceRetry, name, "total", "150ms").unwrap();
+    let error = call.await.unwrap().unwrap_err();
+    assert!(
+        Rejected::find_in(&*error).is_some_and(Rejected::is_deadline),
+        "{error}"
+    );
+    // Woken at 100 ms to start attempt 2, the call reads the new `total` and ends at 150 ms.
+    assert_eq!(started.elapsed(), ms(150));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_call_duration_set_while_calls_are_in_flight_applies_from_their_first_wait() {
+    let name = "seams.slow.set";
+    let breaker = Breaker::builder(name)
+        .failure_rate(0.5)
+        .min_calls(100)
+        .register()
+        .unwrap();
+    let release = Arc::new(tokio::sync::Notify::new());
+    // Admitted with no time setting in force: runs without one.
+    let admitted_before = {
+        let (breaker, release) = (breaker.clone(), release.clone());
+        tokio::spawn(async move {
+            breaker
+                .call(async move {
+                    release.notified().await;
+                    Ok::<(), BoxError>(())
+                })
+                .await
+        })
+    };
+    tokio::task::yield_now().await;
+    settings::set(Policy::Breaker, name, "slow_call_duration", "100ms").unwrap();
+    let admitted_after = breaker.call(async {
+        tokio::time::sleep(ms(500)).await;
+        Ok::<(), BoxError>(())
+    });
+    admitted_after.await.unwrap();
+    release.notify_waiters();
+    admitted_before.await.unwrap().unwrap();
+    assert_eq!(
+        breaker.snapshot().recent_slow,
+        1,
+        "only the call admitted after the change"
+    );
+}
