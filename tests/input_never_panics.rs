@@ -626,7 +626,7 @@ fn retry_after_of_any_bytes_through_a_tower_breaker() {
         };
         Ok::<_, Infallible>(response.body(()).unwrap())
     }));
-    runner(256)
+    runner(512)
         .run(&retry_after_bytes(), |bytes| {
             let Ok(value) = HeaderValue::from_bytes(&bytes) else {
                 return Ok(());
@@ -693,7 +693,7 @@ fn settings_set_from_any_text_is_applied_or_refused() {
         "\\PC{0,16}",
     );
     let taken = Reached::default();
-    runner(512)
+    runner(1024)
         .run(&strategy, |((policy, name, value), unknown, elsewhere)| {
             let setting = unknown.as_deref().unwrap_or(name);
             let known = policy.settings().contains(&setting);
@@ -924,7 +924,7 @@ fn settings_files_of_any_text_are_read_or_refused() {
         1 => any::<String>(),
     ];
     let (read, loaded) = (Reached::default(), Reached::default());
-    runner(384)
+    runner(768)
         .run(&text, |text| {
             let lines = text.split('\n').count() as u32;
             let overrides = Overrides::from_toml("input_never_panics.toml", &text);
@@ -975,7 +975,7 @@ fn settings_from_json_of_any_text_are_read_or_refused() {
     );
     let text = prop_oneof![3 => json_file, 1 => "\\PC{0,120}"];
     let loaded = Reached::default();
-    runner(256)
+    runner(512)
         .run(&text, |text| {
             match serde_json::from_str::<Overrides>(&text) {
                 Ok(overrides) => load_and_use(&overrides, &loaded)?,
@@ -1055,7 +1055,7 @@ fn settings_from_the_environment_are_read_or_refused() {
     let _serial = serial();
     LazyLock::force(&SITES);
     let loaded = Reached::default();
-    runner(128)
+    runner(256)
         .run(&prop::collection::vec(env_variable(), 1..3), |vars| {
             for (key, value) in &vars {
                 std::env::set_var(key, value);
@@ -1153,7 +1153,7 @@ fn keys_from_any_request_stay_bounded() {
         ]),
         prop::option::of(retry_after_bytes()),
     );
-    runner(128)
+    runner(256)
         .run(&prop::collection::vec(call, 1..24), |calls| {
             rt.block_on(async {
                 for call in &calls {
