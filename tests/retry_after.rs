@@ -350,6 +350,146 @@ mod breaker_edges {
     }
 }
 
+/// Hints as long as a `Duration` goes (a `Retry-After` of too many digits reads as
+/// `u64::MAX` seconds): capped where each policy caps them, never an overflow.
+mod huge_hints {
+    use super::*;
+
+    const HUGE: [Duration; 3] = [
+        Duration::MAX,
+        Duration::from_secs(u64::MAX),
+        Duration::from_nanos(u64::MAX),
+    ];
+
+    /// A breaker holds itself open for `max_error_timeout` at most, from a closed call and from
+    /// a probe.
+    #[tokio::test(start_paused = true)]
+    async fn a_breaker_caps_them_at_max_error_timeout() {
+        let breaker = resiliency::Breaker::builder("hint-huge")
+            .error_threshold(1)
+            .error_timeout(secs(5))
+            .backoff(2.0)
+            .max_error_timeout(secs(60))
+            .build()
+            .unwrap();
+        let refused = || async {
+            refusal(
+                breaker
+                    .call_hinted(async { Ok::<(), ApiError>(()) })
+                    .await
+                    .unwrap_err(),
+            )
+            .retry_after()
+        };
+        for hint in HUGE {
+            let _ = breaker
+                .call_hinted(async move { Err::<(), _>(ApiError::Throttled(hint)) })
+                .await;
+            assert_eq!(refused().await, Some(secs(60)), "{hint:?}");
+            tokio::time::advance(secs(60)).await;
+            // The probe fails with the same hint: open again for 60 s.
+            let _ = breaker
+                .call_hinted(async move { Err::<(), _>(ApiError::Throttled(hint)) })
+                .await;
+            assert_eq!(refused().await, Some(secs(60)), "{hint:?}");
+            tokio::time::advance(secs(60)).await;
+            assert!(breaker
+                .call_hinted(async { Ok::<(), ApiError>(()) })
+                .await
+                .is_ok());
+            assert_eq!(breaker.state(), State::Closed);
+        }
+    }
+
+    /// With `max_error_timeout` itself as long as a `Duration` goes, the breaker stays open for
+    /// centuries: still no overflow, in its refusals or its snapshot.
+    #[tokio::test(start_paused = true)]
+    async fn a_breaker_without_a_cap_stays_open_without_an_overflow() {
+        let breaker = resiliency::Breaker::builder("hint-huge-uncapped")
+            .error_threshold(1)
+            .error_timeout(secs(5))
+            .backoff(2.0)
+            .max_error_timeout(Duration::MAX)
+            .build()
+            .unwrap();
+        for hint in HUGE {
+            let _ = breaker
+                .call_hinted(async move { Err::<(), _>(ApiError::Throttled(hint)) })
+                .await;
+            let rejected = refusal(
+                breaker
+                    .call_hinted(async { Ok::<(), ApiError>(()) })
+                    .await
+                    .unwrap_err(),
+            );
+            let wait = rejected.retry_after().unwrap();
+            assert!(wait > secs(100 * 365 * 86_400), "{hint:?}: {wait:?}");
+            let snapshot = breaker.snapshot();
+            assert_eq!(snapshot.state, State::Open);
+            assert!(snapshot.half_opens_in.unwrap() > secs(100 * 365 * 86_400));
+            tokio::time::advance(secs(365 * 86_400)).await;
+            assert_eq!(breaker.state(), State::Open, "{hint:?}");
+        }
+    }
+
+    /// A race's next attempt would wait past `total`: the call ends at once with that error.
+    #[tokio::test(start_paused = true)]
+    async fn a_race_ends_at_once_rather_than_wait_past_total() {
+        let race = resiliency::race_retry::RaceRetry::builder("hint-huge-race")
+            .retries(2)
+            .after(ms(100))
+            .total(secs(1))
+            .backoff(resiliency::race_retry::Backoff::Off)
+            .register()
+            .unwrap();
+        for hint in HUGE {
+            let started = tokio::time::Instant::now();
+            let error = race
+                .run_hinted(|| async move { Err::<u32, _>(ApiError::Throttled(hint)) })
+                .await
+                .unwrap_err();
+            assert!(matches!(error, ApiError::Throttled(wait) if wait == hint));
+            assert_eq!(started.elapsed(), Duration::ZERO, "{hint:?}");
+        }
+    }
+
+    /// With no deadline (`total` as long as a `Duration` goes), the next attempt waits for good
+    /// and the attempt in flight still answers.
+    #[tokio::test(start_paused = true)]
+    async fn a_race_without_a_deadline_keeps_racing_the_attempt_in_flight() {
+        let race = resiliency::race_retry::RaceRetry::builder("hint-huge-race-no-total")
+            .retries(2)
+            .after(ms(100))
+            .total(Duration::MAX)
+            .backoff(resiliency::race_retry::Backoff::Off)
+            .register()
+            .unwrap();
+        for hint in HUGE {
+            let calls = AtomicU32::new(0);
+            let started = tokio::time::Instant::now();
+            let (result, attempts) = observe(race.run_hinted(|| {
+                let n = calls.fetch_add(1, SeqCst);
+                async move {
+                    if n == 0 {
+                        tokio::time::sleep(ms(500)).await;
+                        Ok(1)
+                    } else {
+                        Err(ApiError::Throttled(hint))
+                    }
+                }
+            }))
+            .await;
+            assert_eq!(result.unwrap(), 1, "{hint:?}");
+            assert_eq!(started.elapsed(), ms(500));
+            assert_eq!(
+                attempts.len(),
+                2,
+                "attempt 3 waits for the hint, never starts"
+            );
+        }
+    }
+}
+
 mod races {
     use super::*;
 

@@ -99,7 +99,8 @@ impl<T: RetryHint + ?Sized> RetryHint for std::sync::Arc<T> {
 
 /// The wait a `Retry-After` header asks for: delta-seconds (`120`) or an HTTP-date in the form
 /// servers send (IMF-fixdate, `Wed, 21 Oct 2015 07:28:00 GMT`; as a wait from now, zero once
-/// past). `None` for anything else, the obsolete date forms included.
+/// past). `None` for anything else: the obsolete date forms, and dates written loosely (a day,
+/// hour, minute or second not of two digits, a year not of four, a sign).
 ///
 /// ```
 /// use std::time::Duration;
@@ -112,6 +113,7 @@ impl<T: RetryHint + ?Sized> RetryHint for std::sync::Arc<T> {
 ///     Some(Duration::ZERO), // long past
 /// );
 /// assert_eq!(parse_retry_after(&HeaderValue::from_static("soon")), None);
+/// assert_eq!(parse_retry_after(&HeaderValue::from_static("Wed, 21 Oct 20150 07:28:00 GMT")), None);
 /// ```
 #[cfg(any(feature = "tower", feature = "axum"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "tower", feature = "axum"))))]
@@ -121,31 +123,49 @@ pub fn parse_retry_after(value: &http::HeaderValue) -> Option<Duration> {
         // Too many digits for a u64 is a wait of centuries: the largest.
         return Some(Duration::from_secs(text.parse().unwrap_or(u64::MAX)));
     }
-    let at = std::time::UNIX_EPOCH + Duration::from_secs(parse_imf_fixdate(text)?);
+    let at = std::time::UNIX_EPOCH.checked_add(Duration::from_secs(parse_imf_fixdate(text)?))?;
     Some(
         at.duration_since(std::time::SystemTime::now())
             .unwrap_or_default(),
     )
 }
 
-/// Seconds since the Unix epoch of an HTTP-date in its preferred form (IMF-fixdate, RFC 9110:
-/// `Sun, 06 Nov 1994 08:49:37 GMT`), the one servers send.
+/// Seconds since the Unix epoch of an HTTP-date in its preferred form (IMF-fixdate, RFC 9110
+/// section 5.6.7: `Sun, 06 Nov 1994 08:49:37 GMT`), the one servers send: 29 bytes, each number
+/// of the digits the grammar gives it (`2DIGIT` day, `4DIGIT` year, `2DIGIT` hour, minute and
+/// second), from 1970 on.
 #[cfg(any(feature = "tower", feature = "axum"))]
 fn parse_imf_fixdate(text: &str) -> Option<u64> {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    const WEEKDAYS: [&[u8]; 7] = [b"Mon", b"Tue", b"Wed", b"Thu", b"Fri", b"Sat", b"Sun"];
+    const MONTHS: [&[u8]; 12] = [
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
     ];
-    let (_weekday, rest) = text.split_once(", ")?;
-    let mut parts = rest.split(' ');
-    let day: u64 = parts.next()?.parse().ok()?;
-    let month_name = parts.next()?;
-    let month = MONTHS.iter().position(|m| *m == month_name)? as u64 + 1;
-    let year: u64 = parts.next()?.parse().ok()?;
-    let mut clock = parts.next()?.split(':').map(|n| n.parse::<u64>().ok());
-    let (hour, minute, second) = (clock.next()??, clock.next()??, clock.next()??);
-    if parts.next()? != "GMT" || parts.next().is_some() || clock.next().is_some() {
+    // "Sun, 06 Nov 1994 08:49:37 GMT"
+    //  0    5  8   12   17 20 23 26
+    let text = text.as_bytes();
+    if text.len() != 29 {
         return None;
     }
+    let separators = [(3, b','), (4, b' '), (7, b' '), (11, b' '), (16, b' ')];
+    let clock = [(19, b':'), (22, b':'), (25, b' ')];
+    if !separators
+        .iter()
+        .chain(&clock)
+        .all(|&(at, byte)| text[at] == byte)
+        || !WEEKDAYS.contains(&&text[0..3])
+        || &text[26..] != b"GMT"
+    {
+        return None;
+    }
+    let day = digits(&text[5..7])?;
+    let month = MONTHS.iter().position(|m| *m == &text[8..11])? as u64 + 1;
+    let year = digits(&text[12..16])?;
+    let (hour, minute, second) = (
+        digits(&text[17..19])?,
+        digits(&text[20..22])?,
+        digits(&text[23..25])?,
+    );
     if !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 || year < 1970 {
         return None;
     }
@@ -160,7 +180,17 @@ fn parse_imf_fixdate(text: &str) -> Option<u64> {
     let day_of_year = (153 * m + 2) / 5 + day - 1;
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
     let days = (era * 146_097 + day_of_era).checked_sub(719_468)?;
-    Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
+    days.checked_mul(86_400)?
+        .checked_add(hour * 3_600 + minute * 60 + second)
+}
+
+/// The number written with `text`, ASCII digits only (no sign, no space); at most 4 of them here.
+#[cfg(any(feature = "tower", feature = "axum"))]
+fn digits(text: &[u8]) -> Option<u64> {
+    text.iter().try_fold(0, |n: u64, &byte| {
+        byte.is_ascii_digit()
+            .then(|| n * 10 + u64::from(byte - b'0'))
+    })
 }
 
 /// A response's `Retry-After` header (a 503 or a 429 saying when to come back), read by
@@ -240,6 +270,53 @@ mod tests {
         assert_eq!(parse_imf_fixdate("Sun, 06 Foo 1994 08:49:37 GMT"), None);
         assert_eq!(parse_imf_fixdate("Sun, 06 Nov 1994 08:49 GMT"), None);
         assert_eq!(parse_imf_fixdate(""), None);
+    }
+
+    /// RFC 9110's grammar: two digits for the day and each part of the time, four for the
+    /// year, a weekday's name, ASCII digits with no sign.
+    #[cfg(any(feature = "tower", feature = "axum"))]
+    #[test]
+    fn imf_fixdates_are_read_strictly() {
+        assert_eq!(
+            parse_imf_fixdate("Fri, 31 Dec 9999 23:59:60 GMT"),
+            Some(253_402_300_800)
+        );
+        for loose in [
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 006 Nov 1994 08:49:37 GMT",
+            "Sun, +6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov +994 08:49:37 GMT",
+            "Sun, 06 Nov 01994 08:49:37 GMT",
+            "Sun, 06 Nov 94 08:49:37 GMT",
+            "Sun, 06 Nov 1994 8:49:37 GMT",
+            "Sun, 06 Nov 1994 +8:49:37 GMT",
+            "Sun, 06 Nov 1994 08:+9:37 GMT",
+            "Sun, 06 Nov 1994 08:49:+7 GMT",
+            "Sun, 06 Nov 1994 08:49:37:00 GMT",
+            "Sun, 06 Nov 1994 08:49:37  GMT",
+            "Sun, 06 Nov 1994 08:49:37 GMT ",
+            "Sun,06 Nov 1994 08:49:37 GMT ",
+            "Xyz, 06 Nov 1994 08:49:37 GMT",
+            "Sun, 06 nov 1994 08:49:37 GMT",
+            "Sun, 00 Nov 1994 08:49:37 GMT",
+            "Sun, 32 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT",
+            "Sun, 06 Nov 1994 08:60:00 GMT",
+            "Sun, 06 Nov 1994 08:49:61 GMT",
+            "Wed, 31 Dec 1969 23:59:59 GMT",
+            "Sun, \u{664}\u{666} Nov 1994 08:49:37 GMT",
+        ] {
+            assert_eq!(parse_imf_fixdate(loose), None, "{loose:?}");
+        }
+    }
+
+    /// A year of 300 billion (past a `SystemTime`'s range) is not a `4DIGIT` year: no date, and
+    /// no overflow.
+    #[cfg(any(feature = "tower", feature = "axum"))]
+    #[test]
+    fn a_year_of_twelve_digits_is_no_date() {
+        let header = http::HeaderValue::from_static("Wed, 21 Oct 300000000000 07:28:00 GMT");
+        assert_eq!(parse_retry_after(&header), None);
     }
 
     #[derive(Debug)]

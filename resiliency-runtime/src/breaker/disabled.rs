@@ -88,4 +88,49 @@ mod tests {
             assert_eq!(kill_switch(unknown), None, "{unknown:?}");
         }
     }
+
+    /// Any value, and the words in any case with any whitespace around: understood exactly when
+    /// its trimmed text is one of the words, in any case (the empty string leaves breakers on).
+    #[test]
+    fn any_value_of_the_kill_switch_is_understood_or_reported() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+
+        let word = prop::sample::select(vec![
+            "1", "true", "yes", "on", "0", "false", "no", "off", "", "2", "tru", "oui",
+        ]);
+        let mixed = (word, any::<u64>(), "[ \t\n\r]{0,3}", "[ \t\n\r]{0,3}").prop_map(
+            |(word, upper, before, after)| {
+                let word: String = word
+                    .chars()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if upper >> (i % 64) & 1 == 1 {
+                            c.to_ascii_uppercase()
+                        } else {
+                            c
+                        }
+                    })
+                    .collect();
+                format!("{before}{word}{after}")
+            },
+        );
+        let value = prop_oneof![mixed, "\\PC{0,16}", any::<String>()];
+        let mut runner = TestRunner::new(Config {
+            cases: 512,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        runner
+            .run(&value, |value| {
+                let expected = match value.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => Some(true),
+                    "" | "0" | "false" | "no" | "off" => Some(false),
+                    _ => None,
+                };
+                prop_assert_eq!(kill_switch(&value), expected, "{:?}", value);
+                Ok(())
+            })
+            .unwrap();
+    }
 }

@@ -149,3 +149,174 @@ mod tests {
         assert!(texts[2].contains("with BREAKER, RACE_RETRY or TOO_BUSY for <POLICY>"));
     }
 }
+
+/// The variables' grammar under arbitrary names and values (bytes that are not UTF-8 included,
+/// on unix) and near-valid ones: each `RESILIENCY_` variable but the kill switch is one entry or
+/// one error, any other variable nothing, and none of them panics.
+#[cfg(test)]
+mod proptests {
+    use std::ffi::OsString;
+
+    use proptest::prelude::*;
+    use proptest::sample::select;
+    use proptest::test_runner::{Config, TestRunner};
+
+    use super::*;
+    use crate::settings::blame::checked;
+    use crate::settings::store::env_layer_for_tests;
+
+    fn runner(cases: u32) -> TestRunner {
+        TestRunner::new(Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        })
+    }
+
+    /// Any bytes: a string on unix (where names and values are bytes), else valid UTF-16.
+    fn os_string() -> impl Strategy<Value = OsString> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStringExt;
+            prop_oneof![
+                "\\PC{0,24}".prop_map(OsString::from),
+                prop::collection::vec(any::<u8>(), 0..24).prop_map(OsString::from_vec),
+            ]
+        }
+        #[cfg(not(unix))]
+        "\\PC{0,24}".prop_map(OsString::from)
+    }
+
+    /// A name near the grammar's: `RESILIENCY_`, a policy (or a misspelt one), sites and a
+    /// setting joined by `__`, `_` or nothing, then one character changed now and then.
+    fn near_name() -> impl Strategy<Value = String> {
+        let policy = select(vec![
+            "BREAKER",
+            "RACE_RETRY",
+            "TOO_BUSY",
+            "BREAKR",
+            "DISABLED",
+            "",
+        ]);
+        let part = prop_oneof![
+            select(vec![
+                "ERROR_TIMEOUT",
+                "TIMEOUT",
+                "MAX_IN_FLIGHT",
+                "TOTAL",
+                "MY_APP",
+                "*",
+                "",
+                "_",
+                "__",
+            ])
+            .prop_map(String::from),
+            "[A-Za-z0-9_]{0,10}",
+            "\\PC{0,4}",
+        ];
+        let joint = select(vec!["__", "__", "__", "_", "", "___"]);
+        (
+            select(vec![
+                "RESILIENCY_",
+                "RESILIENCY_",
+                "RESILIENCY",
+                "resiliency_",
+                "",
+            ]),
+            policy,
+            prop::collection::vec((joint, part), 0..4),
+            prop::option::weighted(0.2, (any::<prop::sample::Index>(), any::<char>())),
+        )
+            .prop_map(|(prefix, policy, parts, edit)| {
+                let mut name = format!("{prefix}{policy}");
+                for (joint, part) in parts {
+                    name += joint;
+                    name += &part;
+                }
+                if let Some((at, c)) = edit {
+                    let mut chars: Vec<char> = name.chars().collect();
+                    if !chars.is_empty() {
+                        let at = at.index(chars.len());
+                        chars[at] = c;
+                    }
+                    name = chars.into_iter().collect();
+                }
+                name
+            })
+    }
+
+    /// Whether `read` owes `key` an entry or an error: a `RESILIENCY_` variable but the kill
+    /// switch, named in UTF-8.
+    fn owed(key: &OsString) -> bool {
+        key.to_str()
+            .and_then(|k| k.strip_prefix("RESILIENCY_"))
+            .is_some_and(|rest| rest != "DISABLED")
+    }
+
+    /// Reads `vars` as the store does (the grammar, then each value's kind), checking that each
+    /// variable owed gives one entry or one error, in order, and an entry its value as it was.
+    fn read_as_the_store_does(vars: Vec<(OsString, OsString)>) -> Result<(), TestCaseError> {
+        let owed: Vec<&(OsString, OsString)> = vars.iter().filter(|(k, _)| owed(k)).collect();
+        let found = read(vars.clone().into_iter());
+        prop_assert_eq!(found.len(), owed.len());
+        for ((key, value), found) in owed.into_iter().zip(found) {
+            match found {
+                Ok((policy, site, setting, text, source)) => {
+                    prop_assert_eq!(&Value::Text(value.to_str().unwrap().into()), &text);
+                    prop_assert_eq!(
+                        &source,
+                        &Source::Environment {
+                            variable: key.to_str().unwrap().to_owned(),
+                        }
+                    );
+                    if let Err(error) = checked(policy, &site, &setting, Some(&text), &source) {
+                        prop_assert!(!error.to_string().is_empty());
+                    }
+                }
+                Err(error) => prop_assert!(error.to_string().contains("environment variable")),
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn variables_of_any_bytes_are_an_entry_an_error_or_nothing() {
+        let vars = prop::collection::vec((os_string(), os_string()), 0..8);
+        runner(512).run(&vars, read_as_the_store_does).unwrap();
+    }
+
+    #[test]
+    fn near_valid_variables_are_an_entry_an_error_or_nothing() {
+        let value = prop_oneof![
+            select(vec![
+                "30s", "1.5s", "off", "auto", "p95", "3", "0.5", "", " "
+            ])
+            .prop_map(OsString::from),
+            os_string(),
+        ];
+        let vars = prop::collection::vec((near_name().prop_map(OsString::from), value), 0..8);
+        runner(512).run(&vars, read_as_the_store_does).unwrap();
+    }
+
+    /// Through the store's own reader of the environment's layer: every variable owed is an
+    /// entry or an error (entries of one setting at one site keep the last).
+    #[test]
+    fn the_layer_takes_or_refuses_each_variable() {
+        let vars = prop::collection::vec((near_name(), "\\PC{0,12}"), 0..8);
+        runner(256)
+            .run(&vars, |vars| {
+                let owed = vars
+                    .iter()
+                    .filter(|(k, _)| owed(&OsString::from(k)))
+                    .count();
+                let pairs: Vec<(&str, &str)> =
+                    vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let (entries, errors) = env_layer_for_tests(pairs);
+                prop_assert!(entries.len() + errors.len() <= owed);
+                prop_assert!(errors.len() <= owed);
+                prop_assert_eq!(owed == 0, entries.is_empty() && errors.is_empty());
+                Ok(())
+            })
+            .unwrap();
+    }
+}

@@ -118,7 +118,6 @@ display_keys!(
 );
 
 /// A key's text, formatted on the stack when it fits.
-/// A key's text, formatted on the stack when it fits.
 struct KeyText {
     buf: [u8; 96],
     len: usize,
