@@ -547,7 +547,9 @@ fn wait<T, E>(
     let Some(sleep) = timer else {
         return Poll::Pending;
     };
-    ready!(sleep.as_mut().poll(cx));
+    // Unconstrained by tokio's cooperative budget, as `tokio::time::timeout` polls its timer: a
+    // body that spent the budget in this poll must still be cut off when its time is up.
+    ready!(Pin::new(&mut tokio::task::unconstrained(sleep.as_mut())).poll(cx));
     *timer = None;
     *stage = Stage::Done;
     breaker.record(permit, Outcome::TimedOut);
