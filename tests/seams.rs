@@ -706,6 +706,103 @@ async fn tracing__metrics() {
     assert_eq!(breaker_calls(name, "success"), 1.0);
 }
 
+#[resiliency::breaker(name = "seams.tracing.keyed", key = host, error_threshold = 1, error_timeout = "1h")]
+async fn tracing_keyed(host: &str, fail: bool) -> Result<String, BoxError> {
+    if fail {
+        Err("down".into())
+    } else {
+        Ok(host.to_string())
+    }
+}
+
+/// A subscriber that panics on one key's opening (the event names the key): that key opens,
+/// the caller gets its error, the other keys go on.
+#[tokio::test(start_paused = true)]
+async fn tracing__keyed() {
+    init();
+    let name = "seams.tracing.keyed";
+    let keys = Arc::new(Mutex::new(Vec::new()));
+    let seen = keys.clone();
+    let _hook = hook::on_event(move |event| {
+        if event.is_breaker(name, "opened") {
+            seen.lock()
+                .unwrap()
+                .push(event.field("key").map(str::to_owned));
+            panic!("expected: a subscriber that panics on opened");
+        }
+    });
+    assert_eq!(
+        tracing_keyed("a", true).await.unwrap_err().to_string(),
+        "down"
+    );
+    assert_eq!(*keys.lock().unwrap(), [Some("a".to_string())]);
+    let refused = tracing_keyed("a", false).await.unwrap_err();
+    assert_eq!(rejected(&refused).key(), Some("a"));
+    assert_eq!(tracing_keyed("b", false).await.unwrap(), "b");
+    let hosts = family(name);
+    assert_eq!(hosts.get("a").unwrap().state(), State::Open);
+    assert_eq!(hosts.get("b").unwrap().state(), State::Closed);
+}
+
+fn tracing_fallback_cached(_fail: bool, why: Rejected) -> Result<u32, ApiError> {
+    assert!(why.is_circuit_open(), "{why}");
+    Ok(99)
+}
+
+#[resiliency::breaker(
+    name = "seams.tracing.fallback",
+    error_threshold = 1,
+    error_timeout = "1h",
+    fallback = tracing_fallback_cached
+)]
+async fn tracing_fallback(fail: bool) -> Result<u32, ApiError> {
+    if fail {
+        Err(ApiError::Down)
+    } else {
+        Ok(1)
+    }
+}
+
+/// A subscriber that panics on the fallback's event: whatever the caller then sees, the breaker
+/// is as the refused call left it, and the next call falls back.
+#[tokio::test(start_paused = true)]
+async fn tracing__fallbacks() {
+    use futures::FutureExt;
+    init();
+    let name = "seams.tracing.fallback";
+    assert!(matches!(tracing_fallback(true).await, Err(ApiError::Down)));
+    let site = breaker::get(name).unwrap();
+    let before = site.snapshot();
+    let panicked = Arc::new(AtomicU32::new(0));
+    let seen = panicked.clone();
+    {
+        let _hook = hook::on_event(move |event| {
+            if event.message == "the call fell back" && event.field("name") == Some(name) {
+                seen.fetch_add(1, Ordering::SeqCst);
+                panic!("expected: a subscriber that panics on a fallback");
+            }
+        });
+        let answer = std::panic::AssertUnwindSafe(tracing_fallback(false))
+            .catch_unwind()
+            .await;
+        if let Ok(answer) = answer {
+            assert_eq!(answer.unwrap(), 99, "if it answers, it is the fallback");
+        }
+    }
+    assert_eq!(
+        panicked.load(Ordering::SeqCst),
+        1,
+        "the fallback was reported"
+    );
+    assert_eq!(site.state(), State::Open);
+    let after = site.snapshot();
+    assert_eq!(
+        (after.recent_errors, after.recent_slow),
+        (before.recent_errors, before.recent_slow)
+    );
+    assert_eq!(tracing_fallback(false).await.unwrap(), 99);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Cooperative budget
 
