@@ -215,6 +215,22 @@ fn slow_calls(
         .collect()
 }
 
+/// Starts `n` calls that each take `each`, runs `meanwhile` once they are admitted, and waits for
+/// them to end.
+async fn across(
+    breaker: &Arc<Breaker>,
+    n: usize,
+    each: Duration,
+    meanwhile: impl FnOnce(&Breaker),
+) {
+    let calls = slow_calls(breaker, n, each);
+    tokio::task::yield_now().await;
+    meanwhile(breaker);
+    for call in calls {
+        call.await.unwrap();
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn slow_calls_admitted_before_a_reset_count_in_no_window_after_it_rate_rule() {
     let breaker = Arc::new(
@@ -226,13 +242,11 @@ async fn slow_calls_admitted_before_a_reset_count_in_no_window_after_it_rate_rul
             .build()
             .unwrap(),
     );
-    let before = slow_calls(&breaker, 10, ms(500));
-    tokio::task::yield_now().await;
-    breaker.force_open();
-    breaker.reset();
-    for call in before {
-        call.await.unwrap();
-    }
+    across(&breaker, 10, ms(500), |b| {
+        b.force_open();
+        b.reset();
+    })
+    .await;
     let snapshot = breaker.snapshot();
     assert_eq!((snapshot.recent_slow, snapshot.recent_calls), (0, Some(0)));
     // Now 1 slow call of 10 is a tenth: below the rate.
@@ -255,12 +269,7 @@ async fn slow_calls_admitted_before_a_reset_count_in_no_window_after_it_count_ru
             .build()
             .unwrap(),
     );
-    let before = slow_calls(&breaker, 5, ms(500));
-    tokio::task::yield_now().await;
-    breaker.reset();
-    for call in before {
-        call.await.unwrap();
-    }
+    across(&breaker, 5, ms(500), Breaker::reset).await;
     let snapshot = breaker.snapshot();
     assert_eq!((snapshot.recent_slow, snapshot.recent_errors), (0, 0));
     assert_eq!(breaker.state(), State::Closed);
@@ -278,15 +287,13 @@ async fn slow_calls_admitted_before_an_open_count_in_no_window_after_the_close()
             .build()
             .unwrap(),
     );
-    let before = slow_calls(&breaker, 10, secs(3));
-    tokio::task::yield_now().await;
-    breaker.force_open();
-    breaker.reset();
-    breaker.force_open();
-    breaker.reset();
-    for call in before {
-        call.await.unwrap();
-    }
+    across(&breaker, 10, secs(3), |b| {
+        for _ in 0..2 {
+            b.force_open();
+            b.reset();
+        }
+    })
+    .await;
     let snapshot = breaker.snapshot();
     assert_eq!((snapshot.recent_slow, snapshot.recent_calls), (0, Some(0)));
     for call in slow_calls(&breaker, 4, ms(1)) {

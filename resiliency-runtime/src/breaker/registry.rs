@@ -110,33 +110,26 @@ pub(crate) fn single(
     origin: Origin,
     create: impl FnOnce() -> Arc<Breaker>,
 ) -> Found<&'static Arc<Breaker>> {
-    crate::later::hold(|| single_locked(name, options, origin, create))
-}
-
-fn single_locked(
-    name: Arc<str>,
-    options: &BreakerBuilder,
-    origin: Origin,
-    create: impl FnOnce() -> Arc<Breaker>,
-) -> Found<&'static Arc<Breaker>> {
-    let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
-    let map = registry.get_or_insert_with(HashMap::new);
-    if let Some(entry) = map.get(&name) {
-        return match entry.breakers {
-            Breakers::Single(b) => Ok((b, conflict(&name, options, origin, entry))),
-            Breakers::Keyed(_) => Err(()),
-        };
-    }
-    let breaker: &'static Arc<Breaker> = Box::leak(Box::new(create()));
-    map.insert(
-        name,
-        Entry {
-            breakers: Breakers::Single(breaker),
-            options: options.clone(),
-            origin,
-        },
-    );
-    Ok((breaker, None))
+    crate::later::hold(|| {
+        let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+        let map = registry.get_or_insert_with(HashMap::new);
+        if let Some(entry) = map.get(&name) {
+            return match entry.breakers {
+                Breakers::Single(b) => Ok((b, conflict(&name, options, origin, entry))),
+                Breakers::Keyed(_) => Err(()),
+            };
+        }
+        let breaker: &'static Arc<Breaker> = Box::leak(Box::new(create()));
+        map.insert(
+            name,
+            Entry {
+                breakers: Breakers::Single(breaker),
+                options: options.clone(),
+                origin,
+            },
+        );
+        Ok((breaker, None))
+    })
 }
 
 /// The keyed family called `name`, registered with `options` (from `origin`) by `create` if
@@ -147,33 +140,26 @@ pub(crate) fn keyed(
     origin: Origin,
     create: impl FnOnce() -> Arc<KeyedBreaker>,
 ) -> Found<Arc<KeyedBreaker>> {
-    crate::later::hold(|| keyed_locked(name, options, origin, create))
-}
-
-fn keyed_locked(
-    name: Arc<str>,
-    options: &BreakerBuilder,
-    origin: Origin,
-    create: impl FnOnce() -> Arc<KeyedBreaker>,
-) -> Found<Arc<KeyedBreaker>> {
-    let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
-    let map = registry.get_or_insert_with(HashMap::new);
-    if let Some(entry) = map.get(&name) {
-        return match &entry.breakers {
-            Breakers::Keyed(k) => Ok((k.clone(), conflict(&name, options, origin, entry))),
-            Breakers::Single(_) => Err(()),
-        };
-    }
-    let family = create();
-    map.insert(
-        name,
-        Entry {
-            breakers: Breakers::Keyed(family.clone()),
-            options: options.clone(),
-            origin,
-        },
-    );
-    Ok((family, None))
+    crate::later::hold(|| {
+        let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+        let map = registry.get_or_insert_with(HashMap::new);
+        if let Some(entry) = map.get(&name) {
+            return match &entry.breakers {
+                Breakers::Keyed(k) => Ok((k.clone(), conflict(&name, options, origin, entry))),
+                Breakers::Single(_) => Err(()),
+            };
+        }
+        let family = create();
+        map.insert(
+            name,
+            Entry {
+                breakers: Breakers::Keyed(family.clone()),
+                options: options.clone(),
+                origin,
+            },
+        );
+        Ok((family, None))
+    })
 }
 
 /// Holds the registry's read lock: while it is held, nothing can register.
