@@ -289,6 +289,14 @@ impl Rejected {
         self.kind() == RejectedKind::TooBusy
     }
 
+    /// The signal that refused a `#[too_busy]` call, as the guard counts it.
+    pub(crate) fn busy_reason(&self) -> Option<&BusySignal> {
+        match &*self.reason {
+            Reason::TooBusy { signal, .. } => Some(signal),
+            _ => None,
+        }
+    }
+
     /// Which signal refused the call, when `#[too_busy]` shed it (else `None`).
     ///
     /// ```

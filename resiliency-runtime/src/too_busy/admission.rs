@@ -27,19 +27,19 @@ impl TooBusy {
         F: std::future::Future,
         F::Output: super::guard::Refuse,
     {
-        let held = self.admit().map_err(|signal| self.refuse(signal))?;
+        let held = self.admit().map_err(|rejected| self.refused(rejected))?;
         self.meter().admitted(held.slot);
         Ok(super::future::TooBusyCall::admitted(self, held, body))
     }
 
     /// The entry check: `Ok(held)` admits the call (`held.start_ns` is set when latency is
-    /// measured); `Err` is the signal that refuses it, not yet counted: the caller counts the
-    /// refusal with [`refuse`](Self::refuse) once it stands (a call that yields to tokio's
+    /// measured); `Err` is its refusal, not yet counted: the caller counts it with
+    /// [`refused`](Self::refused) once it stands (a call that yields to tokio's
     /// budget first asks again, and is counted once). The common case (the lag signal alone,
     /// lag at most `max_lag`) is a few loads and compares, inlined; everything else is in
     /// `admit_slow`.
     #[inline(always)]
-    pub(super) fn admit(&self) -> Result<Held, BusySignal> {
+    pub(super) fn admit(&self) -> Result<Held, Rejected> {
         let own_lag_ns = self.max_lag_ns.load(Relaxed);
         let limits = self.limits();
         let lag_alone = limits.in_flight == 0 && limits.latency_ns == 0;
@@ -49,7 +49,6 @@ impl TooBusy {
         }
         let (lag_ns, max_lag_ns) = self.lag_and_max(own_lag_ns);
         if lag_alone && lag_ns.is_none_or(|lag| lag <= max_lag_ns) {
-            self.note_admitted();
             return Ok(Held::NOTHING);
         }
         self.admit_slow(lag_ns, max_lag_ns, limits)
@@ -69,7 +68,6 @@ impl TooBusy {
         let (lag_ns, max_lag_ns) = self.lag_and_max(self.max_lag_ns.load(Relaxed));
         let free = lag_ns.is_none_or(|lag| lag <= max_lag_ns);
         if free {
-            self.note_admitted();
             self.meter().admitted(false);
         }
         free
@@ -81,8 +79,10 @@ impl TooBusy {
     #[inline(always)]
     pub(super) fn lag_and_max(&self, own_lag_ns: u64) -> (Option<u64>, u64) {
         let lag_ns = current_lag_ns();
+        // One compare for two rare cases: a `max_lag` not yet in force in the cap, and an
+        // episode of shedding under way (which marks the cap, so that calls look for its end).
         if !self.lag_cap.holds(own_lag_ns) {
-            self.lag_cap.note(&self.max_lag_ns);
+            self.off_the_lag_cap(own_lag_ns);
         }
         let max_lag_ns = if own_lag_ns != 0 {
             own_lag_ns
@@ -90,6 +90,17 @@ impl TooBusy {
             MAX_LAG_NS.load(Relaxed)
         };
         (lag_ns, max_lag_ns)
+    }
+
+    /// The lag cap's compare failed: an episode of shedding may be over, or `max_lag` not in
+    /// force in the cap yet.
+    #[cold]
+    #[inline(never)]
+    fn off_the_lag_cap(&self, own_lag_ns: u64) {
+        self.note_admitted();
+        if !self.lag_cap.holds_unmarked(own_lag_ns) {
+            self.lag_cap.note(&self.max_lag_ns);
+        }
     }
 
     /// `max_in_flight` and `max_latency` as a call reads them, once.
@@ -107,14 +118,14 @@ impl TooBusy {
         lag_ns: Option<u64>,
         max_lag_ns: u64,
         limits: Limits,
-    ) -> Result<Held, BusySignal> {
+    ) -> Result<Held, Rejected> {
         if let Some(lag_ns) = lag_ns {
             let (lag, max_lag) = (
                 Duration::from_nanos(lag_ns),
                 Duration::from_nanos(max_lag_ns),
             );
             if lag > max_lag && random() < shed_probability(lag, max_lag) {
-                return Err(BusySignal::Lag { lag, max_lag });
+                return Err(self.refusal(BusySignal::Lag { lag, max_lag }));
             }
         }
         let max_latency_ns = limits.latency_ns;
@@ -127,17 +138,17 @@ impl TooBusy {
                     .saturating_sub(self.counters.latency_at.load(Relaxed))
                     < LATENCY_HORIZON.as_nanos() as u64;
                 if fresh {
-                    return Err(BusySignal::Latency {
+                    return Err(self.refusal(BusySignal::Latency {
                         mean: Duration::from_nanos(mean),
                         max_latency,
-                    });
+                    }));
                 }
             }
         }
         let limit = limits.in_flight;
         let learn = limit > 0 && self.learning.load(Relaxed);
         if limit > 0 && !in_flight::take(&self.counters.in_flight, limit) {
-            return Err(BusySignal::InFlight { limit, auto: learn });
+            return Err(self.refusal(BusySignal::InFlight { limit, auto: learn }));
         }
         self.note_admitted();
         Ok(Held {
@@ -152,21 +163,28 @@ impl TooBusy {
         })
     }
 
-    /// Counts a refusal that stands (the meter, the debug event, the learner of
-    /// `max_in_flight = "auto"`) and makes it the call's error.
+    /// The refusal by `signal`, not yet counted.
     #[cold]
-    pub(super) fn refuse(&self, signal: BusySignal) -> Rejected {
-        if let (BusySignal::InFlight { auto: true, .. }, Some(adaptive)) =
-            (&signal, self.adaptive.get())
-        {
-            adaptive.refused();
-        }
-        self.meter().refused(&signal);
-        tracing::debug!(target: "resiliency::too_busy", name = self.name(), ?signal, "call refused");
-        let rejected = Rejected::new(Reason::TooBusy {
+    fn refusal(&self, signal: BusySignal) -> Rejected {
+        Rejected::new(Reason::TooBusy {
             name: self.name(),
             signal,
-        });
+        })
+    }
+
+    /// Counts a refusal that stands (the meter, the debug event, the learner of
+    /// `max_in_flight = "auto"`, the episode of shedding) and hands it on as the call's error.
+    #[cold]
+    pub(super) fn refused(&self, rejected: Rejected) -> Rejected {
+        if let Some(signal) = rejected.busy_reason() {
+            if let (BusySignal::InFlight { auto: true, .. }, Some(adaptive)) =
+                (signal, self.adaptive.get())
+            {
+                adaptive.refused();
+            }
+            self.meter().refused(signal);
+            tracing::debug!(target: "resiliency::too_busy", name = self.name(), ?signal, "call refused");
+        }
         self.note_refusal(&rejected);
         rejected
     }

@@ -41,7 +41,7 @@ impl TooBusy {
     {
         let held = match self.admit_slow(None, 0, self.limits()) {
             Ok(held) => held,
-            Err(signal) => return R::refused(self.refuse(signal)),
+            Err(rejected) => return R::refused(self.refused(rejected)),
         };
         self.meter().admitted(held.slot);
         let mut holding = Holding {

@@ -131,12 +131,9 @@ where
                     this.admission.stage = Stage::Running(held);
                     this.admission.guard.meter().admitted(held.slot);
                 }
-                Err(signal) => {
-                    // The task yields first when its cooperative budget is spent; the call
-                    // stays new, asks again at its next poll, and is counted only then.
-                    std::task::ready!(poll_refusal(cx));
+                Err(rejected) => {
+                    let rejected = std::task::ready!(standing(this.admission.guard, rejected, cx));
                     this.admission.stage = Stage::Done;
-                    let rejected = this.admission.guard.refuse(signal);
                     if let Ok(refused) = (this.output)(Output::Refuse(rejected)) {
                         return Poll::Ready(refused);
                     }
@@ -151,6 +148,15 @@ where
             .finish(|| ask(Output::Failed(&output)).err().unwrap_or(true));
         Poll::Ready(output)
     }
+}
+
+/// A refusal that stands, counted: the task yields first when its cooperative budget is spent
+/// (the call stays new, asks again at its next poll, and is counted only then).
+#[cold]
+#[inline(never)]
+fn standing(guard: &TooBusy, rejected: Rejected, cx: &mut Context<'_>) -> Poll<Rejected> {
+    std::task::ready!(poll_refusal(cx));
+    Poll::Ready(guard.refused(rejected))
 }
 
 impl<F, O> fmt::Debug for TooBusyCall<F, O> {

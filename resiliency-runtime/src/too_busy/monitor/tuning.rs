@@ -22,6 +22,8 @@ pub(crate) static MAX_LAG_NS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LAG.as_nano
 static IN_FORCE: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
 /// The largest `max_lag` in `IN_FORCE` (0: none).
 static CAP_BASIS_NS: AtomicU64 = AtomicU64::new(0);
+/// The bit of a [`LagCap`]'s noted `max_lag` that marks it (no `max_lag` reaches 2^63 ns).
+const MARK: u64 = 1 << 63;
 /// The next guard's key in `IN_FORCE`.
 static NEXT_GUARD: AtomicU64 = AtomicU64::new(1);
 
@@ -42,10 +44,27 @@ impl LagCap {
         }
     }
 
-    /// Whether `max_lag_ns` is the `max_lag` this guard has in force in the cap.
+    /// Whether `max_lag_ns` is the `max_lag` this guard has in force in the cap, and the cap is
+    /// not [`mark`](Self::mark)ed.
     #[inline(always)]
     pub(crate) fn holds(&self, max_lag_ns: u64) -> bool {
         self.noted_ns.load(Relaxed) == max_lag_ns
+    }
+
+    /// Whether `max_lag_ns` is the `max_lag` this guard has in force in the cap, marked or not.
+    pub(crate) fn holds_unmarked(&self, max_lag_ns: u64) -> bool {
+        self.noted_ns.load(Relaxed) & !MARK == max_lag_ns
+    }
+
+    /// Makes [`holds`](Self::holds) false until [`unmark`](Self::unmark), so that calls take
+    /// their slow path (the guard's episode of shedding uses it to look for its end at no cost
+    /// to the calls of a guard that sheds nothing).
+    pub(crate) fn mark(&self) {
+        self.noted_ns.fetch_or(MARK, Relaxed);
+    }
+
+    pub(crate) fn unmark(&self) {
+        self.noted_ns.fetch_and(!MARK, Relaxed);
     }
 
     /// Puts the guard's `max_lag` (read from `max_lag_ns` under the lock, so that of two changes
@@ -65,7 +84,10 @@ impl LagCap {
             in_force.push((key, ns));
         }
         settle(&in_force);
-        self.noted_ns.store(ns, Relaxed);
+        // The mark stays as it was.
+        let _ = self
+            .noted_ns
+            .fetch_update(Relaxed, Relaxed, |noted| Some(ns | (noted & MARK)));
     }
 }
 
