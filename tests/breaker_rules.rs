@@ -634,6 +634,39 @@ async fn backoff_doubles_the_open_time_after_each_failed_probe_up_to_the_cap() {
     half_opens_after(NAME, secs(2)).await;
 }
 
+/// The count of failed probes in a row saturates (at 255) rather than spill into the rest of the
+/// state: after 300 failed probes the open time is still the cap, a successful probe still closes
+/// the breaker, and it then counts errors as a fresh one does.
+#[tokio::test(start_paused = true)]
+async fn backoff_after_hundreds_of_failed_probes_stays_at_the_cap_and_still_closes() {
+    let b = resiliency::Breaker::builder("rules.backoff.saturated")
+        .error_threshold(1)
+        .error_timeout(ms(1))
+        .backoff(2.0)
+        .max_error_timeout(ms(50))
+        .build()
+        .unwrap();
+    let fail = || b.call(async { Err::<(), BoxError>("down".into()) });
+    assert!(fail().await.is_err());
+    for probe in 0..300 {
+        sleep(b.snapshot().open_for).await;
+        assert_eq!(b.state(), State::HalfOpen, "probe {probe}");
+        assert!(fail().await.is_err());
+        assert_eq!(b.state(), State::Open, "probe {probe}");
+        assert_eq!(
+            b.snapshot().open_for,
+            ms(50).min(ms(1 << (probe + 1).min(20)))
+        );
+    }
+    sleep(ms(50)).await;
+    assert!(b.call(async { Ok::<_, BoxError>(()) }).await.is_ok());
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.snapshot().open_for, ms(1), "a close resets the open time");
+    assert!(fail().await.is_err());
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.snapshot().half_opens_in, Some(ms(1)));
+}
+
 // ---------------------------------------------------------------------------------------------
 // count_if
 
