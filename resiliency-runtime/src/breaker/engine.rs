@@ -285,10 +285,9 @@ impl Breaker {
     /// `Retry-After` hint: the next error counts as the first since the breaker was built.
     pub fn reset(&self) {
         self.window.clear();
-        self.update(|w| enter(w & !(FORCED | STREAKS), CLOSED));
-        // After the state: a call admitted before the reset that fails now moves nothing (its
-        // epoch is gone), and one admitted after it counts from here.
+        // Before the state: an error of a call admitted after the reset is never lost.
         self.last_error.store(0, Ordering::Release);
+        self.update(|w| enter(w & !(FORCED | STREAKS), CLOSED));
     }
 
     /// The state now. An open breaker whose open time has passed reports [`State::HalfOpen`]: the
