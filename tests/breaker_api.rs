@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use resiliency::breaker::{self, ConfigError, State, StateChange};
+use resiliency::breaker::{self, State, StateChange};
+use resiliency::ConfigError;
 use resiliency::{Breaker, BreakerBuilder, Rejected, RejectedKind};
 use tokio::time::sleep;
 

@@ -195,7 +195,6 @@ mod settings;
 mod window;
 mod word;
 
-pub use crate::ConfigError;
 pub use config::{
     capacity_error_timeout, BreakerBuilder, DEFAULT_ERROR_THRESHOLD, DEFAULT_ERROR_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
