@@ -6,7 +6,8 @@ use std::future::Future;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use crate::breaker::future::{every_error, no_hint, BreakerCall};
+use crate::breaker::call::{every_error, no_hint};
+use crate::breaker::future::BreakerCall;
 use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
 use crate::named::Origin;
 use crate::rejected::FromRejected;

@@ -39,7 +39,7 @@ pub fn body_returns<R>() -> R {
     unreachable!("`body_returns` sits behind `if false`")
 }
 
-pub use crate::breaker::future::{every_error, no_hint};
+pub use crate::breaker::call::{every_error, no_hint};
 
 /// The error type of a fn's return type, named by generated code as `<R as IsResult>::Err`.
 pub trait IsResult {

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::engine::{nanos, Breaker};
+use super::breaker::{nanos, Breaker};
 use super::word::*;
 use crate::rejected::{Reason, Rejected};
 

@@ -4,8 +4,9 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
-use super::engine::Breaker;
-use super::future::{every_error, no_hint, record_error};
+use super::breaker::Breaker;
+use super::call::{every_error, no_hint};
+use super::future::record_error;
 use super::record::Outcome;
 use crate::rejected::Rejected;
 

@@ -4,7 +4,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use super::engine::{Breaker, State};
+use super::breaker::{Breaker, State};
 
 /// A breaker changed state. Delivered to every [`subscribe`]d callback and logged as a `tracing`
 /// event with target `resiliency::breaker`: "circuit breaker opened" (level warn; to open or

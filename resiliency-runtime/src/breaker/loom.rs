@@ -12,7 +12,7 @@ use std::time::Duration;
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::thread;
 
-use super::engine::Breaker;
+use super::breaker::Breaker;
 use super::record::Outcome;
 use super::word::Permit;
 use super::State;

@@ -178,9 +178,12 @@
 
 mod admit;
 pub(crate) mod blocking;
-mod config;
+// The engine type, in the file of its policy's name as in every policy's folder.
+#[allow(clippy::module_inception)]
+mod breaker;
+mod builder;
+pub(crate) mod call;
 mod disabled;
-mod engine;
 mod events;
 pub mod future;
 mod keyed;
@@ -195,12 +198,12 @@ mod settings;
 mod window;
 mod word;
 
-pub use config::{
+pub use breaker::{Breaker, Snapshot, State};
+pub use builder::{
     capacity_error_timeout, BreakerBuilder, DEFAULT_ERROR_THRESHOLD, DEFAULT_ERROR_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
 };
 pub use disabled::disabled;
-pub use engine::{Breaker, Snapshot, State};
 pub use events::{subscribe, unsubscribe, OpenCause, StateChange, SubscriptionId};
 pub use keyed::{BreakerKey, KeyedBreaker};
 pub use registry::{get, get_keyed, names};

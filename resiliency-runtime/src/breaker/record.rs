@@ -4,8 +4,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::config::Rule;
-use super::engine::{nanos, Breaker};
+use super::breaker::{nanos, Breaker};
+use super::builder::Rule;
 use super::events::OpenCause;
 use super::window::RateWindow;
 use super::word::*;

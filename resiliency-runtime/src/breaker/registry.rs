@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use super::config::{
+use super::breaker::Breaker;
+use super::builder::{
     BreakerBuilder, DEFAULT_ERROR_THRESHOLD, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS,
     DEFAULT_MIN_CALLS,
 };
-use super::engine::Breaker;
 use super::keyed::KeyedBreaker;
 use crate::named::{self, first_difference, Origin};
 use crate::settings::table::ByName as _;

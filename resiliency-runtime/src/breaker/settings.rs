@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use resiliency_rules::Violation;
 
-use super::config::BreakerBuilder;
-use super::engine::Breaker;
+use super::breaker::Breaker;
+use super::builder::BreakerBuilder;
 use super::keyed::KeyedBreaker;
 use crate::settings::{Options, Policy, Target, Value};
 

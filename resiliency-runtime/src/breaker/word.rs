@@ -4,7 +4,7 @@
 //! [`Permit`], what admission hands a call: the word that admitted a closed call, or a probe's
 //! full epoch.
 
-use super::engine::State;
+use super::breaker::State;
 
 /// Closed, open or half-open.
 pub(super) const PHASE: u64 = 0b11;

@@ -13,9 +13,10 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use tokio::time::Instant;
 
-use super::engine::{MakeAttempt, Retryable};
+use super::make::MakeAttempt;
 use super::observe::Outcome;
 use super::reporter::Reporter;
+use super::retryable::Retryable;
 use super::timers::at;
 use crate::deadline::Scope;
 

@@ -3,7 +3,7 @@
 
 use resiliency_rules::{Backoff, Budget, RaceRetryOptions};
 
-use super::policy::{After, RaceRetry};
+use super::race_retry::{After, RaceRetry};
 use crate::ConfigError;
 
 /// Builds a [`RaceRetry`] from code, with the options of `#[race_retry(...)]` (each method named

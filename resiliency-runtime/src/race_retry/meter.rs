@@ -3,7 +3,7 @@
 //! name, made at the policy's first use); without it, a zero-sized handle whose methods do
 //! nothing.
 
-use super::policy::RaceRetry;
+use super::race_retry::RaceRetry;
 
 #[cfg(feature = "metrics")]
 pub(crate) use on::{Meter, MeterCell};

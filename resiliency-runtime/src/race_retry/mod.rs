@@ -74,33 +74,30 @@ mod attempts;
 mod backoff;
 mod budget;
 mod builder;
-mod engine;
 mod latency;
+mod make;
 mod meter;
 mod observe;
-mod policy;
+// The engine type, in the file of its policy's name as in every policy's folder.
+#[allow(clippy::module_inception)]
+mod race_retry;
 mod registry;
 mod reporter;
+mod retryable;
 mod settings;
 mod stats;
 mod timers;
 
 pub use builder::RaceRetryBuilder;
-pub use engine::{numbered, MakeAttempt, Numbered};
+pub use make::{numbered, MakeAttempt, Numbered};
 pub use observe::{observe, Attempt, Observed, Outcome};
-pub use policy::{After, RaceRetry, MAX_RETRIES};
+pub use race_retry::{After, RaceRetry, MAX_RETRIES};
 pub(crate) use registry::set_up;
 pub use registry::{get, names, stats};
 pub use resiliency_rules::{Backoff, Budget, MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 pub use stats::RaceRetryStats;
 
-/// The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]), and [`Always`],
-/// the `retry_if` of [`RaceRetry::run`]'s. Code rarely spells them out: `.await` the call.
-///
-/// [`Always`]: future::Always
-pub mod future {
-    pub use super::engine::{Always, Hinted, Race, Retryable};
-}
+pub mod future;
 
 #[cfg(feature = "tower")]
-pub(crate) use engine::Retryable;
+pub(crate) use retryable::Retryable;

@@ -6,7 +6,7 @@
 //! refused (a builder, a layer) or logged (an attribute's site, which uses the registered policy).
 
 use super::builder::RaceRetryBuilder;
-use super::policy::RaceRetry;
+use super::race_retry::RaceRetry;
 use super::stats::RaceRetryStats;
 use crate::named::{first_difference, Difference, Named, Origin};
 use crate::settings::table::ByName as _;

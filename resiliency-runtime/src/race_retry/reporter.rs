@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::observe::{self, Attempt, Outcome};
-use super::policy::RaceRetry;
+use super::race_retry::RaceRetry;
 use crate::rejected::{Reason, Rejected};
 
 const TARGET: &str = "resiliency::race_retry";

@@ -7,7 +7,7 @@ use std::time::Duration;
 use resiliency_rules::Violation;
 
 use super::builder::RaceRetryBuilder;
-use super::policy::{After, RaceRetry};
+use super::race_retry::{After, RaceRetry};
 use crate::settings::{self, Options, Policy, Target};
 
 impl Options for RaceRetryBuilder {

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use super::policy::RaceRetry;
+use super::race_retry::RaceRetry;
 
 /// What a raced function's calls did so far (see [`RaceRetry::stats`], [`stats`](super::stats)).
 #[non_exhaustive]

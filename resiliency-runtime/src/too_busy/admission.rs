@@ -5,11 +5,11 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use super::guard::TooBusy;
 use super::in_flight;
 use super::monitor::{current_lag_ns, MAX_LAG_NS};
 use super::record::LATENCY_HORIZON;
 use super::rules::shed_probability;
+use super::too_busy::TooBusy;
 use crate::random::random;
 use crate::rejected::{BusySignal, Reason, Rejected};
 
@@ -25,7 +25,7 @@ impl TooBusy {
     ) -> Result<super::future::TooBusyCall<F, F::Output>, Rejected>
     where
         F: std::future::Future,
-        F::Output: super::guard::Refuse,
+        F::Output: super::too_busy::Refuse,
     {
         let held = self.admit().map_err(|rejected| self.refused(rejected))?;
         self.meter().admitted(held.slot);

@@ -3,7 +3,7 @@
 
 use axum_core::response::Response;
 
-use super::guard::Refuse;
+use super::too_busy::Refuse;
 use crate::Rejected;
 
 // The `cfg` repeats the module's: rustdoc marks this impl with its feature on the facade's

@@ -2,7 +2,7 @@
 //! async call, on the caller's thread; the runtime's lag is not looked at.
 
 use super::admission::Held;
-use super::guard::{Refuse, TooBusy};
+use super::too_busy::{Refuse, TooBusy};
 
 impl TooBusy {
     /// Runs the blocking `body` on the caller's thread unless `max_in_flight` or `max_latency`

@@ -4,7 +4,7 @@
 use resiliency_rules::{InFlight, TooBusyOptions};
 
 use super::adaptive::{Bounds, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
-use super::guard::TooBusy;
+use super::too_busy::TooBusy;
 use crate::ConfigError;
 
 /// Builds a [`TooBusy`] guard from code, with the options of `#[too_busy(...)]` (each method named

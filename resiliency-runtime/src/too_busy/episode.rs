@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::time::Duration;
 
-use super::guard::TooBusy;
+use super::too_busy::TooBusy;
 use crate::rejected::Rejected;
 
 /// How long a guard refuses nothing before its episode of shedding is over: episodes closer

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use pin_project_lite::pin_project;
 
 use super::admission::Held;
-use super::guard::{Refuse, TooBusy};
+use super::too_busy::{Refuse, TooBusy};
 use crate::rejected::{poll_refusal, Rejected};
 
 #[derive(Copy, Clone, Debug)]

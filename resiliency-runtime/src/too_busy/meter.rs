@@ -2,7 +2,7 @@
 //! the `metrics` feature, the handles of [`crate::metrics::too_busy`] (one set per name, made at
 //! the guard's first use); without it, a zero-sized handle whose methods do nothing.
 
-use super::guard::TooBusy;
+use super::too_busy::TooBusy;
 
 #[cfg(feature = "metrics")]
 pub(crate) use on::{lag, Meter, MeterCell};

@@ -142,7 +142,6 @@ mod blocking;
 mod builder;
 mod episode;
 pub mod future;
-mod guard;
 mod in_flight;
 #[cfg(all(test, resiliency_loom))]
 mod loom;
@@ -152,11 +151,13 @@ mod record;
 mod registry;
 mod rules;
 mod settings;
+// The engine type, in the file of its policy's name as in every policy's folder.
+#[allow(clippy::module_inception)]
+mod too_busy;
 
 pub use crate::rejected::Signal;
 pub use adaptive::{DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
 pub use builder::TooBusyBuilder;
-pub use guard::{Refuse, TooBusy};
 pub use monitor::{
     interval, lag, max_lag, on_lag, set_interval, set_max_lag, set_smoothing, smoothing,
     DEFAULT_INTERVAL, DEFAULT_MAX_LAG,
@@ -165,3 +166,4 @@ pub use registry::get;
 pub(crate) use registry::set_up;
 pub use resiliency_rules::InFlight;
 pub use rules::{shed_probability, Recovery, Smoothing};
+pub use too_busy::{Refuse, TooBusy};

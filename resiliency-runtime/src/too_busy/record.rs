@@ -9,10 +9,10 @@ use tokio::time::Instant;
 
 use super::adaptive::Verdict;
 use super::admission::Held;
-use super::guard::TooBusy;
 use super::in_flight;
 use super::meter::Meter;
 use super::monitor::nanos;
+use super::too_busy::TooBusy;
 
 /// A latency mean older than this no longer refuses calls, so that a function whose calls are all
 /// refused lets one through now and then and can learn that it recovered.

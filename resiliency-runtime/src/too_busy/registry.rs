@@ -9,7 +9,7 @@
 use resiliency_rules::{DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
 
 use super::builder::TooBusyBuilder;
-use super::guard::TooBusy;
+use super::too_busy::TooBusy;
 use crate::named::{first_difference, Difference, Named, Origin};
 use crate::settings::table::ByName as _;
 use crate::settings::Value;

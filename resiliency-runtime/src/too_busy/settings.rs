@@ -5,7 +5,7 @@
 use resiliency_rules::Violation;
 
 use super::builder::TooBusyBuilder;
-use super::guard::TooBusy;
+use super::too_busy::TooBusy;
 use crate::settings::{self, Options, Policy, Target};
 
 impl Options for TooBusyBuilder {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::breaker::engine::Breaker;
+use crate::breaker::breaker::Breaker;
 
 use super::{
     new_map, Inner, KeyedBreaker, IDLE_GENERATIONS, ROOM_RECHECK, SHRINK_BELOW, SHRINK_FROM,

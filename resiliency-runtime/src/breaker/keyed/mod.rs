@@ -15,8 +15,8 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use tokio::time::Instant;
 
-use crate::breaker::config::Config;
-use crate::breaker::engine::Breaker;
+use crate::breaker::breaker::Breaker;
+use crate::breaker::builder::Config;
 
 type Map = papaya::HashMap<Arc<str>, Arc<Breaker>, foldhash::fast::RandomState>;
 

@@ -16,7 +16,7 @@ use arc_swap::ArcSwapOption;
 
 pub(crate) use rate::{Clock, RateWindow};
 
-use super::config::Rule;
+use super::builder::Rule;
 
 /// The windows of both rules; the breaker's rule says which one counts. `slow` counts slow calls
 /// (`slow_call_duration`) as its errors, with no calls of its own: made at the first slow call,

@@ -1,20 +1,25 @@
-//! The race: the future a raced call returns, a small state machine ([`Phase`]) over the pieces
-//! that each own one concern:
+//! The future a raced call returns ([`RaceRetry::run`], [`RaceRetry::run_if`]), and [`Always`],
+//! the `retry_if` of [`RaceRetry::run`]'s. Code rarely spells them out: `.await` the call.
 //!
-//! * [`Attempts`](super::attempts): the attempts in flight (started, polled, cancelled) and the
-//!   user code that makes them and judges their errors, with `busy`, whose code runs;
-//! * [`Schedule`](super::timers): when the next attempt starts (staggered, after a failure's
-//!   backoff), the budget token taken ahead of it, and the one timer, for the next event (the next
-//!   attempt's start, an attempt's `each` limit, the deadline), made only when the call has to wait;
-//! * [`Reporter`](super::reporter): what the call records (counters, latencies, budget, events).
-//!
-//! The first poll (`begin`, inline) runs attempt 1; a call it answers reads no clock and allocates
-//! nothing. Every later poll runs `race`: poll the attempts, check the deadline and `each`, start
-//! the next attempt when due, else wait.
-//!
-//! User code may panic inside a poll. The race's state is updated before each call into it, so
-//! that a panic leaves it consistent: the race's drop then reports the attempt whose code ran as
-//! panicked and cancels the others, and another poll panics at once.
+//! [`RaceRetry::run`]: super::RaceRetry::run
+//! [`RaceRetry::run_if`]: super::RaceRetry::run_if
+//
+// The race is a small state machine (`Phase`) over pieces that each own one concern:
+//
+// * `Attempts` (`attempts.rs`): the attempts in flight (started, polled, cancelled) and the user
+//   code that makes them and judges their errors, with `busy`, whose code runs;
+// * `Schedule` (`timers.rs`): when the next attempt starts (staggered, after a failure's backoff),
+//   the budget token taken ahead of it, and the one timer, for the next event (the next attempt's
+//   start, an attempt's `each` limit, the deadline), made only when the call has to wait;
+// * `Reporter` (`reporter.rs`): what the call records (counters, latencies, budget, events).
+//
+// The first poll (`begin`, inline) runs attempt 1; a call it answers reads no clock and allocates
+// nothing. Every later poll runs `race`: poll the attempts, check the deadline and `each`, start
+// the next attempt when due, else wait.
+//
+// User code may panic inside a poll. The race's state is updated before each call into it, so
+// that a panic leaves it consistent: the race's drop then reports the attempt whose code ran as
+// panicked and cancels the others, and another poll panics at once.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,142 +31,14 @@ use tokio::time::{Instant, Sleep};
 
 use super::attempts::{Attempts, Cursor, Limits, ENGINE, IDLE};
 use super::observe::Outcome;
-use super::policy::RaceRetry;
+use super::race_retry::RaceRetry;
 use super::reporter::{self, reporting, Reporter};
 use super::timers::{at, poll_until, Schedule};
 use crate::deadline::Scope;
 use crate::rejected::FromRejected;
 
-/// The default `retry_if`: every error is worth another attempt.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct Always;
-
-/// Whether an error is worth another attempt, and how long its upstream asked callers to wait
-/// before the next one.
-pub trait Retryable<E> {
-    /// True when another attempt may succeed where this one failed.
-    fn retryable(&self, error: &E) -> bool;
-
-    /// The wait the upstream asked for with `error` ([`RetryHint`](crate::RetryHint)), if any:
-    /// the next attempt starts no sooner.
-    fn retry_after(&self, _error: &E) -> Option<Duration> {
-        None
-    }
-}
-
-/// A `retry_if` predicate (or [`Always`]) with a reader of each error's
-/// [`RetryHint`](crate::RetryHint): see [`RaceRetry::run_hinted`].
-#[derive(Clone, Copy, Debug)]
-pub struct Hinted<P, H> {
-    pub(crate) retryable: P,
-    pub(crate) hint: H,
-}
-
-impl<P, H> Hinted<P, H> {
-    pub(crate) fn new(retryable: P, hint: H) -> Self {
-        Hinted { retryable, hint }
-    }
-}
-
-impl<E, P, H> Retryable<E> for Hinted<P, H>
-where
-    P: Retryable<E>,
-    H: Fn(&E) -> Option<Duration>,
-{
-    #[inline(always)]
-    fn retryable(&self, error: &E) -> bool {
-        self.retryable.retryable(error)
-    }
-
-    fn retry_after(&self, error: &E) -> Option<Duration> {
-        (self.hint)(error)
-    }
-}
-
-impl<E> Retryable<E> for Always {
-    #[inline(always)]
-    fn retryable(&self, _: &E) -> bool {
-        true
-    }
-}
-
-impl<E, P: Fn(&E) -> bool> Retryable<E> for P {
-    fn retryable(&self, error: &E) -> bool {
-        self(error)
-    }
-}
-
-/// What makes a raced call's attempts, one future per call, told which attempt it makes: every
-/// `FnMut() -> Fut` (the attempt number unused), a closure wrapped in [`numbered`] (which gets
-/// it), and the attempts of the `tower` layer.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot make a raced call's attempts",
-    label = "a closure that makes one attempt's future per call, with no argument",
-    note = "to choose by attempt number (0 for the first attempt, 1 for the first retry), wrap the closure: `resiliency::race_retry::numbered(|attempt| ...)`"
-)]
-pub trait MakeAttempt<Fut> {
-    /// The future of attempt `attempt` (0 for the first attempt, 1 for the first retry, ...;
-    /// [`Attempt::number`](super::Attempt::number) counts the same attempt from 1).
-    fn make(&mut self, attempt: u32) -> Fut;
-}
-
-impl<M: FnMut() -> Fut, Fut> MakeAttempt<Fut> for M {
-    #[inline(always)]
-    fn make(&mut self, _attempt: u32) -> Fut {
-        self()
-    }
-}
-
-/// A closure that makes attempts from their number (0 for the first attempt, 1 for the first
-/// retry, ...), for a raced call whose retries go elsewhere: another replica, another region
-/// ("The Tail at Scale" sends the hedge to a different server). What `#[race_retry(attempt = n)]`
-/// gives its body. The number counts from 0; [`observe`](fn@super::observe)'s
-/// [`Attempt::number`](super::Attempt::number), the `attempt` field of the `tracing`
-/// events and the `attempt` label of `resiliency_race_wins_total` count the same attempt from 1.
-///
-/// ```
-/// use std::time::Duration;
-/// use resiliency::race_retry::{numbered, RaceRetry};
-///
-/// static REPLICAS: [&str; 2] = ["10.0.0.1", "10.0.0.2"];
-///
-/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let lookup = RaceRetry::builder("docs-replicas")
-///     .retries(1)
-///     .after(Duration::from_millis(100))
-///     .total(Duration::from_secs(1))
-///     .register()
-///     .unwrap();
-/// let served_by = lookup
-///     .run(numbered(|attempt| async move {
-///         let replica = REPLICAS[attempt as usize % REPLICAS.len()];
-///         if replica == "10.0.0.1" {
-///             tokio::time::sleep(Duration::from_secs(5)).await; // the first replica hangs
-///         }
-///         Ok::<_, resiliency::Rejected>(replica)
-///     }))
-///     .await;
-/// assert_eq!(served_by.unwrap(), "10.0.0.2");
-/// # }
-/// ```
-pub fn numbered<M, Fut>(make: M) -> Numbered<M>
-where
-    M: FnMut(u32) -> Fut,
-{
-    Numbered(make)
-}
-
-/// Attempts made from their number: see [`numbered`].
-#[derive(Clone, Debug)]
-pub struct Numbered<M>(M);
-
-impl<M: FnMut(u32) -> Fut, Fut> MakeAttempt<Fut> for Numbered<M> {
-    #[inline(always)]
-    fn make(&mut self, attempt: u32) -> Fut {
-        (self.0)(attempt)
-    }
-}
+use super::make::MakeAttempt;
+pub use super::retryable::{Always, Hinted, Retryable};
 
 /// The deadline of a call that started at `start` (none without a `total`).
 fn race_deadline(policy: &RaceRetry, start: Instant) -> Option<Instant> {

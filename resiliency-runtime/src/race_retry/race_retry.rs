@@ -13,10 +13,11 @@ use tokio::time::Instant;
 use super::backoff::Backoff;
 use super::budget::Budget;
 use super::builder::RaceRetryBuilder;
-use super::engine::Race;
-use super::engine::{Always, Hinted, MakeAttempt, Retryable};
+use super::future::Race;
 use super::latency::Latencies;
+use super::make::MakeAttempt;
 use super::meter::MeterCell;
+use super::retryable::{Always, Hinted, Retryable};
 use crate::rejected::FromRejected;
 use crate::RetryHint;
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use tokio::time::Instant;
 
-use super::config::{BreakerBuilder, Config, Rule};
+use super::builder::{BreakerBuilder, Config, Rule};
 use super::disabled::disabled;
 use super::events;
 use super::window::Window;
