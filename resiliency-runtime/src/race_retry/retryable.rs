@@ -22,7 +22,7 @@ pub trait Retryable<E> {
 }
 
 /// A `retry_if` predicate (or [`Always`]) with a reader of each error's
-/// [`RetryHint`](crate::RetryHint): see [`RaceRetry::run_hinted`].
+/// [`RetryHint`](crate::RetryHint): see [`RaceRetry::run_hinted`](super::RaceRetry::run_hinted).
 #[derive(Clone, Copy, Debug)]
 pub struct Hinted<P, H> {
     pub(crate) retryable: P,
