@@ -1,13 +1,11 @@
 //! Refusals worded for people: a rule broken at a site, reported about the setting that changed,
 //! with its source and line, and names a letter or two off the one meant.
 
-use resiliency_rules::About;
-
-use super::site::{Fault, Given, Options};
+use super::site::{Fault, Given};
 use super::store::Attached;
 use std::cmp::Ordering;
 
-use super::{Policy, SettingError, Source, Value, ALL};
+use super::{Policy, SettingError, Source, Value};
 
 /// The error for `fault` at `attached` under `overrides`: about the setting the rule is written
 /// for when that setting changed (or none it involves did), else about the setting changed, with
@@ -106,31 +104,10 @@ pub(super) fn checked(
         ));
     };
     if let Some(value) = value {
-        let probe = |why: String| SettingError::new(policy, site, setting, source.clone(), why);
-        match policy {
-            Policy::Breaker => alone(crate::Breaker::builder(ALL), name, value),
-            Policy::RaceRetry => alone(crate::race_retry::RaceRetry::builder(ALL), name, value),
-            Policy::TooBusy => alone(crate::too_busy::TooBusy::builder(ALL), name, value),
-        }
-        .map_err(probe)?;
+        super::alone::judge(policy, name, value)
+            .map_err(|why| SettingError::new(policy, site, setting, source.clone(), why))?;
     }
     Ok(name)
-}
-
-/// Whether `value` is one `setting` takes, judged alone (on `builder`, the policy's defaults):
-/// its type and unit, and the rules of its own range (`error_threshold` at least 1, a rate in
-/// (0, 1], a duration above zero). The rules between settings (`after` below `total`, `capacity`
-/// needs `timeout`) are judged where the site's other settings are known.
-fn alone<O: Options>(mut builder: O, setting: &'static str, value: &Value) -> Result<(), String> {
-    builder.set(setting, value)?;
-    match builder
-        .violations()
-        .into_iter()
-        .find(|v| v.argument() == setting && v.about() == About::Value && v.involves().is_empty())
-    {
-        Some(violation) => Err(violation.message().to_owned()),
-        None => Ok(()),
-    }
 }
 
 /// The name among `names` one or two edits away from `given`, if one is.

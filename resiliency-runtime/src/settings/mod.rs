@@ -134,6 +134,7 @@
 //!   when it does, and [`unmatched`] lists the ones no live site has taken, such as a misspelt
 //!   name.
 
+mod alone;
 mod blame;
 mod effective;
 mod env;

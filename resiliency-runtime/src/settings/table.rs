@@ -27,12 +27,44 @@ macro_rules! builder {
             )*
         }
 
+        /// Read and written by name through its options ([`by_name!`]).
         impl $crate::settings::table::ByName for $builder {
+            fn get(&self, setting: &str) -> Option<$crate::settings::Value> {
+                $crate::settings::table::ByName::get(&self.$options, setting)
+            }
+
+            fn set(
+                &mut self,
+                setting: &'static str,
+                value: &$crate::settings::Value,
+            ) -> Result<(), String> {
+                $crate::settings::table::ByName::set(&mut self.$options, setting, value)
+            }
+
+            fn unset(&mut self, setting: &str) {
+                $crate::settings::table::ByName::unset(&mut self.$options, setting)
+            }
+        }
+    };
+}
+pub(crate) use builder;
+
+/// The settings by name ([`ByName`]) of a rules' options struct `$options`: one per row of the
+/// table that follows. What a builder's settings by name go through, and what the settings judge
+/// a value alone with, knowing no policy.
+macro_rules! by_name {
+    (
+        $options:ty => $policy:literal;
+        $(
+            $(#[doc = $doc:literal])*
+            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $default:literal;
+        )*
+    ) => {
+        impl $crate::settings::table::ByName for $options {
             fn get(&self, setting: &str) -> Option<$crate::settings::Value> {
                 use $crate::settings::table::Kind as _;
                 match setting {
                     $(stringify!($setting) => self
-                        .$options
                         .$setting
                         .map($crate::settings::table::kind::$kind::show),)*
                     _ => None,
@@ -47,8 +79,7 @@ macro_rules! builder {
                 use $crate::settings::table::Kind as _;
                 match setting {
                     $(stringify!($setting) => {
-                        self.$options.$setting =
-                            $crate::settings::table::kind::$kind::read(setting, value)?;
+                        self.$setting = $crate::settings::table::kind::$kind::read(setting, value)?;
                     })*
                     _ => return Err(format!("`{setting}` is not a {} setting", $policy)),
                 }
@@ -57,14 +88,14 @@ macro_rules! builder {
 
             fn unset(&mut self, setting: &str) {
                 match setting {
-                    $(stringify!($setting) => self.$options.$setting = None,)*
+                    $(stringify!($setting) => self.$setting = None,)*
                     _ => {}
                 }
             }
         }
     };
 }
-pub(crate) use builder;
+pub(crate) use by_name;
 
 /// The type a builder method of kind `$kind` takes: the value itself, or for the enums anything
 /// that converts into one (`.after(Duration::from_millis(150))`, `.budget(0.1)`,
@@ -78,7 +109,8 @@ macro_rules! param {
 }
 pub(crate) use param;
 
-/// A policy's options read and written setting by setting (made by [`builder!`]).
+/// A policy's options read and written setting by setting (made by [`by_name!`], and for a
+/// builder by [`builder!`]).
 pub(crate) trait ByName {
     /// The value given for `setting`, if any.
     fn get(&self, setting: &str) -> Option<Value>;
