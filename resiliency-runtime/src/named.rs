@@ -1,9 +1,8 @@
 //! Policies registered by name for the life of the process, leaked once per name: the one
-//! registry of `#[too_busy]` and `#[race_retry]`, whether an attribute's site (at its first
-//! call), a builder's `register` or a `tower` layer made the policy (breakers, which may be keyed,
-//! keep their own map and the same rule, worded by [`conflict`]). Each name keeps the options
-//! it was registered with and where they come from, so that a later registration with other
-//! options is refused (a builder, a layer) or logged (an attribute's site), never silent.
+//! registry of every policy, whether an attribute's site (at its first call), a builder's
+//! `register` or a `tower` layer made the policy (a breaker's entry is a single breaker or a
+//! keyed family). Each name keeps the options it was registered with and where they come from,
+//! so that a later registration with other options is refused or logged, never silent.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -85,14 +84,31 @@ impl<T: Sync, O: Options> Named<T, O> {
         origin: Origin,
         make: impl FnOnce(O) -> Result<&'static T, ConfigError>,
     ) -> Result<&'static T, ConfigError> {
+        match self.find_or_register(name, options, origin, make)? {
+            (_, Some(message)) => Err(ConfigError::new(O::POLICY.name(), name, message)),
+            (policy, None) => Ok(policy),
+        }
+    }
+
+    /// The policy registered under `name`, with what differs between `options` (from `origin`)
+    /// and the options it was registered with, in words; or else the one `make` builds from
+    /// `options`, registered now (the lock held meanwhile, as for [`register`](Self::register)),
+    /// with no difference. The caller says what a difference means (the breaker: an error for a
+    /// builder, logged for a layer).
+    pub(crate) fn find_or_register(
+        &self,
+        name: &str,
+        options: O,
+        origin: Origin,
+        make: impl FnOnce(O) -> Result<&'static T, ConfigError>,
+    ) -> Result<(&'static T, Option<String>), ConfigError> {
         self.locked(|map| {
             if let Some(entry) = map.get(name) {
-                return match self.conflict(name, &options, origin, entry) {
-                    Some(message) => Err(ConfigError::new(O::POLICY.name(), name, message)),
-                    None => Ok(entry.policy),
-                };
+                return Ok((entry.policy, self.conflict(name, &options, origin, entry)));
             }
             let policy = make(options.clone())?;
+            // Once per name, for the life of the process, as the policy is.
+            let name: &'static str = Box::leak(name.into());
             map.insert(
                 name,
                 Entry {
@@ -101,8 +117,14 @@ impl<T: Sync, O: Options> Named<T, O> {
                     origin,
                 },
             );
-            Ok(policy)
+            Ok((policy, None))
         })
+    }
+
+    /// Holds the registry's lock: while it is held, nothing can register or look up.
+    #[cfg(all(test, feature = "tower"))]
+    pub(crate) fn lock_for_tests(&self) -> impl Drop + '_ {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The policy registered under `name`, or the one `make` makes, registered now with the

@@ -140,7 +140,7 @@ impl BreakerBuilder {
         let name = config.name.clone();
         // Its settings are put in force before it is published: a second registration of the
         // name waits, and gets the breaker with its overrides.
-        let (breaker, conflict) = registry::single(name.clone(), &self, origin, || {
+        let (breaker, conflict) = registry::single(&name, &self, origin, || {
             let breaker = Arc::new(Breaker::new(config, None));
             crate::settings::attach(self.clone(), breaker.clone());
             breaker
@@ -164,7 +164,7 @@ impl BreakerBuilder {
         let config = Arc::new(self.validate()?);
         let name = config.name.clone();
         // Settings in force before it is published, as for a single breaker.
-        let (family, conflict) = registry::keyed(name.clone(), &self, origin, || {
+        let (family, conflict) = registry::keyed(&name, &self, origin, || {
             let family = Arc::new(KeyedBreaker::new(config));
             crate::settings::attach(self.clone(), family.clone());
             family

@@ -1,10 +1,10 @@
-//! Breakers by name: the one place where `#[breaker]` sites, builders and `tower` layers meet.
-//! Each name keeps the options it was registered with and where they come from, so that a later
-//! registration with other options is refused (a builder) or logged (an attribute's site, a
-//! layer), never silent, in the words of the other policies' registry ([`crate::named`]).
+//! Breakers by name, in the one registry of named policies ([`crate::named`]): the one place
+//! where `#[breaker]` sites, builders and `tower` layers meet. A name holds a single breaker or
+//! a keyed family. Each name keeps the options it was registered with and where they come from,
+//! so that a later registration with other options is refused (a builder) or logged (an
+//! attribute's site, a layer), never silent.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use super::breaker::Breaker;
 use super::builder::{
@@ -12,29 +12,23 @@ use super::builder::{
     DEFAULT_MIN_CALLS,
 };
 use super::keyed::KeyedBreaker;
-use crate::named::{self, first_difference, Origin};
+use crate::named::{first_difference, Difference, Named, Origin};
 use crate::settings::table::ByName as _;
 use crate::settings::Value;
 
-enum Breakers {
-    /// Leaked once per name: a registered breaker is never dropped, and a `'static` reference
-    /// to it costs its users no reference count.
-    Single(&'static Arc<Breaker>),
+/// What a name holds: leaked once per name, so that a registered breaker is never dropped and a
+/// `'static` reference to it costs its users no reference count.
+pub(crate) enum Breakers {
+    Single(Arc<Breaker>),
     Keyed(Arc<KeyedBreaker>),
 }
 
-struct Entry {
-    breakers: Breakers,
-    options: BreakerBuilder,
-    origin: Origin,
-}
+static REGISTRY: Named<Breakers, BreakerBuilder> = Named::new(differ);
 
-static REGISTRY: RwLock<Option<HashMap<Arc<str>, Entry>>> = RwLock::new(None);
-
-/// What differs between `options` (from `origin`) and those `entry` was registered with, in
-/// words; a setting not given reads as its default where that is fixed.
-fn conflict(name: &str, options: &BreakerBuilder, origin: Origin, entry: &Entry) -> Option<String> {
-    let in_force = |options: &BreakerBuilder, setting: &'static str| {
+/// The first setting in which two sets of options differ, a setting not given read as its
+/// default where that is fixed.
+fn differ(a: &BreakerBuilder, b: &BreakerBuilder) -> Option<Difference> {
+    first_difference(a, b, |options, setting| {
         options.get(setting).or_else(|| match setting {
             "error_threshold" if options.options.failure_rate.is_none() => {
                 Some(Value::from(DEFAULT_ERROR_THRESHOLD))
@@ -48,9 +42,7 @@ fn conflict(name: &str, options: &BreakerBuilder, origin: Origin, entry: &Entry)
             "max_keys" => Some(Value::Int(DEFAULT_MAX_KEYS as i64)),
             _ => None,
         })
-    };
-    let difference = first_difference(options, &entry.options, in_force)?;
-    Some(named::conflict(name, difference, origin, entry.origin))
+    })
 }
 
 /// The registered single breaker called `name` (from `#[breaker]` or
@@ -60,40 +52,23 @@ fn conflict(name: &str, options: &BreakerBuilder, origin: Origin, entry: &Entry)
 /// then. To hold the handle earlier, register the breaker from code with the same name and
 /// options; the attribute then uses that one.
 pub fn get(name: &str) -> Option<Arc<Breaker>> {
-    match REGISTRY
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()?
-        .get(name)?
-        .breakers
-    {
-        Breakers::Single(b) => Some(Arc::clone(b)),
+    match REGISTRY.get(name)? {
+        Breakers::Single(breaker) => Some(Arc::clone(breaker)),
         Breakers::Keyed(_) => None,
     }
 }
 
 /// The registered keyed family called `name`.
 pub fn get_keyed(name: &str) -> Option<Arc<KeyedBreaker>> {
-    match REGISTRY
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()?
-        .get(name)?
-        .breakers
-    {
-        Breakers::Keyed(ref k) => Some(k.clone()),
+    match REGISTRY.get(name)? {
+        Breakers::Keyed(family) => Some(Arc::clone(family)),
         Breakers::Single(_) => None,
     }
 }
 
-/// The names of every registered breaker and keyed family.
+/// The names of every registered breaker and keyed family, sorted.
 pub fn names() -> Vec<String> {
-    REGISTRY
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .map(|m| m.keys().map(|k| k.to_string()).collect())
-        .unwrap_or_default()
+    REGISTRY.names().into_iter().map(str::to_owned).collect()
 }
 
 /// What registering a name found: the breaker (or family) under it, and what differs between
@@ -105,65 +80,47 @@ pub(crate) type Found<B> = Result<(B, Option<String>), ()>;
 /// absent. `create` runs under the registry's lock (its settings put in force before the breaker
 /// is published); the events emitted meanwhile wait for the lock's release ([`crate::later`]).
 pub(crate) fn single(
-    name: Arc<str>,
+    name: &str,
     options: &BreakerBuilder,
     origin: Origin,
     create: impl FnOnce() -> Arc<Breaker>,
 ) -> Found<&'static Arc<Breaker>> {
-    crate::later::hold(|| {
-        let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
-        let map = registry.get_or_insert_with(HashMap::new);
-        if let Some(entry) = map.get(&name) {
-            return match entry.breakers {
-                Breakers::Single(b) => Ok((b, conflict(&name, options, origin, entry))),
-                Breakers::Keyed(_) => Err(()),
-            };
-        }
-        let breaker: &'static Arc<Breaker> = Box::leak(Box::new(create()));
-        map.insert(
-            name,
-            Entry {
-                breakers: Breakers::Single(breaker),
-                options: options.clone(),
-                origin,
-            },
-        );
-        Ok((breaker, None))
-    })
+    match find(name, options, origin, || Breakers::Single(create())) {
+        (Breakers::Single(breaker), conflict) => Ok((breaker, conflict)),
+        (Breakers::Keyed(_), _) => Err(()),
+    }
 }
 
 /// The keyed family called `name`, registered with `options` (from `origin`) by `create` if
-/// absent.
+/// absent, as [`single`] does.
 pub(crate) fn keyed(
-    name: Arc<str>,
+    name: &str,
     options: &BreakerBuilder,
     origin: Origin,
     create: impl FnOnce() -> Arc<KeyedBreaker>,
 ) -> Found<Arc<KeyedBreaker>> {
-    crate::later::hold(|| {
-        let mut registry = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
-        let map = registry.get_or_insert_with(HashMap::new);
-        if let Some(entry) = map.get(&name) {
-            return match &entry.breakers {
-                Breakers::Keyed(k) => Ok((k.clone(), conflict(&name, options, origin, entry))),
-                Breakers::Single(_) => Err(()),
-            };
-        }
-        let family = create();
-        map.insert(
-            name,
-            Entry {
-                breakers: Breakers::Keyed(family.clone()),
-                options: options.clone(),
-                origin,
-            },
-        );
-        Ok((family, None))
-    })
+    match find(name, options, origin, || Breakers::Keyed(create())) {
+        (Breakers::Keyed(family), conflict) => Ok((Arc::clone(family), conflict)),
+        (Breakers::Single(_), _) => Err(()),
+    }
 }
 
-/// Holds the registry's read lock: while it is held, nothing can register.
+/// The entry of `name`, made by `create` if absent, with what differs from its options.
+fn find(
+    name: &str,
+    options: &BreakerBuilder,
+    origin: Origin,
+    create: impl FnOnce() -> Breakers,
+) -> (&'static Breakers, Option<String>) {
+    let made = |_: BreakerBuilder| Ok(&*Box::leak(Box::new(create())));
+    match REGISTRY.find_or_register(name, options.clone(), origin, made) {
+        Ok(found) => found,
+        Err(never) => unreachable!("making an entry cannot fail: {never}"),
+    }
+}
+
+/// Holds the registry's lock: while it is held, nothing can register.
 #[cfg(all(test, feature = "tower"))]
 pub(crate) fn read_lock() -> impl Drop {
-    REGISTRY.read().unwrap_or_else(|e| e.into_inner())
+    REGISTRY.lock_for_tests()
 }

@@ -172,17 +172,21 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C, Unkeyed> {
         // A registered breaker lives as long as the registry, which never drops it: the service
         // holds it by a `'static` reference, so that a request moves no reference count (a
         // counter every thread would write).
-        let breaker = *self.resolved.single.get_or_init(|| {
-            let options = self.options.clone();
-            options.clone().register_static(Origin::Layer).map_or_else(
-                |error| {
-                    tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered breaker");
-                    let own = Arc::new(options.build().expect("the options were checked"));
-                    // Once per layer (and its clones), like a registered one.
-                    &**Box::leak(Box::new(own))
-                },
-                |registered| &**registered,
-            )
+        // Events of the registration are emitted once the breaker is in place: a subscriber may
+        // wrap a service with this layer.
+        let breaker = *crate::later::hold(|| {
+            self.resolved.single.get_or_init(|| {
+                let options = self.options.clone();
+                options.clone().register_static(Origin::Layer).map_or_else(
+                    |error| {
+                        crate::later::emit(move || tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered breaker"));
+                        let own = Arc::new(options.build().expect("the options were checked"));
+                        // Once per layer (and its clones), like a registered one.
+                        &**Box::leak(Box::new(own))
+                    },
+                    |registered| &**registered,
+                )
+            })
         });
         BreakerService {
             inner,
@@ -196,11 +200,13 @@ impl<S, C: Clone, F: Clone> Layer<S> for BreakerLayer<C, KeyBy<F>> {
     type Service = BreakerService<S, C, PerKey<F>>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let family = self.resolved.family.get_or_init(|| {
-            let options = self.options.clone();
-            options.clone().register_keyed_as(Origin::Layer).unwrap_or_else(|error| {
-                tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered keyed breaker");
-                Arc::new(options.build_keyed().expect("the options were checked"))
+        let family = crate::later::hold(|| {
+            self.resolved.family.get_or_init(|| {
+                let options = self.options.clone();
+                options.clone().register_keyed_as(Origin::Layer).unwrap_or_else(|error| {
+                    crate::later::emit(move || tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered keyed breaker"));
+                    Arc::new(options.build_keyed().expect("the options were checked"))
+                })
             })
         });
         BreakerService {
