@@ -18,13 +18,14 @@ use std::task::{Context, Poll};
 use crate::race_retry::MakeAttempt;
 use crate::{Rejected, RetryHint};
 
-/// A guarded call's error when its fallback covers refusals only: the policy's refusal, kept
-/// apart from the body's own errors (which go to the caller as they are).
+/// A guarded call's error, the policy's refusal kept apart from the body's own errors: what a
+/// fallback for refusals tells apart (the body's errors go to the caller as they are), and the
+/// `tower` layers (an inner service's error, a breaker layer's counted response and its hint).
 #[derive(Debug)]
 pub enum Failure<E> {
     /// The policy refused the call (its `Rejected`): the fallback's case.
     Refused(Rejected),
-    /// The body's error.
+    /// The body's error (or the inner service's).
     Error(E),
 }
 

@@ -15,6 +15,7 @@ use super::classify::{AnyError, Classify, FailureIf, ServerErrors};
 use super::BoxError;
 use crate::breaker::future::BreakerCall;
 use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
+use crate::fallback::Failure;
 use crate::named::Origin;
 use crate::{ConfigError, Rejected};
 
@@ -331,30 +332,21 @@ where
     }
 }
 
+/// The error of the breaker's call: an outcome that the classifier counts as a failure (which
+/// goes to the caller as it is, a 5xx response included) with the wait its upstream asked for
+/// (`Classify::retry_after`), or the breaker's refusal.
+type Counted<T> = Failure<(T, Option<Duration>)>;
+
 /// The breaker's call counts every error: [`Outcome`] has classified the response already.
-fn every_failure<T>(_: &Failure<T>) -> bool {
+fn every_failure<T>(_: &Counted<T>) -> bool {
     true
 }
 
 /// The wait the upstream asked for with a failure, as the classifier read it.
-fn hint_of<T>(failure: &Failure<T>) -> Option<Duration> {
+fn hint_of<T>(failure: &Counted<T>) -> Option<Duration> {
     match failure {
-        Failure::Counted(_, hint) => *hint,
+        Failure::Error((_, hint)) => *hint,
         Failure::Refused(_) => None,
-    }
-}
-
-/// The error of the breaker's call: an outcome that the classifier counts as a failure (which
-/// goes to the caller as it is, a 5xx response included) with the wait its upstream asked for
-/// (`Classify::retry_after`), or the breaker's refusal.
-enum Failure<T> {
-    Counted(T, Option<Duration>),
-    Refused(Rejected),
-}
-
-impl<T> From<Rejected> for Failure<T> {
-    fn from(rejected: Rejected) -> Self {
-        Failure::Refused(rejected)
     }
 }
 
@@ -374,14 +366,14 @@ where
     F: Future<Output = Result<Res, Err>>,
     C: Classify<Res, Err>,
 {
-    type Output = Result<Result<Res, Err>, Failure<Result<Res, Err>>>;
+    type Output = Result<Result<Res, Err>, Counted<Result<Res, Err>>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let outcome = std::task::ready!(this.inner.poll(cx));
         Poll::Ready(if this.classify.is_failure(&outcome) {
             let hint = this.classify.retry_after(&outcome);
-            Err(Failure::Counted(outcome, hint))
+            Err(Failure::Error((outcome, hint)))
         } else {
             Ok(outcome)
         })
@@ -389,7 +381,7 @@ where
 }
 
 /// The breaker's call around an inner service's future `F` whose outcome `C` classifies.
-type Call<F, C, H> = BreakerCall<H, Outcome<F, C>, Failure<<F as Future>::Output>>;
+type Call<F, C, H> = BreakerCall<H, Outcome<F, C>, Counted<<F as Future>::Output>>;
 
 pin_project! {
     #[project = StateProj]
@@ -444,7 +436,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Admitted { call } => Poll::Ready(match std::task::ready!(call.poll(cx)) {
-                Ok(outcome) | Err(Failure::Counted(outcome, _)) => outcome.map_err(Into::into),
+                Ok(outcome) | Err(Failure::Error((outcome, _))) => outcome.map_err(Into::into),
                 Err(Failure::Refused(timed_out)) => Err(Box::new(timed_out)),
             }),
             StateProj::Refused { rejected } => {

@@ -11,10 +11,11 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::BoxError;
+use crate::fallback::Failure;
 use crate::race_retry::future::{Always, Race};
 use crate::race_retry::{MakeAttempt, Retryable};
 use crate::race_retry::{RaceRetry, RaceRetryBuilder};
-use crate::{ConfigError, Rejected};
+use crate::ConfigError;
 
 /// Each attempt's own copy of the request: implemented by every `Clone` type. It exists for the
 /// compiler's message when a request type is not `Clone`.
@@ -242,12 +243,12 @@ impl<E, F: Fn(&E) -> bool + Clone> RetryWith<E> for RetryIf<F> {
 /// A [`RetryWith`] as the race asks it.
 pub(crate) struct Judged<P>(P);
 
-impl<E, P: RetryWith<E>> Retryable<Failed<E>> for Judged<P> {
+impl<E, P: RetryWith<E>> Retryable<Failure<E>> for Judged<P> {
     #[inline]
-    fn retryable(&self, error: &Failed<E>) -> bool {
+    fn retryable(&self, error: &Failure<E>) -> bool {
         match error {
-            Failed::Inner(error) => self.0.worth_another(error),
-            Failed::Refused(_) => false,
+            Failure::Error(error) => self.0.worth_another(error),
+            Failure::Refused(_) => false,
         }
     }
 }
@@ -255,18 +256,6 @@ impl<E, P: RetryWith<E>> Retryable<Failed<E>> for Judged<P> {
 impl RaceRetry {
     fn race_with<M, Fut, E, P>(&'static self, make: M, retry_if: P) -> Race<M, Fut, E, P> {
         Race::new(self, make, retry_if)
-    }
-}
-
-/// An attempt's failure as the race sees it: the inner service's error, or the deadline.
-pub(crate) enum Failed<E> {
-    Inner(E),
-    Refused(Rejected),
-}
-
-impl<E> From<Rejected> for Failed<E> {
-    fn from(rejected: Rejected) -> Self {
-        Failed::Refused(rejected)
     }
 }
 
@@ -322,7 +311,7 @@ pin_project! {
 }
 
 impl<S: Service<Req>, Req> Future for AttemptFuture<S, Req> {
-    type Output = Result<S::Response, Failed<S::Error>>;
+    type Output = Result<S::Response, Failure<S::Error>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.project().state;
@@ -330,13 +319,13 @@ impl<S: Service<Req>, Req> Future for AttemptFuture<S, Req> {
             let future = match state.as_mut().project() {
                 AttemptProj::Ready { service, request } => {
                     if let Err(error) = std::task::ready!(service.poll_ready(cx)) {
-                        return Poll::Ready(Err(Failed::Inner(error)));
+                        return Poll::Ready(Err(Failure::Error(error)));
                     }
                     let request = request.take().expect("an attempt is called once");
                     service.call(request)
                 }
                 AttemptProj::Calling { future } => {
-                    return future.poll(cx).map_err(Failed::Inner);
+                    return future.poll(cx).map_err(Failure::Error);
                 }
             };
             state.set(Attempt::Calling { future });
@@ -353,7 +342,7 @@ pin_project! {
         S: Service<Req>,
     {
         #[pin]
-        race: Race<Launch<S, Req>, AttemptFuture<S, Req>, Failed<S::Error>, Judged<P>>,
+        race: Race<Launch<S, Req>, AttemptFuture<S, Req>, Failure<S::Error>, Judged<P>>,
     }
 }
 
@@ -378,8 +367,8 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Poll::Ready(match std::task::ready!(self.project().race.poll(cx)) {
             Ok(response) => Ok(response),
-            Err(Failed::Inner(error)) => Err(error.into()),
-            Err(Failed::Refused(rejected)) => Err(Box::new(rejected)),
+            Err(Failure::Error(error)) => Err(error.into()),
+            Err(Failure::Refused(rejected)) => Err(Box::new(rejected)),
         })
     }
 }
