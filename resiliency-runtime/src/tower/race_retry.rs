@@ -60,7 +60,7 @@ impl<F> fmt::Debug for RetryIf<F> {
 ///
 /// Each attempt clones the request and the inner service, waits for that service to be ready and
 /// calls it (attempt 1 uses the service that `poll_ready` readied). Past `total`, the call
-/// returns a [`Rejected`] ([`is_deadline`](Rejected::is_deadline)) in a [`BoxError`].
+/// returns a [`Rejected`](crate::Rejected) ([`is_deadline`](crate::Rejected::is_deadline)) in a [`BoxError`].
 ///
 /// **Retry-After is not read.** The layer asks no error or response for its
 /// [`RetryHint`](crate::RetryHint): after an attempt's error that asks for a wait (an inner
