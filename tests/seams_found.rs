@@ -902,3 +902,29 @@ async fn a_slow_call_duration_set_while_calls_are_in_flight_applies_from_their_f
         "only the call admitted after the change"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lowered_max_keys_holds_at_once_even_just_after_a_full_family_found_nothing_to_evict() {
+    let name = "seams.keys.lowered.gated";
+    let family = Breaker::builder(name)
+        .error_threshold(1)
+        .error_timeout(secs(60))
+        .max_keys(10)
+        .register_keyed()
+        .unwrap();
+    for i in 0..10 {
+        let _ = family
+            .breaker(&format!("host-{i}"))
+            .call(async { Err::<(), BoxError>("down".into()) })
+            .await;
+    }
+    // Full of open breakers: a new key finds nothing to evict, and the family waits a while
+    // before it looks again.
+    let _ = family.breaker("host-new");
+    assert_eq!(family.len(), 10);
+    for i in 0..10 {
+        family.breaker(&format!("host-{i}")).reset();
+    }
+    settings::set(Policy::Breaker, name, "max_keys", 5).unwrap();
+    assert!(family.len() <= 5, "{} keys held, max_keys 5", family.len());
+}

@@ -64,13 +64,19 @@ impl KeyedBreaker {
     /// worth keeping, however recently used. A look that finds none is not repeated until a
     /// key may have become evictable.
     pub(super) fn make_room(&self, now: Instant) {
-        let inner = &*self.inner;
         {
-            let clock = inner.clock.lock().unwrap_or_else(|e| e.into_inner());
+            let clock = self.inner.clock.lock().unwrap_or_else(|e| e.into_inner());
             if clock.next_room.is_some_and(|at| now < at) {
                 return;
             }
         }
+        self.evict_for_room(now);
+    }
+
+    /// [`make_room`](Self::make_room) now, whenever the last look was: for a lowered
+    /// `max_keys`, which holds at once for the keys that hold nothing worth keeping.
+    pub(super) fn evict_for_room(&self, now: Instant) {
+        let inner = &*self.inner;
         let max_keys = inner.config.load().max_keys;
         // A lowered `max_keys`: the keys past it go too, so that the bound holds again.
         let excess = inner.held.load(Ordering::Acquire).saturating_sub(max_keys);

@@ -216,7 +216,7 @@ impl KeyedBreaker {
         // A lowered `max_keys` holds at once for the keys that hold nothing worth keeping; the
         // others go as they become evictable (new keys meanwhile get breakers not kept).
         if self.inner.held.load(Ordering::Acquire) > max_keys {
-            self.make_room(Instant::now());
+            self.evict_for_room(Instant::now());
         }
     }
 
