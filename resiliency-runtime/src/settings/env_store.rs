@@ -3,33 +3,31 @@
 
 use super::blame::{checked, nearest};
 use super::site::Site;
-use super::store::{Later, Layer, Store, ENV, FILE};
+use super::store::{Layer, Store, ENV, FILE};
 use super::{env, SettingError, Source, ALL};
 
 /// Reads the environment, when no site has read it yet (`attaching`, the site being set up, if
 /// any): its bad variables are logged and left out, the others make the environment's layer.
-pub(super) fn read_env_once(store: &mut Store, attaching: Option<&dyn Site>, later: &mut Later) {
+pub(super) fn read_env_once(store: &mut Store, attaching: Option<&dyn Site>) {
     if store.env_read {
         return;
     }
     store.env_read = true;
     let (layer, errors) = env_layer(store, std::env::vars_os(), attaching);
     for error in errors {
-        later.push(move || tracing::error!(target: "resiliency::settings", %error, "an environment variable is ignored"));
+        crate::later::emit(
+            move || tracing::error!(target: "resiliency::settings", %error, "an environment variable is ignored"),
+        );
     }
     store.layers[ENV] = layer;
-    warn_unmatched_env(store, attaching, later);
+    warn_unmatched_env(store, attaching);
 }
 
 /// Warns, once per override, of the environment's and the file's overrides for a named site that
 /// no live site (nor `attaching`) takes, but whose name is one or two letters off a live site's:
 /// most likely a misspelt name. Others may name a site not set up yet (a site is set up by its
 /// first call): they are logged at debug, and [`unmatched`] lists them.
-pub(super) fn warn_unmatched_env(
-    store: &mut Store,
-    attaching: Option<&dyn Site>,
-    later: &mut Later,
-) {
+pub(super) fn warn_unmatched_env(store: &mut Store, attaching: Option<&dyn Site>) {
     let mut unmatched = Vec::new();
     for layer in [FILE, ENV] {
         for ((policy, site, _), (_, source)) in &store.layers[layer].entries {
@@ -77,7 +75,7 @@ pub(super) fn warn_unmatched_env(
         match (near, layer) {
             (Some(near), ENV) => {
                 store.warned.insert(what.clone());
-                later.push(move || {
+                crate::later::emit(move || {
                     tracing::warn!(
                         target: "resiliency::settings",
                         variable = %what,
@@ -88,7 +86,7 @@ pub(super) fn warn_unmatched_env(
             }
             (Some(near), _) => {
                 store.warned.insert(what.clone());
-                later.push(move || {
+                crate::later::emit(move || {
                     tracing::warn!(
                         target: "resiliency::settings",
                         site = %what,
@@ -97,14 +95,14 @@ pub(super) fn warn_unmatched_env(
                     )
                 });
             }
-            (None, ENV) if store.noted.insert(what.clone()) => later.push(move || {
+            (None, ENV) if store.noted.insert(what.clone()) => crate::later::emit(move || {
                 tracing::debug!(
                     target: "resiliency::settings",
                     variable = %what,
                     "an environment variable names no site set up so far (a site is set up by its first call; `settings::unmatched` lists the overrides no site has taken)"
                 )
             }),
-            (None, _) if store.noted.insert(what.clone()) => later.push(move || {
+            (None, _) if store.noted.insert(what.clone()) => crate::later::emit(move || {
                 tracing::debug!(
                     target: "resiliency::settings",
                     site = %what,

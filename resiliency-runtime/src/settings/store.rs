@@ -76,30 +76,14 @@ impl Store {
     };
 }
 
-/// Events to emit once the store's lock is released: a subscriber may reach the store (a site's
-/// first call) while it handles them.
-#[derive(Default)]
-pub(super) struct Later(Vec<Box<dyn FnOnce() + Send>>);
-
-impl Later {
-    pub(super) fn push(&mut self, event: impl FnOnce() + Send + 'static) {
-        self.0.push(Box::new(event));
-    }
-}
-
-/// Runs `f` with the store locked, then emits the events it left in `Later` (held back further
-/// while a registry is locked: [`crate::later`]).
-pub(super) fn locked<R>(f: impl FnOnce(&mut Store, &mut Later) -> R) -> R {
-    let mut later = Later::default();
-    let result = crate::later::hold(|| {
+/// Runs `f` with the store locked. The events it emits ([`crate::later::emit`]) wait until the
+/// lock is released (and any registry's lock a site's set-up holds): a subscriber may reach the
+/// store (a site's first call) while it handles them.
+pub(super) fn locked<R>(f: impl FnOnce(&mut Store) -> R) -> R {
+    crate::later::hold(|| {
         let mut store = STORE.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut store, &mut later)
-    });
-    for event in later.0 {
-        // After the outermost registry's lock too, when a site is being set up.
-        crate::later::emit(event);
-    }
-    result
+        f(&mut store)
+    })
 }
 
 impl Store {
@@ -182,7 +166,7 @@ pub(super) fn same_all(a: &[Given], b: &[Given]) -> bool {
 /// Puts the store's layers, changed already, in force at the live sites `reached` whose
 /// overrides they change, after checking every one of them. Refused, with nothing applied, when
 /// a rule breaks at one of them: the caller puts the layers back.
-fn commit(store: &mut Store, reached: &[usize], later: &mut Later) -> Result<(), SettingsError> {
+fn commit(store: &mut Store, reached: &[usize]) -> Result<(), SettingsError> {
     let mut errors = Vec::new();
     let mut changed = Vec::new();
     for &i in reached {
@@ -212,16 +196,18 @@ fn commit(store: &mut Store, reached: &[usize], later: &mut Later) -> Result<(),
                 attached.site.policy().name(),
                 attached.site.name().to_owned(),
             );
-            later.push(move || tracing::error!(target: "resiliency::settings", policy, name, ?faults, "a checked change failed"));
+            crate::later::emit(
+                move || tracing::error!(target: "resiliency::settings", policy, name, ?faults, "a checked change failed"),
+            );
         }
         attached.applied = overrides;
     }
     if sites > 0 {
-        later.push(
+        crate::later::emit(
             move || tracing::info!(target: "resiliency::settings", sites, "settings changed"),
         );
     } else {
-        later.push(
+        crate::later::emit(
             || tracing::debug!(target: "resiliency::settings", "settings changed at no live site"),
         );
     }
@@ -257,8 +243,8 @@ pub fn set(
     value: impl Into<Value>,
 ) -> Result<(), SettingsError> {
     let value = value.into();
-    locked(|store, later| {
-        read_env_once(store, None, later);
+    locked(|store| {
+        read_env_once(store, None);
         let name = checked(policy, site, setting, Some(&value), &Source::Code)
             .map_err(|e| SettingsError::new(vec![e]))?;
         let key = (policy, site.to_owned(), name);
@@ -266,7 +252,7 @@ pub fn set(
             .entries
             .insert(key.clone(), (value, Source::Code));
         let reached = store.reached(CODE, policy, site);
-        commit(store, &reached, later).inspect_err(|_| put_back(store, CODE, key, old))
+        commit(store, &reached).inspect_err(|_| put_back(store, CODE, key, old))
     })
 }
 
@@ -274,7 +260,7 @@ pub fn set(
 /// environment's or the attribute's value applies again. Refused, with nothing changed, should
 /// the value that applies then break a rule at a live site.
 pub fn unset(policy: Policy, site: &str, setting: &str) -> Result<(), SettingsError> {
-    locked(|store, later| {
+    locked(|store| {
         let name = checked(policy, site, setting, None, &Source::Code)
             .map_err(|e| SettingsError::new(vec![e]))?;
         let key = (policy, site.to_owned(), name);
@@ -282,21 +268,16 @@ pub fn unset(policy: Policy, site: &str, setting: &str) -> Result<(), SettingsEr
             return Ok(());
         };
         let reached = store.reached(CODE, policy, site);
-        commit(store, &reached, later).inspect_err(|_| put_back(store, CODE, key, Some(old)))
+        commit(store, &reached).inspect_err(|_| put_back(store, CODE, key, Some(old)))
     })
 }
 
 /// Makes `layer` the store's layer `index` and puts it in force at every live site it changes;
 /// refused, the previous layer stays.
-fn replace_layer(
-    store: &mut Store,
-    index: usize,
-    layer: Layer,
-    later: &mut Later,
-) -> Result<(), SettingsError> {
+fn replace_layer(store: &mut Store, index: usize, layer: Layer) -> Result<(), SettingsError> {
     let old = std::mem::replace(&mut store.layers[index], layer);
     let reached: Vec<usize> = (0..store.sites.len()).collect();
-    commit(store, &reached, later).inspect_err(|_| store.layers[index] = old)
+    commit(store, &reached).inspect_err(|_| store.layers[index] = old)
 }
 
 /// Makes `overrides` the file layer, in place of the previous one; `path` names the file in
@@ -330,11 +311,11 @@ pub fn load(path: &str, overrides: &Overrides) -> Result<(), SettingsError> {
     if !errors.is_empty() {
         return Err(SettingsError::new(errors));
     }
-    locked(|store, later| {
-        read_env_once(store, None, later);
-        replace_layer(store, FILE, layer, later)?;
+    locked(|store| {
+        read_env_once(store, None);
+        replace_layer(store, FILE, layer)?;
         // A site one or two letters off a live site's name: most likely misspelt.
-        warn_unmatched_env(store, None, later);
+        warn_unmatched_env(store, None);
         Ok(())
     })
 }
@@ -347,14 +328,14 @@ pub fn load(path: &str, overrides: &Overrides) -> Result<(), SettingsError> {
 /// Variables for a named site that no live site takes are warned about (`tracing`, level warn,
 /// target `resiliency::settings`), once each.
 pub fn load_env() -> Result<(), SettingsError> {
-    locked(|store, later| {
+    locked(|store| {
         let (layer, errors) = env_layer(store, std::env::vars_os(), None);
         if !errors.is_empty() {
             return Err(SettingsError::new(errors));
         }
-        replace_layer(store, ENV, layer, later)?;
+        replace_layer(store, ENV, layer)?;
         store.env_read = true;
-        warn_unmatched_env(store, None, later);
+        warn_unmatched_env(store, None);
         Ok(())
     })
 }
@@ -365,7 +346,7 @@ pub fn load_env() -> Result<(), SettingsError> {
 /// value is `None` where the built-in default applies. `None` when no such site has been set up:
 /// a `#[breaker]`, `#[too_busy]` or `#[race_retry]` site is set up by its first call.
 pub fn effective(policy: Policy, site: &str) -> Option<InForce> {
-    locked(|store, _| {
+    locked(|store| {
         let i = *store.by_name.get(&(policy, site.to_owned()))?.first()?;
         let attached = &store.sites[i];
         Some(InForce(attached.site.in_force(&attached.applied)))
@@ -376,7 +357,7 @@ pub fn effective(policy: Policy, site: &str) -> Option<InForce> {
 /// the setting and its source. A site is set up by its first call, so before then its overrides
 /// are listed here too; after a warm-up, what is left is most likely a misspelt name.
 pub fn unmatched() -> Vec<(Policy, String, &'static str, Source)> {
-    locked(|store, _| {
+    locked(|store| {
         let mut out = Vec::new();
         for (layer, overrides) in store.layers.iter().enumerate() {
             for ((policy, site, setting), (_, source)) in &overrides.entries {
@@ -391,7 +372,7 @@ pub fn unmatched() -> Vec<(Policy, String, &'static str, Source)> {
 
 /// The live sites: each policy and name, in the order they were set up.
 pub fn sites() -> Vec<(Policy, String)> {
-    locked(|store, _| {
+    locked(|store| {
         store
             .sites
             .iter()
@@ -405,13 +386,13 @@ pub fn sites() -> Vec<(Policy, String)> {
 /// here is logged and left out, the attribute's value standing in.
 pub(crate) fn attach<O: Options, T: Target<O>>(attribute: O, target: T) {
     let site: Arc<dyn Site> = Arc::new(Live { attribute, target });
-    locked(|store, later| {
-        read_env_once(store, Some(&*site), later);
+    locked(|store| {
+        read_env_once(store, Some(&*site));
         // A variable one or two letters off this site's name: most likely misspelt.
-        warn_unmatched_env(store, Some(&*site), later);
+        warn_unmatched_env(store, Some(&*site));
         let mut overrides = overrides_for(&store.layers, site.policy(), site.name());
         let mut left_out = Vec::new();
-        let mut leave_out = |entry: Given, message: String, later: &mut Later| {
+        let mut leave_out = |entry: Given, message: String| {
             let error = SettingError::new(
                 site.policy(),
                 site.name(),
@@ -419,14 +400,18 @@ pub(crate) fn attach<O: Options, T: Target<O>>(attribute: O, target: T) {
                 entry.2.clone(),
                 message,
             );
-            later.push(move || tracing::error!(target: "resiliency::settings", %error, "an override is left out"));
+            crate::later::emit(
+                move || tracing::error!(target: "resiliency::settings", %error, "an override is left out"),
+            );
             left_out.push(entry);
         };
         while let Err(faults) = site.configure(&refs(&overrides), true) {
             if overrides.is_empty() {
                 // The attribute's options were checked by `usable`: cannot happen.
                 let (policy, name) = (site.policy().name(), site.name().to_owned());
-                later.push(move || tracing::error!(target: "resiliency::settings", policy, name, ?faults, "a site's own options failed"));
+                crate::later::emit(
+                    move || tracing::error!(target: "resiliency::settings", policy, name, ?faults, "a site's own options failed"),
+                );
                 break;
             }
             let before = overrides.len();
@@ -444,14 +429,14 @@ pub(crate) fn attach<O: Options, T: Target<O>>(attribute: O, target: T) {
                             fault.setting, fault.message
                         )
                     };
-                    leave_out(entry, message, later);
+                    leave_out(entry, message);
                 }
             }
             if overrides.len() == before {
                 // The fault lies with settings no override gives: leave every override out.
                 for entry in overrides.drain(..) {
                     let message = "left out with the other overrides of this site, which together break a rule";
-                    leave_out(entry, message.to_owned(), later);
+                    leave_out(entry, message.to_owned());
                 }
             }
         }
