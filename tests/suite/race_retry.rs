@@ -23,7 +23,7 @@ use resiliency::race_retry::{observe, Attempt, Outcome, RaceRetryStats};
 use resiliency::{race_retry, Rejected};
 use tokio::time::{sleep, Instant};
 
-mod support;
+use crate::support;
 use support::{block_on_without_tokio, ms, BoxError, RaceError as Error, YieldOnce};
 
 /// `retry_if` as a path: every error but `Fatal` is worth another attempt.
@@ -215,7 +215,7 @@ async fn attempts_start_staggered_by_after() {
     assert_eq!(probe.live(), 0);
 
     assert!(
-        race_retry::names().contains(&"race_retry::staggered"),
+        race_retry::names().contains(&"suite::race_retry::staggered"),
         "{:?}",
         race_retry::names()
     );
@@ -279,10 +279,10 @@ async fn the_total_deadline_ends_the_call_and_drops_every_attempt() {
     let rejected = error.rejected();
     assert!(rejected.is_deadline(), "{rejected}");
     assert!(!rejected.is_timeout(), "{rejected}");
-    assert_eq!(rejected.name(), "race_retry::hangs");
+    assert_eq!(rejected.name(), "suite::race_retry::hangs");
     let message = rejected.to_string();
     assert!(
-        message.contains("race_retry::hangs") && message.contains("3 attempts"),
+        message.contains("suite::race_retry::hangs") && message.contains("3 attempts"),
         "{message}"
     );
     assert_eq!(probe.starts(), [ms(0), ms(150), ms(300)]);
@@ -1035,7 +1035,7 @@ async fn a_method_with_self_and_borrowed_args() {
     assert_eq!(start.elapsed(), ms(170));
     assert_eq!(directory.hits.load(SeqCst), 2);
     assert_eq!(
-        race_retry::stats("race_retry::Directory::lookup")
+        race_retry::stats("suite::race_retry::Directory::lookup")
             .unwrap_or_else(|| panic!("{:?}", race_retry::names()))
             .won_by_extra,
         1
@@ -1335,7 +1335,7 @@ async fn race_above_breaker_guards_each_attempt() {
     assert!(error.rejected().is_circuit_open(), "{error:?}");
     assert_eq!(probe.elapsed(), ms(20));
     assert_eq!(probe.starts(), [ms(0), ms(10)], "attempt 3 never ran");
-    let breaker = breaker::get("race_retry::per_attempt")
+    let breaker = breaker::get("suite::race_retry::per_attempt")
         .unwrap_or_else(|| panic!("breakers: {:?}", breaker::names()));
     assert_eq!(breaker.state(), State::Open);
 }
@@ -1349,7 +1349,7 @@ async fn breaker_above_race_counts_one_outcome_per_call() {
     let probe = Probe::new(&[Fail(10), Fail(10), Answer(10)]);
     assert_eq!(around_race(&probe).await.unwrap(), 3);
     assert_eq!(probe.elapsed(), ms(30));
-    let breaker = breaker::get("race_retry::around_race")
+    let breaker = breaker::get("suite::race_retry::around_race")
         .unwrap_or_else(|| panic!("breakers: {:?}", breaker::names()));
     assert_eq!(breaker.state(), State::Closed);
 

@@ -9,7 +9,7 @@ use resiliency::ConfigError;
 use resiliency::{Breaker, BreakerBuilder, Rejected, RejectedKind};
 use tokio::time::sleep;
 
-mod support;
+use crate::support;
 use support::{ms, secs, BoxError};
 
 async fn fail(b: &Breaker) -> Result<(), BoxError> {

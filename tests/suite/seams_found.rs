@@ -3,7 +3,7 @@
 //! and the breaker's epochs, deadlines and retries, hints and `reset`, settings changed while
 //! calls are in flight or keys are held). `tests/README.md` lists every pair and its tests.
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! breaker's `timeout`, a race's `total` and `each`, nested guards, the builders and the tower
 //! layers; put back after each poll, a panic and a dropped call; nothing outside a guard.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 
 use resiliency::breaker::{self, State};
 
-mod support;
+use crate::support;
 use support::BoxError;
 
 fn outcome(fail: bool) -> Result<(), BoxError> {
@@ -60,8 +60,10 @@ async fn same_named_methods_of_two_types_get_two_breakers() {
         Beta.get(false).await.is_ok(),
         "Beta::get has its own breaker"
     );
-    let alpha = breaker::get("breaker_names::Alpha::get").expect("named after the method's path");
-    let beta = breaker::get("breaker_names::Beta::get").expect("named after the method's path");
+    let alpha =
+        breaker::get("suite::breaker_names::Alpha::get").expect("named after the method's path");
+    let beta =
+        breaker::get("suite::breaker_names::Beta::get").expect("named after the method's path");
     assert_eq!(alpha.state(), State::Open);
     assert_eq!(beta.state(), State::Closed);
 }
@@ -72,9 +74,9 @@ async fn free_fns_trait_impls_and_instrumented_fns_are_named_after_their_path() 
     Alpha.load(false).await.unwrap();
     instrumented(false).await.unwrap();
     for name in [
-        "breaker_names::free",
-        "<breaker_names::Alpha as breaker_names::Store>::load",
-        "breaker_names::instrumented",
+        "suite::breaker_names::free",
+        "<suite::breaker_names::Alpha as suite::breaker_names::Store>::load",
+        "suite::breaker_names::instrumented",
     ] {
         assert!(
             breaker::get(name).is_some(),

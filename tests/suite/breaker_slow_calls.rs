@@ -11,7 +11,7 @@ use resiliency::settings::{self, Policy};
 use resiliency::{breaker, Breaker};
 use tokio::time::sleep;
 
-mod support;
+use crate::support;
 use support::{ms, rejected, serial, BoxError};
 
 #[breaker(

@@ -18,29 +18,29 @@
 //!
 //! Every other shape that must compile and run is an ordinary test, `tests/shapes_*.rs`.
 //!
-//! Regenerate the messages with `TRYBUILD=overwrite cargo test --all-features --test ui`, then
+//! Regenerate the messages with `TRYBUILD=overwrite cargo test --all-features -p resiliency-compile-tests --test ui`, then
 //! read the diff.
 
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
     for attribute in ["breaker", "race_retry", "too_busy"] {
-        t.pass(format!("tests/ui/{attribute}/pass/*.rs"));
+        t.pass(format!("{attribute}/pass/*.rs"));
     }
     for attribute in ["common", "fallback", "breaker", "race_retry", "too_busy"] {
-        t.compile_fail(format!("tests/ui/{attribute}/fail/*.rs"));
+        t.compile_fail(format!("{attribute}/fail/*.rs"));
     }
     if cfg!(feature = "axum") {
-        t.compile_fail("tests/ui/axum/fail/*.rs");
+        t.compile_fail("axum/fail/*.rs");
     }
     if cfg!(feature = "tower") {
-        t.compile_fail("tests/ui/tower/fail/*.rs");
+        t.compile_fail("tower/fail/*.rs");
     }
     // The compiler lists the types that implement `RetryHint`, which the features add to.
     if cfg!(all(
         feature = "anyhow",
         any(feature = "tower", feature = "axum")
     )) {
-        t.compile_fail("tests/ui/retry_hint/fail/*.rs");
+        t.compile_fail("retry_hint/fail/*.rs");
     }
 }

@@ -1,7 +1,7 @@
 //! `resiliency::tower::RaceRetryLayer` over `tower::service_fn`, under a paused clock.
 #![cfg(feature = "tower")]
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use resiliency::{breaker, race_retry, too_busy, Rejected};
 use tokio::time::{sleep, Instant};
 
-mod support;
+use crate::support;
 use support::{rejected, BoxError, Captured};
 
 const THRESHOLD: u32 = 2;

@@ -1,7 +1,7 @@
 //! Finding the `Rejected` inside an error: through a box, through `anyhow::Error` made each usual
 //! way, in a source chain that loops; and which `#[too_busy]` signal refused.
 
-mod support;
+use crate::support;
 
 use std::error::Error;
 use std::fmt;

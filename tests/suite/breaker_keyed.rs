@@ -8,7 +8,7 @@ use resiliency::breaker::{self, State};
 use resiliency::RejectedKind;
 use tokio::time::{sleep, Instant};
 
-mod support;
+use crate::support;
 use support::{ms, rejected, secs, BoxError};
 
 fn family(name: &str) -> std::sync::Arc<resiliency::KeyedBreaker> {

@@ -2,7 +2,7 @@
 //! the first attempt, 1 for the first retry), and `race_retry::numbered` gives it to a closure
 //! for `RaceRetry::run`, so that a retry can go to another replica.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::Mutex;

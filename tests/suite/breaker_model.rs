@@ -29,7 +29,7 @@ use proptest::test_runner::{Config, TestCaseError};
 use resiliency::breaker::{self, State};
 use resiliency::{Breaker, Rejected, RejectedKind};
 
-mod support;
+use crate::support;
 
 // ---------------------------------------------------------------------------------------------
 // Options and operations

@@ -4,7 +4,7 @@
 //! call's own counts untouched; a fallback that panics or is dropped. Bad uses are in
 //! `tests/ui/*/fail/fallback_*.rs`.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::Arc;

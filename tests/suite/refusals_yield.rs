@@ -3,7 +3,7 @@
 //! other tasks on the same runtime keep running. Each test bounds its wait from a thread outside
 //! the runtime, so that a loop that never yields fails the test rather than hanging it.
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

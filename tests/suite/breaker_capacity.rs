@@ -2,7 +2,7 @@
 //! `#[breaker(capacity = c, timeout = t)]` spends a share `1 - c` of its time inside calls (each
 //! runs into `timeout`) and is free the other share `c`.
 //!
-//! Run with `cargo test --test breaker_capacity -- --nocapture` to see the table.
+//! Run with `cargo test --test suite breaker_capacity:: -- --nocapture` to see the table.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +13,7 @@ use resiliency::breaker::{self, capacity_error_timeout, State};
 use resiliency::{Rejected, RejectedKind};
 use tokio::time::{sleep, Instant};
 
-mod support;
+use crate::support;
 use support::BoxError;
 
 /// The timeout every capacity breaker below uses.

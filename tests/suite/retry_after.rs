@@ -3,7 +3,7 @@
 //! race's next attempt (never past `total`); the attributes read the hint of any error type that
 //! implements the trait, with nothing to write; the `tower` breaker reads `Retry-After` headers.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::Duration;

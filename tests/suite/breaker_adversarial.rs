@@ -16,7 +16,7 @@ use std::time::Duration;
 use resiliency::breaker::State;
 use resiliency::{Breaker, Rejected};
 
-mod support;
+use crate::support;
 
 #[derive(Debug)]
 enum AppError {

@@ -4,7 +4,7 @@
 //! settings changed live, and the guarantees (panicking bodies, cancelled calls, a subscriber
 //! that panics as a window closes, a runtime without a time driver).
 
-mod support;
+use crate::support;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::SeqCst};

@@ -3,7 +3,7 @@
 //! arguments, `return` and `?` in the body, one breaker shared with an async fn by name, the
 //! `max_in_flight` slots, run-time settings.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Barrier};
 use std::thread;

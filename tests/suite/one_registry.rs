@@ -4,7 +4,7 @@
 //! differ are an error for a layer and a logged settings error for an attribute, never silent.
 #![cfg(feature = "tower")]
 
-mod support;
+use crate::support;
 
 use std::future::pending;
 

@@ -5,7 +5,7 @@
 //! host; the full message goes to a `tracing` event, and into the body only when asked for.
 #![cfg(feature = "axum")]
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -176,9 +176,9 @@ async fn refusals_through_an_anyhow_app_error_are_503_and_504_and_name_nothing()
     // The full messages went to tracing.
     let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     for needle in [
-        "`http_refusals::busy` is too busy",
+        "`suite::http_refusals::busy` is too busy",
         "circuit breaker `upstream.payments` for key `10.1.2.3` is open",
-        "`http_refusals::lookup_user` found no answer within its deadline",
+        "`suite::http_refusals::lookup_user` found no answer within its deadline",
     ] {
         assert!(
             log.lines()

@@ -1,7 +1,7 @@
 //! `resiliency::tower::BreakerLayer` over `tower::service_fn`, under a paused clock.
 #![cfg(feature = "tower")]
 
-mod support;
+use crate::support;
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

@@ -58,7 +58,7 @@ struct Block {
 }
 
 fn readme() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
     std::fs::read_to_string(path).expect("README.md is readable")
 }
 

@@ -15,7 +15,7 @@ use resiliency::settings::{self, Policy};
 use resiliency::{breaker, RejectedKind};
 use tokio::time::sleep;
 
-mod support;
+use crate::support;
 use support::{ms, poll_once, rejected, serial, BoxError};
 
 #[breaker(name = "closed::panics", error_threshold = 2, error_timeout = "10s")]

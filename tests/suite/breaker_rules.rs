@@ -11,7 +11,7 @@ use resiliency::breaker::{self, State};
 use resiliency::{Rejected, RejectedKind};
 use tokio::time::{sleep, Instant};
 
-mod support;
+use crate::support;
 use support::{ms, rejected, secs, BoxError};
 
 fn state(name: &str) -> State {

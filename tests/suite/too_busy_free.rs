@@ -11,7 +11,7 @@ use resiliency::settings::{self, Policy};
 use resiliency::{too_busy, Rejected, RejectedKind};
 use tokio::sync::oneshot;
 
-mod support;
+use crate::support;
 use support::{poll_once, serial};
 
 #[too_busy]
@@ -45,7 +45,7 @@ async fn held_open(release: oneshot::Receiver<()>) -> Result<u32, Rejected> {
 #[tokio::test]
 async fn a_setting_that_names_another_signal_takes_the_site_off_the_lag_only_path() {
     let _serial = serial();
-    let site = "too_busy_free::held_open";
+    let site = "suite::too_busy_free::held_open";
     let (tx, rx) = oneshot::channel();
     // The first call sets the site up.
     drop(tx);
