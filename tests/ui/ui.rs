@@ -1,4 +1,4 @@
-//! Compile tests for the attributes, one folder per attribute:
+//! Compile errors of the attributes (trybuild), one folder per attribute:
 //!
 //! - `ui/breaker/fail/`, `ui/race_retry/fail/`, `ui/too_busy/fail/`: bad input to that attribute,
 //!   which must fail with the message pinned in the `.stderr` beside each case;
@@ -12,21 +12,21 @@
 //!   `cargo test --all-features`;
 //! - `ui/tower/fail/`: type-level requirements of the `tower` layers (a request or a service the
 //!   race layer must clone), run when the `tower` feature is on;
-//! - `ui/<attribute>/pass/`: shapes that need a crate of their own: `crate = "crate::..."` names
-//!   a path from the crate root, and settings written as consts, paths and expressions name items
-//!   of the crate (`exprs.rs`, one per attribute).
 //!
-//! Every other shape that must compile and run is an ordinary test, `tests/shapes_*.rs`.
+//! The shapes that must compile and need a crate of their own (`crate = "crate::..."` names a
+//! path from the crate root; settings written as consts, paths and expressions name items of the
+//! crate) are tests of this package, `ui/<attribute>/pass/*.rs`, each its own crate; every other
+//! shape that must compile and run is a module of the `suite` test, `tests/suite/shapes_*.rs`.
+//! With no passing case, trybuild only checks its cases and their dependencies, and never builds
+//! them.
 //!
-//! Regenerate the messages with `TRYBUILD=overwrite cargo test --all-features -p resiliency-compile-tests --test ui`, then
-//! read the diff.
+//! Regenerate the messages with
+//! `TRYBUILD=overwrite cargo test --all-features -p resiliency-compile-tests --test ui`, then read
+//! the diff.
 
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
-    for attribute in ["breaker", "race_retry", "too_busy"] {
-        t.pass(format!("{attribute}/pass/*.rs"));
-    }
     for attribute in ["common", "fallback", "breaker", "race_retry", "too_busy"] {
         t.compile_fail(format!("{attribute}/fail/*.rs"));
     }
