@@ -247,8 +247,20 @@ fn type_span(ty: &Type) -> proc_macro2::Span {
     }
 }
 
-/// The attributes of this crate, by the last segment of their path.
-const RESILIENCY: &[&str] = &["breaker", "too_busy", "race_retry"];
+/// The names of the rows of `resiliency_rules::policies!` that follow, as a list.
+macro_rules! names {
+    ($(
+        $(#[doc = $doc:literal])*
+        $variant:ident: $name:ident, env $variable:literal,
+            options $options:ident { $($field:ident: $value:expr),* },
+            rules $rules:ident, table $table:ident;
+    )*) => {
+        &[$(stringify!($name)),*]
+    };
+}
+
+/// The attributes of this crate, by the last segment of their path: one per policy.
+const RESILIENCY: &[&str] = resiliency_rules::policies!(names! {});
 
 /// The argument a deferred attribute carries first (see [`defer`]).
 pub(crate) const DEFERRED: &str = "__deferred";

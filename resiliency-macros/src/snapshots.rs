@@ -35,13 +35,22 @@ fn expand_file(source: &str) -> String {
 
 type Expand = fn(TokenStream, TokenStream) -> TokenStream;
 
+/// Each policy's attribute and its expansion, from the rows of `resiliency_rules::policies!`
+/// that follow: `#[breaker]` expands with `crate::breaker::breaker`.
+macro_rules! attributes {
+    ($(
+        $(#[doc = $doc:literal])*
+        $variant:ident: $name:ident, env $variable:literal,
+            options $options:ident { $($field:ident: $value:expr),* },
+            rules $rules:ident, table $table:ident;
+    )*) => {
+        &[$((stringify!($name), crate::$name::$name as Expand)),*]
+    };
+}
+
 /// Takes the first known attribute off `attrs`, returning its expansion and arguments.
 fn take_attr(attrs: &mut Vec<syn::Attribute>) -> Option<(Expand, TokenStream)> {
-    let known: [(&str, Expand); 3] = [
-        ("breaker", crate::breaker::breaker),
-        ("too_busy", crate::too_busy::too_busy),
-        ("race_retry", crate::race_retry::race_retry),
-    ];
+    let known: &[(&str, Expand)] = resiliency_rules::policies!(attributes! {});
     let (position, expand) = attrs.iter().enumerate().find_map(|(i, a)| {
         known
             .iter()

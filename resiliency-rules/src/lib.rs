@@ -5,7 +5,9 @@
 //! Each policy's settings are declared in one table (`breaker_settings!`, `race_retry_settings!`,
 //! `too_busy_settings!`, hidden: see the `table` module's source), which every crate of the
 //! workspace reads: the options structs below, the attributes' arguments, the builders' methods,
-//! the settings by name and the docs' tables all come from it.
+//! the settings by name and the docs' tables all come from it. The list of policies is declared
+//! once too (`policies!`, hidden: see the `policies` module's source): each policy's names, its
+//! options struct, its rules and its table.
 //!
 //! For each policy, a plain struct holds the options as given ([`BreakerOptions`],
 //! [`RaceRetryOptions`], [`TooBusyOptions`]) and a function returns every [`Violation`] of its
@@ -37,6 +39,7 @@ use std::fmt;
 
 mod breaker;
 mod duration;
+mod policies;
 mod race_retry;
 mod table;
 mod too_busy;

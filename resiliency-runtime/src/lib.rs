@@ -35,6 +35,7 @@ mod later;
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
 mod named;
+mod options;
 pub mod race_retry;
 mod random;
 mod rejected;
@@ -48,6 +49,9 @@ pub mod tower;
 
 #[doc(hidden)]
 pub mod __private;
+
+#[cfg(test)]
+mod layers;
 
 pub use breaker::{Breaker, BreakerBuilder, KeyedBreaker};
 pub use config_error::ConfigError;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
 
-use crate::settings::{Options, Value};
+use crate::options::{Options, Value};
 use crate::ConfigError;
 
 /// Where a name's options come from.

@@ -83,7 +83,7 @@ pub struct BreakerBuilder {
     pub(super) options: BreakerOptions<'static>,
 }
 
-resiliency_rules::breaker_settings!(crate::settings::table::builder! {
+resiliency_rules::breaker_settings!(crate::options::table::builder! {
     BreakerBuilder.options for "breaker";
 });
 

@@ -187,13 +187,13 @@ mod disabled;
 mod events;
 pub mod future;
 mod keyed;
+#[cfg(feature = "tower")]
+pub(crate) mod layer;
 #[cfg(all(test, resiliency_loom))]
 mod loom;
 mod meter;
-mod registry;
-#[cfg(all(test, feature = "tower"))]
-pub(crate) use registry::read_lock as registry_read_lock;
 mod record;
+mod registry;
 mod settings;
 mod window;
 mod word;

@@ -13,8 +13,7 @@ use super::builder::{
 };
 use super::keyed::KeyedBreaker;
 use crate::named::{first_difference, Difference, Named, Origin};
-use crate::settings::table::ByName as _;
-use crate::settings::Value;
+use crate::options::{ByName as _, Value};
 
 /// What a name holds: leaked once per name, so that a registered breaker is never dropped and a
 /// `'static` reference to it costs its users no reference count.

@@ -9,7 +9,7 @@ use resiliency_rules::Violation;
 use super::breaker::Breaker;
 use super::builder::BreakerBuilder;
 use super::keyed::KeyedBreaker;
-use crate::settings::{Options, Policy, Target, Value};
+use crate::options::{Options, Policy, Target, Value};
 
 impl Options for BreakerBuilder {
     const POLICY: Policy = Policy::Breaker;

@@ -17,7 +17,7 @@ pub struct RaceRetryBuilder {
     pub(super) options: RaceRetryOptions<'static>,
 }
 
-resiliency_rules::race_retry_settings!(crate::settings::table::builder! {
+resiliency_rules::race_retry_settings!(crate::options::table::builder! {
     RaceRetryBuilder.options for "race_retry";
 });
 

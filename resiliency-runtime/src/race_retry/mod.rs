@@ -72,9 +72,13 @@
 
 mod attempts;
 mod backoff;
+// No `blocking.rs`, unlike the other policies: a race runs its attempts side by side as futures,
+// and a blocking fn gives none to race.
 mod budget;
 mod builder;
 mod latency;
+#[cfg(feature = "tower")]
+pub(crate) mod layer;
 mod make;
 mod meter;
 mod observe;
@@ -98,6 +102,3 @@ pub use resiliency_rules::{Backoff, Budget, MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 pub use stats::RaceRetryStats;
 
 pub mod future;
-
-#[cfg(feature = "tower")]
-pub(crate) use retryable::Retryable;

@@ -9,8 +9,7 @@ use super::builder::RaceRetryBuilder;
 use super::race_retry::RaceRetry;
 use super::stats::RaceRetryStats;
 use crate::named::{first_difference, Difference, Named, Origin};
-use crate::settings::table::ByName as _;
-use crate::settings::Value;
+use crate::options::{ByName as _, Value};
 use crate::ConfigError;
 
 static REGISTRY: Named<RaceRetry, RaceRetryBuilder> = Named::new(differ);

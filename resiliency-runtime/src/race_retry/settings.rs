@@ -8,7 +8,8 @@ use resiliency_rules::Violation;
 
 use super::builder::RaceRetryBuilder;
 use super::race_retry::{After, RaceRetry};
-use crate::settings::{self, Options, Policy, Target};
+use crate::options::{Options, Policy, Target};
+use crate::settings;
 
 impl Options for RaceRetryBuilder {
     const POLICY: Policy = Policy::RaceRetry;

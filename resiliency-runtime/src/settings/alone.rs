@@ -3,51 +3,15 @@
 //! every other setting at its default. The rules between settings are judged where a site's
 //! other settings are known.
 
-use resiliency_rules::{About, BreakerOptions, RaceRetryOptions, TooBusyOptions, Violation};
+use resiliency_rules::{About, Violation};
 
-use super::table::ByName;
 use super::{Policy, Value, ALL};
 
-resiliency_rules::breaker_settings!(super::table::by_name! {
-    BreakerOptions<'static> => "breaker";
-});
-resiliency_rules::race_retry_settings!(super::table::by_name! {
-    RaceRetryOptions<'static> => "race_retry";
-});
-resiliency_rules::too_busy_settings!(super::table::by_name! {
-    TooBusyOptions<'static> => "too_busy";
-});
-
-/// Whether `value` is one `setting` of `policy` takes, judged alone.
+/// Whether `value` is one `setting` of `policy` takes, judged alone: on the widest options a
+/// site of the policy may have (keyed or not, a breaker takes the keyed options, as a builder
+/// does).
 pub(super) fn judge(policy: Policy, setting: &'static str, value: &Value) -> Result<(), String> {
-    let violations = match policy {
-        Policy::Breaker => {
-            // Keyed or not: the keyed options are allowed, as a builder allows them.
-            let mut options = BreakerOptions {
-                name: Some(ALL),
-                key: true,
-                ..BreakerOptions::default()
-            };
-            options.set(setting, value)?;
-            resiliency_rules::breaker(&options)
-        }
-        Policy::RaceRetry => {
-            let mut options = RaceRetryOptions {
-                name: Some(ALL),
-                ..RaceRetryOptions::default()
-            };
-            options.set(setting, value)?;
-            resiliency_rules::race_retry(&options)
-        }
-        Policy::TooBusy => {
-            let mut options = TooBusyOptions {
-                name: Some(ALL),
-                ..TooBusyOptions::default()
-            };
-            options.set(setting, value)?;
-            resiliency_rules::too_busy(&options)
-        }
-    };
+    let violations = policy.violations_alone(ALL, setting, value)?;
     match violations.iter().find(|v| alone(v, setting)) {
         Some(violation) => Err(violation.message().to_owned()),
         None => Ok(()),
@@ -78,51 +42,5 @@ mod tests {
         assert_eq!(judge(Policy::Breaker, "capacity", &0.75.into()), Ok(()));
         assert_eq!(judge(Policy::RaceRetry, "after", &"10s".into()), Ok(()));
         assert_eq!(judge(Policy::Breaker, "max_keys", &10.into()), Ok(()));
-    }
-}
-
-/// The settings sit below the policies: nothing in `settings/` names a policy's module or the
-/// generated code's support (doc comments aside), so that a policy is added without touching them.
-#[cfg(test)]
-mod layers {
-    /// What code in `settings/` must not name: every module above it.
-    const ABOVE: &[&str] = &[
-        "crate::breaker",
-        "crate::Breaker",
-        "crate::too_busy",
-        "crate::race_retry",
-        "crate::tower",
-        "crate::metrics",
-        "crate::fallback",
-        "crate::http",
-        "crate::named",
-        "crate::__private",
-        "super::super::",
-    ];
-
-    #[test]
-    fn nothing_in_settings_names_a_policy() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/settings");
-        let mut files = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let text = std::fs::read_to_string(&path).unwrap();
-            files += 1;
-            for (n, line) in text.lines().enumerate() {
-                // Comments, and the quoted names above.
-                if line.trim_start().starts_with("//") || line.trim_start().starts_with('"') {
-                    continue;
-                }
-                for above in ABOVE {
-                    assert!(
-                        !line.contains(above),
-                        "{}:{}: `{above}` names a module above the settings: {line}",
-                        path.display(),
-                        n + 1
-                    );
-                }
-            }
-        }
-        assert!(files >= 10, "read {files} files of {dir}");
     }
 }

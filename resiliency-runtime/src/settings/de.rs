@@ -64,8 +64,10 @@ pub(super) fn overrides<V>(
     let mut out = Overrides::new();
     for (policy_name, sites) in tables {
         let Some(policy) = Policy::from_name(&policy_name) else {
+            let policies: Vec<_> = Policy::ALL.iter().map(|p| p.name()).collect();
             return Err(format!(
-                "`{policy_name}` is not a policy; the policies are breaker, race_retry, too_busy"
+                "`{policy_name}` is not a policy; the policies are {}",
+                policies.join(", ")
             ));
         };
         for (site, settings) in sites {

@@ -45,10 +45,15 @@ pub(crate) fn read(
                 .map(|r| (p, r))
         });
         let Some((policy, path)) = policy else {
+            let variables: Vec<_> = Policy::ALL.iter().map(|p| p.variable()).collect();
+            let (last, others) = variables.split_last().expect("there are policies");
             out.push(Err(SettingError::unknown(
                 source,
-                "not a setting: variables are RESILIENCY_<POLICY>__<SITE>__<SETTING> or \
-                 RESILIENCY_<POLICY>__<SETTING>, with BREAKER, RACE_RETRY or TOO_BUSY for <POLICY>",
+                format!(
+                    "not a setting: variables are RESILIENCY_<POLICY>__<SITE>__<SETTING> or \
+                     RESILIENCY_<POLICY>__<SETTING>, with {} or {last} for <POLICY>",
+                    others.join(", ")
+                ),
             )));
             continue;
         };

@@ -142,8 +142,6 @@ mod env_store;
 mod error;
 mod site;
 mod store;
-pub(crate) mod table;
-mod value;
 
 #[cfg(feature = "serde")]
 mod de;
@@ -153,79 +151,19 @@ mod toml_file;
 use std::fmt;
 use std::sync::Arc;
 
+pub use crate::options::{Policy, Value};
 pub use effective::{Effective, InForce};
 pub use error::{SettingError, SettingsError};
 pub use store::{effective, load, load_env, set, sites, unmatched, unset};
-pub use value::Value;
 
 #[cfg(feature = "toml")]
 pub use toml_file::load_toml;
 
-pub(crate) use site::{usable, Options, Target};
+pub(crate) use site::usable;
 pub(crate) use store::attach;
 
 /// The site name that stands for every site of a policy.
 pub const ALL: &str = "*";
-
-/// A kind of policy, as settings name it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Policy {
-    /// `#[breaker]` and the breakers registered from code.
-    Breaker,
-    /// `#[race_retry]`.
-    RaceRetry,
-    /// `#[too_busy]`.
-    TooBusy,
-}
-
-impl Policy {
-    /// Every policy.
-    pub const ALL: [Policy; 3] = [Policy::Breaker, Policy::RaceRetry, Policy::TooBusy];
-
-    /// The policy's name as files and messages write it: `breaker`, `race_retry`, `too_busy`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Breaker => "breaker",
-            Policy::RaceRetry => "race_retry",
-            Policy::TooBusy => "too_busy",
-        }
-    }
-
-    /// The policy by its name (`breaker`, `race_retry`, `too_busy`).
-    pub fn from_name(name: &str) -> Option<Policy> {
-        Policy::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    /// The settings a site of this policy takes: the attribute's arguments, but for the ones that
-    /// are code (`name`, `key`, `count_if`, `retry_if`, `crate`).
-    pub fn settings(self) -> &'static [&'static str] {
-        match self {
-            Policy::Breaker => resiliency_rules::BreakerOptions::SETTINGS,
-            Policy::RaceRetry => resiliency_rules::RaceRetryOptions::SETTINGS,
-            Policy::TooBusy => resiliency_rules::TooBusyOptions::SETTINGS,
-        }
-    }
-
-    /// The setting called `name`, as a `'static` name.
-    pub(crate) fn setting(self, name: &str) -> Option<&'static str> {
-        self.settings().iter().copied().find(|s| *s == name)
-    }
-
-    /// The env-variable spelling: `BREAKER`, `RACE_RETRY`, `TOO_BUSY`.
-    pub(crate) fn variable(self) -> &'static str {
-        match self {
-            Policy::Breaker => "BREAKER",
-            Policy::RaceRetry => "RACE_RETRY",
-            Policy::TooBusy => "TOO_BUSY",
-        }
-    }
-}
-
-impl fmt::Display for Policy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Where a setting's value comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]

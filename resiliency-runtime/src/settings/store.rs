@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use super::blame::{blame, checked};
 use super::env_store::{env_layer, read_env_once, warn_unmatched_env};
-use super::site::{Given, Live, Options, Site, Target};
+use super::site::{Given, Live, Site};
+use crate::options::{Options, Target};
 
 use super::{env, InForce, Overrides, Policy, SettingError, SettingsError, Source, Value, ALL};
 

@@ -18,7 +18,7 @@ pub struct TooBusyBuilder {
     pub(super) options: TooBusyOptions<'static>,
 }
 
-resiliency_rules::too_busy_settings!(crate::settings::table::builder! {
+resiliency_rules::too_busy_settings!(crate::options::table::builder! {
     TooBusyBuilder.options for "too_busy";
 });
 

@@ -143,6 +143,8 @@ mod builder;
 mod episode;
 pub mod future;
 mod in_flight;
+#[cfg(feature = "tower")]
+pub(crate) mod layer;
 #[cfg(all(test, resiliency_loom))]
 mod loom;
 mod meter;

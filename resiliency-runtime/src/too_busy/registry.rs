@@ -11,8 +11,7 @@ use resiliency_rules::{DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN}
 use super::builder::TooBusyBuilder;
 use super::too_busy::TooBusy;
 use crate::named::{first_difference, Difference, Named, Origin};
-use crate::settings::table::ByName as _;
-use crate::settings::Value;
+use crate::options::{ByName as _, Value};
 use crate::ConfigError;
 
 static REGISTRY: Named<TooBusy, TooBusyBuilder> = Named::new(differ);

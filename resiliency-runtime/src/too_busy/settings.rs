@@ -6,7 +6,8 @@ use resiliency_rules::Violation;
 
 use super::builder::TooBusyBuilder;
 use super::too_busy::TooBusy;
-use crate::settings::{self, Options, Policy, Target};
+use crate::options::{Options, Policy, Target};
+use crate::settings;
 
 impl Options for TooBusyBuilder {
     const POLICY: Policy = Policy::TooBusy;

@@ -73,7 +73,7 @@ pub fn server_errors<B, Err>(outcome: &Result<http::Response<B>, Err>) -> bool {
 
 /// A closure that classifies outcomes ([`BreakerLayer::failure_if`]): true is a failure.
 #[derive(Copy, Clone)]
-pub struct FailureIf<F>(pub(super) F);
+pub struct FailureIf<F>(pub(crate) F);
 
 impl<F> fmt::Debug for FailureIf<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -235,27 +235,24 @@
 //!   and the classifier; no future is boxed, no lock taken. A race's attempt after the first is
 //!   boxed by the engine, as for `#[race_retry]`.
 
-mod breaker;
 mod classify;
-mod race_retry;
-mod too_busy;
 
 /// The error of every layer's service: a [`Rejected`](crate::Rejected) when the policy refused
 /// the request, else the inner service's error, boxed as it is (tower's `BoxError`).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-pub use breaker::{BreakerLayer, BreakerService, KeyBy, PerKey, Unkeyed};
-pub use classify::{server_errors, AnyError, Classify, FailureIf, ServerErrors};
-pub use race_retry::{
+pub use crate::breaker::layer::{BreakerLayer, BreakerService, KeyBy, PerKey, Unkeyed};
+pub use crate::race_retry::layer::{
     AttemptRequest, AttemptService, RaceRetryLayer, RaceRetryService, RetryIf, RetryWith,
 };
-pub use too_busy::{TooBusyLayer, TooBusyService};
+pub use crate::too_busy::layer::{TooBusyLayer, TooBusyService};
+pub use classify::{server_errors, AnyError, Classify, FailureIf, ServerErrors};
 
 /// The response futures of the layers' services. Code rarely spells them out.
 pub mod future {
-    pub use super::breaker::BreakerFuture;
-    pub use super::race_retry::RaceFuture;
-    pub use super::too_busy::TooBusyFuture;
+    pub use crate::breaker::layer::BreakerFuture;
+    pub use crate::race_retry::layer::RaceFuture;
+    pub use crate::too_busy::layer::TooBusyFuture;
 }
 
 /// The authority a request is for, without any credentials: its URI's (`host:port` as written,

@@ -10,11 +10,11 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::BoxError;
+use super::future::{Always, Race};
+use super::retryable::Retryable;
+use super::{MakeAttempt, RaceRetry, RaceRetryBuilder};
 use crate::fallback::Failure;
-use crate::race_retry::future::{Always, Race};
-use crate::race_retry::{MakeAttempt, Retryable};
-use crate::race_retry::{RaceRetry, RaceRetryBuilder};
+use crate::tower::BoxError;
 use crate::ConfigError;
 
 /// Each attempt's own copy of the request: implemented by every `Clone` type. It exists for the

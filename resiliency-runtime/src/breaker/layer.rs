@@ -11,12 +11,11 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::classify::{AnyError, Classify, FailureIf, ServerErrors};
-use super::BoxError;
-use crate::breaker::future::BreakerCall;
-use crate::breaker::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
+use super::future::BreakerCall;
+use super::{Breaker, BreakerBuilder, BreakerKey, KeyedBreaker};
 use crate::fallback::Failure;
 use crate::named::Origin;
+use crate::tower::{AnyError, BoxError, Classify, FailureIf, ServerErrors};
 use crate::{ConfigError, Rejected};
 
 /// The layer's breaker is one for every request (the default).
@@ -142,7 +141,7 @@ impl<C, K> BreakerLayer<C, K> {
         }
     }
 
-    /// One breaker per key: `f` keys each request (by host, say: [`authority_of`](super::authority_of)),
+    /// One breaker per key: `f` keys each request (by host, say: [`authority_of`](crate::tower::authority_of)),
     /// and the breakers are a keyed family of the layer's name
     /// ([`breaker::get_keyed`](crate::breaker::get_keyed)) with the layer's options, created on
     /// first use and evicted when idle.
@@ -467,7 +466,7 @@ mod tests {
         let _ = single.layer(());
         drop(keyed.layer(()));
         let (done, wrapped) = mpsc::channel();
-        let registry = crate::breaker::registry_read_lock();
+        let registry = crate::breaker::registry::read_lock();
         let wrapping = std::thread::spawn(move || {
             for _ in 0..1_000 {
                 let _ = single.layer(());

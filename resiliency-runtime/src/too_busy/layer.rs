@@ -9,9 +9,9 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::BoxError;
-use crate::too_busy::future::TooBusyCall;
-use crate::too_busy::{TooBusy, TooBusyBuilder};
+use super::future::TooBusyCall;
+use super::{TooBusy, TooBusyBuilder};
+use crate::tower::BoxError;
 use crate::{ConfigError, Rejected};
 
 /// A [`Layer`] that sheds load at a service's entry with the [`TooBusy`] guard registered under

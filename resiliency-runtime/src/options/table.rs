@@ -20,7 +20,7 @@ macro_rules! builder {
                 $(#[doc = $doc])*
                 #[doc = ""]
                 #[doc = concat!("Default: ", $default, ".")]
-                pub fn $setting(mut self, value: $crate::settings::table::param!($kind, $ty)) -> Self {
+                pub fn $setting(mut self, value: $crate::options::table::param!($kind, $ty)) -> Self {
                     self.$options.$setting = Some(value.into());
                     self
                 }
@@ -28,45 +28,45 @@ macro_rules! builder {
         }
 
         /// Read and written by name through its options ([`by_name!`]).
-        impl $crate::settings::table::ByName for $builder {
-            fn get(&self, setting: &str) -> Option<$crate::settings::Value> {
-                $crate::settings::table::ByName::get(&self.$options, setting)
+        impl $crate::options::table::ByName for $builder {
+            fn get(&self, setting: &str) -> Option<$crate::options::Value> {
+                $crate::options::table::ByName::get(&self.$options, setting)
             }
 
             fn set(
                 &mut self,
                 setting: &'static str,
-                value: &$crate::settings::Value,
+                value: &$crate::options::Value,
             ) -> Result<(), String> {
-                $crate::settings::table::ByName::set(&mut self.$options, setting, value)
+                $crate::options::table::ByName::set(&mut self.$options, setting, value)
             }
 
             fn unset(&mut self, setting: &str) {
-                $crate::settings::table::ByName::unset(&mut self.$options, setting)
+                $crate::options::table::ByName::unset(&mut self.$options, setting)
             }
         }
     };
 }
 pub(crate) use builder;
 
-/// The settings by name ([`ByName`]) of a rules' options struct `$options`: one per row of the
-/// table that follows. What a builder's settings by name go through, and what the settings judge
-/// a value alone with, knowing no policy.
+/// The settings by name ([`ByName`]) of a rules' options struct `$options`, of the policy called
+/// `$policy`: one per row of the table that follows. What a builder's settings by name go
+/// through, and what a value given alone is judged with ([`Policy`](super::Policy)'s).
 macro_rules! by_name {
     (
-        $options:ty => $policy:literal;
+        $options:ty => $policy:ident;
         $(
             $(#[doc = $doc:literal])*
             $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $default:literal;
         )*
     ) => {
-        impl $crate::settings::table::ByName for $options {
-            fn get(&self, setting: &str) -> Option<$crate::settings::Value> {
-                use $crate::settings::table::Kind as _;
+        impl $crate::options::table::ByName for $options {
+            fn get(&self, setting: &str) -> Option<$crate::options::Value> {
+                use $crate::options::table::Kind as _;
                 match setting {
                     $(stringify!($setting) => self
                         .$setting
-                        .map($crate::settings::table::kind::$kind::show),)*
+                        .map($crate::options::table::kind::$kind::show),)*
                     _ => None,
                 }
             }
@@ -74,14 +74,19 @@ macro_rules! by_name {
             fn set(
                 &mut self,
                 setting: &'static str,
-                value: &$crate::settings::Value,
+                value: &$crate::options::Value,
             ) -> Result<(), String> {
-                use $crate::settings::table::Kind as _;
+                use $crate::options::table::Kind as _;
                 match setting {
                     $(stringify!($setting) => {
-                        self.$setting = $crate::settings::table::kind::$kind::read(setting, value)?;
+                        self.$setting = $crate::options::table::kind::$kind::read(setting, value)?;
                     })*
-                    _ => return Err(format!("`{setting}` is not a {} setting", $policy)),
+                    _ => {
+                        return Err(format!(
+                            "`{setting}` is not a {} setting",
+                            stringify!($policy)
+                        ))
+                    }
                 }
                 Ok(())
             }
@@ -139,7 +144,7 @@ pub(crate) mod kind {
     use resiliency_rules as rules;
 
     use super::Kind;
-    use crate::settings::value::{count, duration, duration_or_off, is_off, number, whole, Value};
+    use crate::options::value::{count, duration, duration_or_off, is_off, number, whole, Value};
 
     /// A count such as `error_threshold`.
     pub(crate) struct Count;
