@@ -11,14 +11,14 @@ macro_rules! documented {
         $(
             #[doc = $first:literal]
             $(#[doc = $rest:literal])*
-            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $default:literal;
+            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $how:tt $default:expr;
         )*
     ) => {
         $(#[doc = $before])*
         $(
             #[doc = concat!(
                 "| `", stringify!($setting), " = ", stringify!($example), "` |", $first, " | ",
-                $default, " |"
+                resiliency_runtime::__private::default_words!($how $default), " |"
             )]
         )*
         $(#[doc = $after])*
@@ -388,7 +388,7 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         ///
         /// | you write | lag | in flight | latency |
         /// |---|---|---|---|
-        /// | `#[too_busy]` | checked, against the default `max_lag` (70 ms unless [`too_busy::set_max_lag`](crate::too_busy::set_max_lag) changed it) | not checked | not checked |
+        /// | `#[too_busy]` | checked, against the default `max_lag` ([`too_busy::max_lag()`](crate::too_busy::max_lag), which [`too_busy::set_max_lag`](crate::too_busy::set_max_lag) changes) | not checked | not checked |
         /// | `#[too_busy(max_lag = "20ms")]` | checked, against 20 ms | not checked | not checked |
         /// | `#[too_busy(max_in_flight = 100)]` | **not checked** | checked | not checked |
         /// | `#[too_busy(max_in_flight = "auto")]` | **not checked** | checked, learned limit | not checked |

@@ -125,7 +125,10 @@ error_threshold = 7
         resiliency::breaker::get("settings::file")
             .unwrap()
             .error_timeout(),
-        resiliency::breaker::DEFAULT_ERROR_TIMEOUT,
+        resiliency::Breaker::builder("settings::unset")
+            .build()
+            .unwrap()
+            .error_timeout(),
         "loading another file takes the previous file's values away"
     );
 }

@@ -47,9 +47,7 @@ pub use race_retry::{
     race_retry, After, Backoff, Budget, RaceRetryOptions, MAX_BUDGET_SHARE, MAX_RETRIES,
     MIN_BUDGET_SHARE,
 };
-pub use too_busy::{
-    too_busy, InFlight, TooBusyOptions, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN,
-};
+pub use too_busy::{too_busy, InFlight, TooBusyOptions};
 
 /// What a [`Violation`] is about: the value given, or whether the argument is there at all.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
