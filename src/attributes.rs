@@ -598,7 +598,7 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// | `fallback_on = "errors"` | the fallback covers every `Err`, refusals included, and gets the fn's error type | `"refusals"` |
         /// | `crate = "..."` | the path of this crate, if renamed | `::resiliency` |
         ///
-        /// `retries` may also be a `u32` expression, `budget` and `backoff_factor` `f64` expressions, and
+        /// `retries` and `max_attempts_in_flight` may also be `u32` expressions, `budget` and `backoff_factor` `f64` expressions, and
         /// `after`, `total`, `each`, `backoff` and `backoff_max` `Duration` expressions (an `after`
         /// expression is a fixed delay; a percentile is a literal, as is `"off"`), such as a `const`,
         /// evaluated once, at the first call, and checked then by the rules the literals are checked by
@@ -630,7 +630,10 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// Semantics: attempt 1 starts at once; attempt k + 1 starts `after` after attempt k started, or
         /// sooner when an attempt fails: after that failure's backoff; the first `Ok` is returned and
         /// every other attempt is dropped (cancelled) before the call returns; when all attempts fail, the
-        /// last error is returned (at once when the next backoff would end past the deadline).
+        /// last error is returned (at once when the next backoff would end past the deadline). With
+        /// `max_attempts_in_flight = n`, an attempt that is due waits until fewer than `n` run; with
+        /// `max_attempts_in_flight = 1` the race is a plain retry under `total`, each attempt started
+        /// once the one before it failed (still no sooner than its backoff or a Retry-After hint allow).
         ///
         /// The defaults keep extra load bounded without asking: the budget (Finagle's retry budget, on by
         /// default there too) stops an outage from multiplying the load by `retries + 1`, and the backoff
@@ -727,6 +730,9 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// * **A call dropped** at any await point (an outer timeout, `select!`) drops its attempts then,
         ///   reported as abandoned; one dropped before its first poll made no attempt and counts nothing.
         ///   An attempt's destructor that takes long delays the call's return by as long, nothing more.
+        /// * **The slots of `max_attempts_in_flight`** are a call's own and go with its attempts: an
+        ///   attempt that ends (an answer, an error, past `each`) frees its slot at once, and a call
+        ///   dropped or ended by a panic holds none after it; no call ever waits for another's.
         /// * **Without a time driver**: outside a tokio runtime there are no timers (attempts start only
         ///   when one fails, at once, and there is no deadline). On a runtime built without
         ///   `enable_time`, a call whose attempts answer without waiting (or fail without waiting, with

@@ -69,6 +69,13 @@ macro_rules! race_retry_settings {
         $($then)::+! { $($before)*
             /// Extra attempts at most, on top of the first: from 1 to 16.
             retries: u32 as Count, e.g. 3, default = 2;
+            /// The most attempts of one call running at once: an attempt that is due waits until fewer run; `1` makes the race a plain retry, each attempt started once the one before it failed.
+            /// At least 1; from `retries + 1` on, it caps nothing. An attempt that waited for a
+            /// slot starts no sooner than `after`, a failure's backoff or a Retry-After hint would
+            /// have started it, and not at or past `total`. The slots are the call's own: one
+            /// call never waits for another's attempts. Lowered by name while a call runs, it
+            /// holds for that call at once (no attempt starts until fewer run).
+            max_attempts_in_flight: u32 as Count, e.g. 1, default none "every attempt at once";
             /// When the next attempt starts while none has succeeded: a delay after the previous one started, or `"p95"` (any `"pNN"` or `"pNN.N"`), that percentile of this fn's recent attempt latencies, learned as it runs (`total / (retries + 1)` until 32 attempts were seen).
             /// A fixed delay must lie below `total`; a percentile is a quantile strictly between
             /// 0 and 1.
@@ -151,6 +158,12 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
                 format!("`retries` is the number of extra attempts on top of the first, from 1 to {MAX_RETRIES}, such as `retries = 2`; {why}"),
             ));
         }
+    }
+    if o.max_attempts_in_flight == Some(0) {
+        out.push(Violation::value(
+            "max_attempts_in_flight",
+            "`max_attempts_in_flight` must be at least 1: `max_attempts_in_flight = 1` runs one attempt at a time (a plain retry); leave it out to let every attempt run at once",
+        ));
     }
     let total = o.total.filter(|t| !t.is_zero());
     if !given("total", o.total.is_some()) {

@@ -355,6 +355,26 @@ fn race_retries_run_from_one_to_max_retries() {
 }
 
 #[test]
+fn race_max_attempts_in_flight_is_at_least_one_with_no_upper_bound() {
+    let v = only(race_retry(&RaceRetryOptions {
+        max_attempts_in_flight: Some(0),
+        ..r()
+    }));
+    assert_eq!((v.0, v.1), ("max_attempts_in_flight", About::Value));
+    assert!(v.2.contains("at least 1"), "{}", v.2);
+    // Above `retries + 1` it caps nothing, and is no mistake: a setting for every site may
+    // give it to sites of any `retries`.
+    for n in [1, 2, MAX_RETRIES + 1, u32::MAX] {
+        let options = RaceRetryOptions {
+            max_attempts_in_flight: Some(n),
+            retries: Some(1),
+            ..r()
+        };
+        assert_eq!(race_retry(&options), [], "{n}");
+    }
+}
+
+#[test]
 fn race_total_is_required_and_above_zero() {
     let v = only(race_retry(&RaceRetryOptions::default()));
     assert_eq!((v.0, v.1), ("total", About::Presence));

@@ -93,6 +93,8 @@ pub struct RaceRetry {
     /// billion) is not 0; `each_ns` is 0 without `each`, its ns plus one with it; `u64::MAX`
     /// stands for `Duration::MAX`.
     retries: AtomicU32,
+    /// `max_attempts_in_flight`, `u32::MAX` without one.
+    slots: AtomicU32,
     after_ns: AtomicU64,
     quantile_ppb: AtomicU64,
     total_ns: AtomicU64,
@@ -118,6 +120,7 @@ impl fmt::Debug for RaceRetry {
         f.debug_struct("RaceRetry")
             .field("name", &self.name())
             .field("retries", &self.retries())
+            .field("max_attempts_in_flight", &self.max_attempts_in_flight())
             .field("after", &self.after_setting())
             .field("total", &self.total())
             .field("each", &self.each())
@@ -144,6 +147,7 @@ impl RaceRetry {
         RaceRetry {
             name,
             retries: AtomicU32::new(0),
+            slots: AtomicU32::new(u32::MAX),
             after_ns: AtomicU64::new(0),
             quantile_ppb: AtomicU64::new(0),
             total_ns: AtomicU64::new(0),
@@ -179,6 +183,21 @@ impl RaceRetry {
     /// Extra attempts at most.
     pub fn retries(&self) -> u32 {
         self.retries.load(Relaxed)
+    }
+
+    /// The most attempts of one call running at once (`max_attempts_in_flight`), or `None` when
+    /// every attempt may run at once.
+    pub fn max_attempts_in_flight(&self) -> Option<u32> {
+        match self.slots() {
+            u32::MAX => None,
+            slots => Some(slots),
+        }
+    }
+
+    /// The most attempts of one call running at once, `u32::MAX` without a cap.
+    #[inline]
+    pub(crate) fn slots(&self) -> u32 {
+        self.slots.load(Relaxed)
     }
 
     /// The overall deadline.
@@ -236,6 +255,10 @@ impl RaceRetry {
         let (after_ns, quantile_ppb) = after_words(options.after());
         self.retries
             .store(options.retries().min(MAX_RETRIES), Relaxed);
+        let slots = options
+            .max_attempts_in_flight
+            .map_or(u32::MAX, |slots| slots.max(1));
+        self.slots.store(slots, Relaxed);
         self.after_ns.store(after_ns, Relaxed);
         self.quantile_ppb.store(quantile_ppb, Relaxed);
         if let Some(total) = options.total {
