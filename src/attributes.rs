@@ -324,7 +324,7 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         /// ```
         /// use resiliency::{too_busy, Rejected};
         ///
-        /// #[too_busy]                                  // the runtime's lag, max_lag 70 ms
+        /// #[too_busy]                                  // the runtime's lag, the default max_lag
         /// async fn ping() -> Result<&'static str, Rejected> {
         ///     Ok("pong")
         /// }
@@ -394,8 +394,8 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         /// | `#[too_busy(max_in_flight = "auto")]` | **not checked** | checked, learned limit | not checked |
         /// | `#[too_busy(max_latency = "200ms")]` | **not checked** | not checked | checked |
         /// | `#[too_busy(max_in_flight = 100, max_latency = "200ms")]` | **not checked** | checked | checked |
-        /// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | checked, against 70 ms | checked | not checked |
-        /// | `#[too_busy(max_latency = "200ms", max_lag = "70ms")]` | checked, against 70 ms | not checked | checked |
+        /// | `#[too_busy(max_in_flight = 100, max_lag = "50ms")]` | checked, against 50 ms | checked | not checked |
+        /// | `#[too_busy(max_latency = "200ms", max_lag = "50ms")]` | checked, against 50 ms | not checked | checked |
         ///
         /// The same rule applies to the settings in force, the attribute's with the run-time
         /// overrides on top: an override of `max_in_flight` on a bare `#[too_busy]` site turns its

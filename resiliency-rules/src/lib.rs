@@ -5,7 +5,10 @@
 //! Each policy's settings are declared in one table (`breaker_settings!`, `race_retry_settings!`,
 //! `too_busy_settings!`, hidden: see the `table` module's source), which every crate of the
 //! workspace reads: the options structs below, the attributes' arguments, the builders' methods,
-//! the settings by name and the docs' tables all come from it.
+//! the settings by name and the docs' tables all come from it, each setting's default included:
+//! a setting with a fixed default has an accessor of its name on its options struct that gives
+//! the value in force (`options.error_threshold()`, beside `options.error_threshold`, the value
+//! as given).
 //!
 //! For each policy, a plain struct holds the options as given ([`BreakerOptions`],
 //! [`RaceRetryOptions`], [`TooBusyOptions`]) and a function returns every [`Violation`] of its

@@ -29,7 +29,7 @@
 //!   (toobusy-js's `onLag`). Lag crossings and refusals are `tracing` events (target
 //!   `resiliency::too_busy`, the guard named in `name`): each refusal at level debug (with its
 //!   `signal`); a guard that starts refusing says so once at level warn ("load shedding
-//!   started", with the signal in words: "the runtime lags 120ms (max_lag 70ms)"), and once it
+//!   started", with the signal in words: "the runtime lags 120ms (max_lag 50ms)"), and once it
 //!   has refused nothing for 10 s, once at level info ("load shedding stopped", with how many
 //!   calls it refused and for how long). Refusals closer together than that are one episode, so
 //!   a guard that sheds now and then writes two lines, not one per refusal.
