@@ -11,14 +11,14 @@ macro_rules! documented {
         $(
             #[doc = $first:literal]
             $(#[doc = $rest:literal])*
-            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $default:literal;
+            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $how:tt $default:expr;
         )*
     ) => {
         $(#[doc = $before])*
         $(
             #[doc = concat!(
                 "| `", stringify!($setting), " = ", stringify!($example), "` |", $first, " | ",
-                $default, " |"
+                resiliency_runtime::__private::default_words!($how $default), " |"
             )]
         )*
         $(#[doc = $after])*
@@ -324,7 +324,7 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         /// ```
         /// use resiliency::{too_busy, Rejected};
         ///
-        /// #[too_busy]                                  // the runtime's lag, max_lag 70 ms
+        /// #[too_busy]                                  // the runtime's lag, the default max_lag
         /// async fn ping() -> Result<&'static str, Rejected> {
         ///     Ok("pong")
         /// }
@@ -388,14 +388,14 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         ///
         /// | you write | lag | in flight | latency |
         /// |---|---|---|---|
-        /// | `#[too_busy]` | checked, against the default `max_lag` (70 ms unless [`too_busy::set_max_lag`](crate::too_busy::set_max_lag) changed it) | not checked | not checked |
+        /// | `#[too_busy]` | checked, against the default `max_lag` ([`too_busy::max_lag()`](crate::too_busy::max_lag), which [`too_busy::set_max_lag`](crate::too_busy::set_max_lag) changes) | not checked | not checked |
         /// | `#[too_busy(max_lag = "20ms")]` | checked, against 20 ms | not checked | not checked |
         /// | `#[too_busy(max_in_flight = 100)]` | **not checked** | checked | not checked |
         /// | `#[too_busy(max_in_flight = "auto")]` | **not checked** | checked, learned limit | not checked |
         /// | `#[too_busy(max_latency = "200ms")]` | **not checked** | not checked | checked |
         /// | `#[too_busy(max_in_flight = 100, max_latency = "200ms")]` | **not checked** | checked | checked |
-        /// | `#[too_busy(max_in_flight = 100, max_lag = "70ms")]` | checked, against 70 ms | checked | not checked |
-        /// | `#[too_busy(max_latency = "200ms", max_lag = "70ms")]` | checked, against 70 ms | not checked | checked |
+        /// | `#[too_busy(max_in_flight = 100, max_lag = "50ms")]` | checked, against 50 ms | checked | not checked |
+        /// | `#[too_busy(max_latency = "200ms", max_lag = "50ms")]` | checked, against 50 ms | not checked | checked |
         ///
         /// The same rule applies to the settings in force, the attribute's with the run-time
         /// overrides on top: an override of `max_in_flight` on a bare `#[too_busy]` site turns its
@@ -598,7 +598,7 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// | `fallback_on = "errors"` | the fallback covers every `Err`, refusals included, and gets the fn's error type | `"refusals"` |
         /// | `crate = "..."` | the path of this crate, if renamed | `::resiliency` |
         ///
-        /// `retries` may also be a `u32` expression, `budget` and `backoff_factor` `f64` expressions, and
+        /// `retries` and `max_attempts_in_flight` may also be `u32` expressions, `budget` and `backoff_factor` `f64` expressions, and
         /// `after`, `total`, `each`, `backoff` and `backoff_max` `Duration` expressions (an `after`
         /// expression is a fixed delay; a percentile is a literal, as is `"off"`), such as a `const`,
         /// evaluated once, at the first call, and checked then by the rules the literals are checked by
@@ -630,7 +630,10 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// Semantics: attempt 1 starts at once; attempt k + 1 starts `after` after attempt k started, or
         /// sooner when an attempt fails: after that failure's backoff; the first `Ok` is returned and
         /// every other attempt is dropped (cancelled) before the call returns; when all attempts fail, the
-        /// last error is returned (at once when the next backoff would end past the deadline).
+        /// last error is returned (at once when the next backoff would end past the deadline). With
+        /// `max_attempts_in_flight = n`, an attempt that is due waits until fewer than `n` run; with
+        /// `max_attempts_in_flight = 1` the race is a plain retry under `total`, each attempt started
+        /// once the one before it failed (still no sooner than its backoff or a Retry-After hint allow).
         ///
         /// The defaults keep extra load bounded without asking: the budget (Finagle's retry budget, on by
         /// default there too) stops an outage from multiplying the load by `retries + 1`, and the backoff
@@ -727,6 +730,9 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
         /// * **A call dropped** at any await point (an outer timeout, `select!`) drops its attempts then,
         ///   reported as abandoned; one dropped before its first poll made no attempt and counts nothing.
         ///   An attempt's destructor that takes long delays the call's return by as long, nothing more.
+        /// * **The slots of `max_attempts_in_flight`** are a call's own and go with its attempts: an
+        ///   attempt that ends (an answer, an error, past `each`) frees its slot at once, and a call
+        ///   dropped or ended by a panic holds none after it; no call ever waits for another's.
         /// * **Without a time driver**: outside a tokio runtime there are no timers (attempts start only
         ///   when one fails, at once, and there is no deadline). On a runtime built without
         ///   `enable_time`, a call whose attempts answer without waiting (or fail without waiting, with

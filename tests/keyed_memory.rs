@@ -8,7 +8,6 @@ mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 
-use resiliency::breaker::DEFAULT_MAX_KEYS;
 use resiliency::tower::BreakerLayer;
 use resiliency::Breaker;
 use tower::Layer;
@@ -74,6 +73,10 @@ fn the_default_max_keys_bounds_a_familys_memory() {
         .clamp(4, 16)
         .next_power_of_two();
     let worst = rate + (16 - stripes) * 128;
+    let max_keys = Breaker::builder("memory.default")
+        .build_keyed()
+        .unwrap()
+        .max_keys();
     const BOUND: usize = 64 << 20;
     for (rule, per_key) in [
         ("count", count),
@@ -81,9 +84,9 @@ fn the_default_max_keys_bounds_a_familys_memory() {
         ("rate, 16 stripes", worst),
     ] {
         assert!(
-            DEFAULT_MAX_KEYS * per_key <= BOUND,
-            "{rule} rule: {per_key} B per key x {DEFAULT_MAX_KEYS} keys = {} MB",
-            (DEFAULT_MAX_KEYS * per_key) >> 20
+            max_keys * per_key <= BOUND,
+            "{rule} rule: {per_key} B per key x {max_keys} keys = {} MB",
+            (max_keys * per_key) >> 20
         );
     }
 }

@@ -835,6 +835,75 @@ async fn a_call_dropped_at_any_point_drops_its_attempts_and_keeps_the_counts() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The slots of `max_attempts_in_flight`
+
+#[race_retry(
+    retries = 2,
+    after = "100ms",
+    total = "1s",
+    backoff = "off",
+    max_attempts_in_flight = 1
+)]
+async fn capped(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+#[race_retry(
+    retries = 1,
+    after = "500ms",
+    each = "100ms",
+    total = "1s",
+    backoff = "off",
+    max_attempts_in_flight = 1
+)]
+async fn capped_each(script: &Script) -> Result<u32, Error> {
+    script.attempt().await
+}
+
+/// The slots of `max_attempts_in_flight` are a call's own and go with its attempts: a call
+/// dropped while its one attempt runs drops it, the attempt waiting for its slot never made; an
+/// attempt that panics ends the call with its panic, on this task or a spawned one, the attempt
+/// due after it never made; an attempt past `each` gives its slot back at once. The next call
+/// runs its attempts one at a time from its first, as if none of that had happened.
+#[tokio::test(start_paused = true)]
+async fn a_capped_calls_slots_go_with_it_when_it_is_dropped_or_panics() {
+    let script = Script::new(&[Hang, Hang]);
+    let (result, attempts) = observe(timeout(ms(250), capped(&script))).await;
+    assert!(result.is_err());
+    assert_eq!(seen(&attempts), [step(1, "Abandoned", 0, 250)]);
+    assert_eq!((script.made(), script.live()), (1, 0));
+
+    let script = Script::new(&[Panic(150)]);
+    let (caught, attempts) = observe(catch(capped(&script))).await;
+    assert_eq!(caught.unwrap_err(), "attempt 1 panics");
+    assert_eq!(seen(&attempts), [step(1, "Panicked", 0, 150)]);
+    assert_eq!((script.made(), script.live()), (1, 0));
+
+    let script = Script::leaked(&[Panic(150)]);
+    let error = tokio::spawn(capped(script)).await.unwrap_err();
+    assert_eq!(message(error.into_panic()), "attempt 1 panics");
+    assert_eq!((script.made(), script.live()), (1, 0));
+
+    let script = Script::new(&[Hang]);
+    let (result, attempts) = observe(capped_each(&script)).await;
+    assert!(result.unwrap_err().rejected().is_timeout());
+    assert_eq!(
+        seen(&attempts),
+        [step(1, "TimedOut", 0, 100), step(2, "TimedOut", 100, 100)]
+    );
+    assert_eq!(script.live(), 0);
+
+    let script = Script::new(&[Fail(50), Answer(10)]);
+    let (result, attempts) = observe(capped(&script)).await;
+    assert_eq!(result.unwrap(), 2);
+    assert_eq!(
+        seen(&attempts),
+        [step(1, "Failed", 0, 50), step(2, "Won", 50, 10)]
+    );
+    assert_eq!((script.made(), script.live()), (2, 0));
+}
+
+// ---------------------------------------------------------------------------------------------
 // No time driver
 
 #[race_retry(retries = 2, after = "100ms", total = "1s", backoff = "off")]

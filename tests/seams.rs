@@ -21,7 +21,7 @@ use std::time::Duration;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use resiliency::breaker::{self, State};
 use resiliency::settings::{self, Policy};
-use resiliency::tower::BreakerLayer;
+use resiliency::tower::{BreakerLayer, RaceRetryLayer};
 use resiliency::{time_left, Breaker, Rejected, RetryHint};
 use support::{ms, poll_once, rejected, secs, BoxError};
 use tokio::time::{advance, sleep, Instant};
@@ -1434,4 +1434,472 @@ async fn tower_layers__blocking() {
         &svc.ready().await.unwrap().call(()).await.unwrap_err()
     ));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attempts in flight (`max_attempts_in_flight`)
+
+/// What attempt `n` (from 0) of a capped race does.
+#[derive(Copy, Clone, Debug)]
+enum Step {
+    /// `Ok(n)` after this many ms.
+    Answer(u64),
+    /// `Err(ApiError::Down)` after this many ms.
+    Fail(u64),
+    /// `Err(ApiError::Throttled(wait ms))` after this many ms.
+    Throttle(u64, u64),
+    /// Never ends.
+    Hang,
+}
+
+/// The attempts of one raced call: each one's number and start (from the call's start), the
+/// time it had left as it was made, and the most that ran at once. Attempts past `steps` hang.
+struct Attempts {
+    t0: Instant,
+    steps: Vec<Step>,
+    started: Mutex<Vec<(u32, Duration)>>,
+    time_left: Mutex<Vec<Option<Duration>>>,
+    running: AtomicU32,
+    peak: AtomicU32,
+}
+
+impl Attempts {
+    fn new(steps: &[Step]) -> Self {
+        Attempts {
+            t0: Instant::now(),
+            steps: steps.to_vec(),
+            started: Mutex::new(Vec::new()),
+            time_left: Mutex::new(Vec::new()),
+            running: AtomicU32::new(0),
+            peak: AtomicU32::new(0),
+        }
+    }
+
+    /// Attempt `n` (its `attempt = n`).
+    async fn attempt(&self, n: u32) -> Result<u32, ApiError> {
+        self.started.lock().unwrap().push((n, self.t0.elapsed()));
+        self.time_left.lock().unwrap().push(time_left());
+        let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(running, Ordering::SeqCst);
+        let _running = Running(&self.running);
+        match self.steps.get(n as usize).copied().unwrap_or(Step::Hang) {
+            Step::Answer(after) => {
+                sleep(ms(after)).await;
+                Ok(n)
+            }
+            Step::Fail(after) => {
+                sleep(ms(after)).await;
+                Err(ApiError::Down)
+            }
+            Step::Throttle(after, wait) => {
+                sleep(ms(after)).await;
+                Err(ApiError::Throttled(ms(wait)))
+            }
+            Step::Hang => std::future::pending().await,
+        }
+    }
+
+    /// (attempt number from 0, start) of each attempt made, in the order they started.
+    fn started(&self) -> Vec<(u32, Duration)> {
+        self.started.lock().unwrap().clone()
+    }
+
+    /// When each attempt started.
+    fn starts(&self) -> Vec<Duration> {
+        self.started().into_iter().map(|(_, at)| at).collect()
+    }
+
+    fn peak(&self) -> u32 {
+        self.peak.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts an attempt running until dropped.
+struct Running<'a>(&'a AtomicU32);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.deadline",
+    retries = 1,
+    after = "50ms",
+    total = "2s",
+    each = "800ms",
+    backoff = "off",
+    max_attempts_in_flight = 1,
+    attempt = n
+)]
+async fn cap_deadline(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// An attempt that waited for its slot is made under its own deadline: `each` counts from its
+/// start (300 ms), not from when it was due (50 ms).
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__deadlines() {
+    init();
+    let attempts = Attempts::new(&[Step::Fail(300), Step::Answer(10)]);
+    assert_eq!(cap_deadline(&attempts).await.unwrap(), 1);
+    assert_eq!(attempts.starts(), [ms(0), ms(300)]);
+    assert_eq!(
+        *attempts.time_left.lock().unwrap(),
+        [Some(ms(800)), Some(ms(800))]
+    );
+    assert_eq!(time_left(), None);
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.budget",
+    retries = 1,
+    after = "50ms",
+    total = "1s",
+    budget = 0.001,
+    backoff = "off",
+    max_attempts_in_flight = 1,
+    attempt = n
+)]
+async fn cap_budget(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// The budget pays for an attempt as it starts, not while it waits for a slot: 20 calls at once
+/// whose attempt 1 answers at 200 ms (each one's replacement due at 50 ms, waiting) take no token
+/// and are refused none, though the budget (its floor alone, at this share) holds fewer than 20;
+/// a call whose attempt 1 fails then still gets its replacement.
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__budget() {
+    init();
+    let name = "seams.cap.budget";
+    let calls: Vec<_> = (0..20)
+        .map(|_| Attempts::new(&[Step::Answer(200)]))
+        .collect();
+    let answers = futures::future::join_all(calls.iter().map(cap_budget)).await;
+    assert!(answers.into_iter().all(|answer| answer.unwrap() == 0));
+    assert!(calls.iter().all(|call| call.starts() == [ms(0)]));
+    let stats = resiliency::race_retry::stats(name).unwrap();
+    assert_eq!((stats.extra_attempts, stats.budget_refused), (0, 0));
+
+    let attempts = Attempts::new(&[Step::Fail(0), Step::Answer(5)]);
+    assert_eq!(cap_budget(&attempts).await.unwrap(), 1);
+    let stats = resiliency::race_retry::stats(name).unwrap();
+    assert_eq!((stats.extra_attempts, stats.budget_refused), (1, 0));
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.backoff",
+    retries = 2,
+    after = "100ms",
+    total = "5s",
+    budget = "off",
+    backoff = "40ms",
+    backoff_factor = 1,
+    max_attempts_in_flight = 1,
+    attempt = n
+)]
+async fn cap_backoff(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// A replacement that waited for its slot past its staggered start starts as the slot frees
+/// (attempt 1, due at 100 ms, at attempt 0's failure at 150 ms); one whose staggered start is
+/// still to come waits its backoff after the failure (attempt 2, within 40 ms of attempt 1's
+/// failure at 160 ms, and on the paused clock's next millisecond), not always at once. Over 50
+/// calls, never two attempts at once.
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__backoff() {
+    init();
+    let mut waits = Vec::new();
+    for _ in 0..50 {
+        let attempts = Attempts::new(&[Step::Fail(150), Step::Fail(10), Step::Answer(1)]);
+        assert_eq!(cap_backoff(&attempts).await.unwrap(), 2);
+        let starts = attempts.starts();
+        assert_eq!((starts[0], starts[1], attempts.peak()), (ms(0), ms(150), 1));
+        waits.push(starts[2] - ms(160));
+    }
+    assert!(waits.iter().all(|wait| *wait <= ms(41)), "{waits:?}");
+    assert!(waits.iter().any(|wait| *wait >= ms(20)), "{waits:?}");
+    assert!(waits.iter().any(|wait| *wait < ms(20)), "{waits:?}");
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.hint",
+    retries = 2,
+    after = "100ms",
+    total = "2s",
+    backoff = "off",
+    max_attempts_in_flight = 1,
+    attempt = n
+)]
+async fn cap_hint(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// A Retry-After hint holds back the attempt that waited for its slot: attempt 1, due at 100 ms,
+/// waits for attempt 0, which fails at 300 ms asking for 100 ms more, and starts at 400 ms,
+/// though its slot was free and its staggered start past. A wait that would end past `total`
+/// ends the call at once with that error.
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__hints() {
+    init();
+    let attempts = Attempts::new(&[Step::Throttle(300, 100), Step::Answer(5)]);
+    assert_eq!(cap_hint(&attempts).await.unwrap(), 1);
+    assert_eq!(attempts.starts(), [ms(0), ms(400)]);
+
+    let attempts = Attempts::new(&[Step::Throttle(10, 5000)]);
+    let start = Instant::now();
+    assert!(matches!(
+        cap_hint(&attempts).await,
+        Err(ApiError::Throttled(_))
+    ));
+    assert_eq!((start.elapsed(), attempts.starts()), (ms(10), vec![ms(0)]));
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.numbers",
+    retries = 3,
+    after = "100ms",
+    total = "2s",
+    backoff = "off",
+    max_attempts_in_flight = 2,
+    attempt = n
+)]
+async fn cap_numbers(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// Attempts keep their numbers in the order they start, waiting or not: with two slots, attempt
+/// 2 (due at 200 ms) starts at 250 ms as attempt 0 fails, and attempt 3 as attempt 2 fails; the
+/// reports count from 1.
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__attempt_numbers() {
+    init();
+    let attempts = Attempts::new(&[
+        Step::Fail(250),
+        Step::Hang,
+        Step::Fail(10),
+        Step::Answer(10),
+    ]);
+    let (answer, seen) = resiliency::race_retry::observe(cap_numbers(&attempts)).await;
+    assert_eq!(answer.unwrap(), 3);
+    assert_eq!(
+        attempts.started(),
+        [(0, ms(0)), (1, ms(100)), (2, ms(250)), (3, ms(260))]
+    );
+    assert_eq!(attempts.peak(), 2);
+    let mut reported: Vec<_> = seen
+        .iter()
+        .map(|a| (a.number, a.started, format!("{:?}", a.outcome)))
+        .collect();
+    reported.sort();
+    assert_eq!(
+        reported,
+        [
+            (1, ms(0), "Failed".to_owned()),
+            (2, ms(100), "Lost".to_owned()),
+            (3, ms(250), "Failed".to_owned()),
+            (4, ms(260), "Won".to_owned()),
+        ]
+    );
+}
+
+fn cap_fallback_cached(attempts: &Attempts, why: Rejected) -> Result<u32, ApiError> {
+    assert!(why.is_deadline(), "{why}");
+    assert!(why.to_string().contains("1 attempt"), "{why}");
+    assert_eq!(attempts.starts(), [ms(0)]);
+    Ok(99)
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.fallback",
+    retries = 2,
+    after = "100ms",
+    total = "500ms",
+    max_attempts_in_flight = 1,
+    attempt = n,
+    fallback = cap_fallback_cached
+)]
+async fn cap_fallback(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// A race whose one attempt holds its slot to the deadline falls back, the refusal counting the
+/// one attempt made.
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__fallbacks() {
+    init();
+    let attempts = Attempts::new(&[Step::Hang]);
+    let start = Instant::now();
+    assert_eq!(cap_fallback(&attempts).await.unwrap(), 99);
+    assert_eq!(start.elapsed(), ms(500));
+    assert_eq!(attempts.running.load(Ordering::SeqCst), 0);
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.metrics",
+    retries = 2,
+    after = "100ms",
+    total = "1s",
+    backoff = "off",
+    max_attempts_in_flight = 1,
+    attempt = n
+)]
+async fn cap_metrics(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// The metrics count the attempts that started, not those that were due: attempts 1 and 2 were
+/// due at 100 and 200 ms while attempt 0 held the slot; attempt 1 started at its failure and won.
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__metrics() {
+    init();
+    let name = "seams.cap.metrics";
+    let attempts = Attempts::new(&[Step::Fail(250), Step::Answer(10)]);
+    assert_eq!(cap_metrics(&attempts).await.unwrap(), 1);
+    assert_eq!(attempts.starts(), [ms(0), ms(250)]);
+    let race = resiliency::metrics::RACE_ATTEMPTS;
+    assert_eq!(metric(race, &[("name", name)]), 2.0);
+    let wins = resiliency::metrics::RACE_WINS;
+    assert_eq!(metric(wins, &[("name", name), ("attempt", "2")]), 1.0);
+    let calls = resiliency::metrics::RACE_CALLS;
+    assert_eq!(
+        metric(calls, &[("name", name), ("outcome", "success")]),
+        1.0
+    );
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.settings",
+    retries = 2,
+    after = "100ms",
+    total = "1s",
+    backoff = "off",
+    attempt = n
+)]
+async fn cap_settings(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// A cap set by name while a call runs two attempts holds for that call at once: attempt 2, due
+/// at 200 ms, starts only when neither of the two runs (at 400 ms), and the call answers.
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__settings() {
+    init();
+    let name = "seams.cap.settings";
+    let attempts = Arc::new(Attempts::new(&[
+        Step::Fail(250),
+        Step::Fail(300),
+        Step::Answer(10),
+    ]));
+    let call = tokio::spawn({
+        let attempts = attempts.clone();
+        async move { cap_settings(&attempts).await.unwrap() }
+    });
+    sleep(ms(150)).await;
+    settings::set(Policy::RaceRetry, name, "max_attempts_in_flight", 1).unwrap();
+    assert_eq!(call.await.unwrap(), 2);
+    assert_eq!(attempts.started(), [(0, ms(0)), (1, ms(100)), (2, ms(400))]);
+    settings::unset(Policy::RaceRetry, name, "max_attempts_in_flight").unwrap();
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.registry",
+    retries = 2,
+    after = "100ms",
+    total = "1s",
+    attempt = n
+)]
+async fn cap_registry(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// A name registered with a cap keeps it: a layer of that name with another cap, or none, is a
+/// `ConfigError` naming the setting; the attribute's site of that name (which gives none) uses
+/// the registered policy, one attempt at a time.
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__registry() {
+    init();
+    let name = "seams.cap.registry";
+    let options = || {
+        resiliency::race_retry::RaceRetry::builder(name)
+            .retries(2)
+            .after(ms(100))
+            .total(secs(1))
+    };
+    let policy = options().max_attempts_in_flight(1).register().unwrap();
+    assert_eq!(policy.max_attempts_in_flight(), Some(1));
+    let error = RaceRetryLayer::new(options().max_attempts_in_flight(2)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "race_retry `seams.cap.registry`: `max_attempts_in_flight` = 2 from the layer differs \
+         from 1 from `register`"
+    );
+    let error = RaceRetryLayer::new(options()).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("`max_attempts_in_flight` = the default"),
+        "{error}"
+    );
+    let attempts = Attempts::new(&[Step::Hang]);
+    assert!(cap_registry(&attempts)
+        .await
+        .unwrap_err()
+        .refusal()
+        .is_deadline());
+    assert_eq!(attempts.starts(), [ms(0)]);
+}
+
+#[resiliency::race_retry(
+    name = "seams.cap.tracing",
+    retries = 2,
+    after = "100ms",
+    total = "5s",
+    budget = "off",
+    backoff = "40ms",
+    backoff_factor = 1,
+    max_attempts_in_flight = 1,
+    attempt = n
+)]
+async fn cap_tracing(attempts: &Attempts) -> Result<u32, ApiError> {
+    attempts.attempt(n).await
+}
+
+/// Each "backing off" event of a capped race says when the replacement starts, and a subscriber
+/// may look the policy up as it is told: attempt 1 (due at 100 ms) starts at once when attempt 0
+/// fails at 150 ms, as the event says, and attempt 2 after its backoff, as its event says.
+#[tokio::test(start_paused = true)]
+async fn attempt_cap__tracing() {
+    init();
+    let name = "seams.cap.tracing";
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let _hook = hook::on_event(move |event| {
+        if event.message == "backing off after a failure" && event.field("name") == Some(name) {
+            let cap = resiliency::race_retry::get(name).and_then(|p| p.max_attempts_in_flight());
+            let starts_in: u64 = event.field("starts_in_us").unwrap().parse().unwrap();
+            record
+                .lock()
+                .unwrap()
+                .push((cap, Duration::from_micros(starts_in)));
+        }
+    });
+    let attempts = Attempts::new(&[Step::Fail(150), Step::Fail(10), Step::Answer(1)]);
+    assert_eq!(cap_tracing(&attempts).await.unwrap(), 2);
+    let seen = seen.lock().unwrap().clone();
+    let [(cap, first), (_, second)] = seen[..] else {
+        panic!("two backoff events: {seen:?}");
+    };
+    assert_eq!((cap, first), (Some(1), Duration::ZERO));
+    let starts = attempts.starts();
+    assert_eq!(starts[1], ms(150));
+    let told = ms(160) + second;
+    assert!(
+        starts[2] >= told && starts[2] <= told + ms(1),
+        "started at {:?}, told {told:?}",
+        starts[2]
+    );
 }

@@ -125,7 +125,10 @@ error_threshold = 7
         resiliency::breaker::get("settings::file")
             .unwrap()
             .error_timeout(),
-        resiliency::breaker::DEFAULT_ERROR_TIMEOUT,
+        resiliency::Breaker::builder("settings::unset")
+            .build()
+            .unwrap()
+            .error_timeout(),
         "loading another file takes the previous file's values away"
     );
 }
@@ -404,6 +407,47 @@ async fn a_live_race_takes_its_new_settings_on_the_next_call() {
     for name in ["total", "retries", "budget"] {
         settings::unset(Policy::RaceRetry, site, name).unwrap();
     }
+}
+
+#[race_retry(retries = 2, after = "100ms", total = "1s")]
+async fn raced_capped(attempts: &std::sync::atomic::AtomicU32) -> Result<u32, Rejected> {
+    let n = attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    std::future::pending::<()>().await;
+    Ok(n)
+}
+
+/// `max_attempts_in_flight` by name, from a file and from the environment (which wins): the race
+/// starts as many attempts as it allows before the deadline, where the attribute gave none.
+#[cfg(feature = "toml")]
+#[tokio::test(start_paused = true)]
+async fn a_race_takes_its_attempts_in_flight_from_a_file_and_the_environment() {
+    let _serial = serial();
+    let site = "settings::raced_capped";
+    let attempts_made = || async {
+        let attempts = std::sync::atomic::AtomicU32::new(0);
+        assert!(raced_capped(&attempts).await.unwrap_err().is_deadline());
+        attempts.load(std::sync::atomic::Ordering::SeqCst)
+    };
+    assert_eq!(attempts_made().await, 3);
+
+    let text = "[race_retry.\"settings::raced_capped\"]\nmax_attempts_in_flight = 1\n";
+    let overrides = Overrides::from_toml("resiliency.toml", text).unwrap();
+    settings::load("resiliency.toml", &overrides).unwrap();
+    let cap = setting(site, Policy::RaceRetry, "max_attempts_in_flight");
+    assert_eq!(
+        (cap.value, cap.source.to_string()),
+        (Some(Value::Int(1)), "resiliency.toml:2".to_owned())
+    );
+    assert_eq!(attempts_made().await, 1);
+
+    std::env::set_var(
+        "RESILIENCY_RACE_RETRY__SETTINGS__RACED_CAPPED__MAX_ATTEMPTS_IN_FLIGHT",
+        "2",
+    );
+    settings::load_env().unwrap();
+    assert_eq!(attempts_made().await, 2);
+    clean();
+    assert_eq!(attempts_made().await, 3);
 }
 
 /// A guard's limit can change while calls are in flight: each call gives back the slot it took,

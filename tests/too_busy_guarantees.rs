@@ -54,12 +54,18 @@ fn lines_with<'a>(output: &'a str, needle: &str) -> Vec<&'a str> {
     output.lines().filter(|l| l.contains(needle)).collect()
 }
 
-/// Restores the default `too_busy::interval` when dropped (even if the test fails).
-struct DefaultInterval;
+/// Restores `too_busy::interval` as it was when made, when dropped (even if the test fails).
+struct DefaultInterval(Duration);
+
+impl DefaultInterval {
+    fn keep() -> Self {
+        DefaultInterval(too_busy::interval())
+    }
+}
 
 impl Drop for DefaultInterval {
     fn drop(&mut self) {
-        too_busy::set_interval(too_busy::DEFAULT_INTERVAL);
+        too_busy::set_interval(self.0);
     }
 }
 
@@ -343,7 +349,7 @@ async fn watched() -> Result<(), Rejected> {
 #[test]
 fn a_panicking_on_lag_callback_leaves_shedding_on() {
     let _serial = serial();
-    let _restore = DefaultInterval;
+    let _restore = DefaultInterval::keep();
     // A wide interval, so that the calls below come well before the next (quiet) sample.
     too_busy::set_interval(ms(100));
     let me = thread::current().id();
@@ -397,7 +403,7 @@ static CAPPED: LazyLock<TooBusy> =
 #[test]
 fn a_panicking_subscriber_neither_ends_the_monitor_nor_leaks_a_slot() {
     let _serial = serial();
-    let _restore = DefaultInterval;
+    let _restore = DefaultInterval::keep();
     timer_panics(); // keeps the expected panics off stderr
     too_busy::set_interval(ms(100));
     // A subscriber that panics on every event of `resiliency::too_busy`.
@@ -563,7 +569,7 @@ static LENIENT: LazyLock<TooBusy> = LazyLock::new(|| {
 #[test]
 fn settings_at_their_extremes_neither_panic_nor_wrap() {
     let _serial = serial();
-    let _restore = DefaultInterval;
+    let _restore = DefaultInterval::keep();
     paused().block_on(async {
         // Calls of 400 ms, above the 290 ms that 584 years wrap to.
         for _ in 0..3 {

@@ -73,7 +73,7 @@ use std::time::Duration;
 mod common;
 use common::{out, outln};
 
-use resiliency::too_busy::{shed_probability, Smoothing};
+use resiliency::too_busy::Smoothing;
 
 /// One millisecond, in the model's microseconds.
 const MS: u64 = 1_000;
@@ -299,9 +299,20 @@ impl Run {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Our monitor's and guard's two additions, over the public `Smoothing::next`: the rule of
-// `resiliency-runtime/src/too_busy/rules.rs` (its unit tests pin the same figures)
+// Our monitor's and guard's two additions, over the public `Smoothing::next`, and the refusal
+// rule both share: the rules of `resiliency-runtime/src/too_busy/rules.rs` (its unit tests pin
+// the same figures)
 // ---------------------------------------------------------------------------------------------
+
+/// The share of calls refused at smoothed lag `lag`: 0 up to `max_lag`, rising linearly to 1 at
+/// twice it (toobusy-js's rule, and ours).
+fn shed_probability(lag: Duration, max_lag: Duration) -> f64 {
+    if max_lag.is_zero() {
+        return if lag.is_zero() { 0.0 } else { 1.0 };
+    }
+    let over = (lag.as_secs_f64() - max_lag.as_secs_f64()) / max_lag.as_secs_f64();
+    over.clamp(0.0, 1.0)
+}
 
 /// How many samples a timer overdue by `overdue` counts for, first seen `first_seen` overdue: one,
 /// plus one per `interval` since, at most 32.

@@ -57,7 +57,8 @@ pub(super) async fn run() {
     SLOW_NEXT.store(3, Ordering::SeqCst);
     observe_lookup(3).await;
 
-    // The retry budget (10% of calls plus 10 a second by default) bounds extra attempts.
+    // The retry budget (on by default: a share of the calls, plus a floor a second) bounds extra
+    // attempts.
     let name = race_retry::names()
         .into_iter()
         .find(|n| n.ends_with("lookup_user"))

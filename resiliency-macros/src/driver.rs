@@ -39,7 +39,7 @@ macro_rules! arguments {
         $(
             $(#[doc = $setting_doc:literal])*
             $setting:ident: $setting_ty:ty as $kind:ident,
-                e.g. $example:literal, default $default:literal;
+                e.g. $example:literal, default $how:tt $default:expr;
         )*
     ) => {
         $(#[$attr])*

@@ -145,6 +145,10 @@ fn every_rule_refuses_the_same_through_attribute_and_builder() {
         ("retries = 17, total = \"450ms\"", r().retries(17).build()),
         ("retries = 2", Raced::builder("r").retries(2).build()),
         (
+            "max_attempts_in_flight = 0, total = \"450ms\"",
+            r().max_attempts_in_flight(0).build(),
+        ),
+        (
             "after = \"0ms\", total = \"450ms\"",
             r().after(After::Fixed(Duration::ZERO)).build(),
         ),

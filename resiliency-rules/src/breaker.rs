@@ -1,9 +1,22 @@
 //! The rules of a circuit breaker's options (`#[breaker(...)]`, `Breaker::builder`).
 
+use std::time::Duration;
+
 use crate::{above_zero, name_rule, Violation};
 
 /// The most `error_threshold`, `success_threshold` and `half_open_calls` may be.
 pub const MAX_COUNT: u32 = u16::MAX as u32;
+
+/// How many times `error_timeout` a breaker may stay open when `max_error_timeout` is left out:
+/// a macro, so that the table's words and [`BreakerOptions::max_error_timeout_for`] read one
+/// number.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! max_error_timeout_times {
+    () => {
+        10
+    };
+}
 
 /// `#[breaker]`'s settings: the table that the attribute's arguments, the builder's methods, the
 /// settings by name and the docs come from (see the crate's `table` module).
@@ -16,48 +29,48 @@ macro_rules! breaker_settings {
             /// Successes in between do not reset the count. At most 65535 (the breaker keeps the
             /// time of each of the last `error_threshold` errors, 8 bytes each, from its first
             /// error on; for many calls, the rate rule's `failure_rate` counts in fixed memory).
-            error_threshold: u32 as Count, e.g. 3, default "3";
+            error_threshold: u32 as Count, e.g. 5, default = 3;
             /// The window errors (or calls) are counted in.
             /// When left out: `error_timeout`, but at least `error_threshold` (or `min_calls`)
             /// times `timeout`, so that a worker whose calls all time out can still meet the rule.
-            error_window: ::core::time::Duration as Duration, e.g. "10s", default "`error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout`";
+            error_window: ::core::time::Duration as Duration, e.g. "10s", default derived "`error_timeout`, at least `error_threshold` (or `min_calls`) × `timeout`";
             /// How long it stays open, from the last error.
-            error_timeout: ::core::time::Duration as Duration, e.g. "30s", default "10 s";
+            error_timeout: ::core::time::Duration as Duration, e.g. "30s", default = "10s";
             /// Instead of `error_timeout`: `error_timeout = timeout * c / (1 - c)`; needs `timeout` (so `async fn` only).
             /// The share of time a worker stays free while it keeps probing an endpoint that only
             /// times out; it lies in (0, 1).
-            capacity: f64 as Number, e.g. 0.75, default "none";
+            capacity: f64 as Number, e.g. 0.75, default none "none";
             /// Bounds every call, from its first wait; an expired call counts as an error and returns a timeout `Rejected`; `async fn` only.
-            timeout: ::core::time::Duration as Timeout, e.g. "60s", default "none";
+            timeout: ::core::time::Duration as Timeout, e.g. "60s", default none "none";
             /// A shorter bound for probes while half-open; `async fn` only.
             /// Semian's `half_open_resource_timeout`.
-            half_open_timeout: ::core::time::Duration as Timeout, e.g. "1s", default "`timeout`";
+            half_open_timeout: ::core::time::Duration as Timeout, e.g. "1s", default derived "`timeout`";
             /// A call slower than this counts as a failure toward opening it; it is not cancelled, and its result is returned.
             /// Measured from the call's first wait (`async fn`) or its start (blocking fn), as
             /// `timeout` is; below `timeout`, which ends a call first.
-            slow_call_duration: ::core::time::Duration as Timeout, e.g. "2s", default "none";
+            slow_call_duration: ::core::time::Duration as Timeout, e.g. "2s", default none "none";
             /// Successful probes that close it, at most 65535.
-            success_threshold: u32 as Count, e.g. 2, default "1";
+            success_threshold: u32 as Count, e.g. 2, default = 1;
             /// Probes allowed at once while half-open, at most 65535; further calls are refused.
-            half_open_calls: u32 as Count, e.g. 1, default "1";
+            half_open_calls: u32 as Count, e.g. 2, default = 1;
             /// Rate rule instead: opens on an error when `errors / calls >= rate` ...
             /// ... and at least `min_calls` calls completed within `error_window`. It lies in (0, 1].
-            failure_rate: f64 as Number, e.g. 0.5, default "none";
+            failure_rate: f64 as Number, e.g. 0.5, default none "none";
             /// ... and at least this many calls completed within `error_window`.
-            min_calls: u32 as Count, e.g. 20, default "20";
+            min_calls: u32 as Count, e.g. 50, default = 20;
             /// Rate rule: also opens when `slow calls / calls >= slow_call_rate` (with `min_calls`); a slow success then counts as a success, not an error.
             /// Needs `failure_rate` and `slow_call_duration`; lies in (0, 1]. resilience4j's
             /// `slowCallRateThreshold`.
-            slow_call_rate: f64 as Number, e.g. 0.8, default "none: a slow call is a failure";
+            slow_call_rate: f64 as Number, e.g. 0.8, default none "none: a slow call is a failure";
             /// Each failed probe multiplies the open time by this.
             /// The n-th consecutive re-open stays open for `error_timeout * backoff^n`, capped at
-            /// `max_error_timeout`. At least 1.
-            backoff: f64 as Factor, e.g. 2.0, default "1 (off)";
+            /// `max_error_timeout`. At least 1; 1 keeps every open time at `error_timeout`.
+            backoff: f64 as Factor, e.g. 2.0, default = 1.0;
             /// The longest a breaker stays open: caps the open time grown by `backoff`, and how
             /// long an upstream's `Retry-After` hint holds an opening breaker open.
-            max_error_timeout: ::core::time::Duration as Duration, e.g. "5m", default "10 × `error_timeout`";
+            max_error_timeout: ::core::time::Duration as Duration, e.g. "5m", default derived concat!($crate::max_error_timeout_times!(), " × `error_timeout`");
             /// Keyed: a key unused this long may be evicted if closed with no errors, or open past its open time.
-            idle_timeout: ::core::time::Duration as Duration, e.g. "10m", default "10 min";
+            idle_timeout: ::core::time::Duration as Duration, e.g. "30m", default = "10m";
             /// Keyed: the most keys held at once (about 0.3 to 2.5 KB each).
             /// When full, a new key evicts the longest-unused keys among those holding nothing
             /// worth keeping (see `idle_timeout`), however recently used; if there are none, it
@@ -68,7 +81,7 @@ macro_rules! breaker_settings {
             /// per stripe of the rate window under the rate rule (one stripe per CPU, from 4 to
             /// 16). The default therefore bounds a family at about 5 MB under the count rule and
             /// 13 to 40 MB under the rate rule.
-            max_keys: usize as Keys, e.g. 100000, default "16,384";
+            max_keys: usize as Keys, e.g. 100000, default = 16_384;
         }
     };
 }
@@ -86,6 +99,26 @@ breaker_settings!(crate::table::options! {
         pub written: &'a [&'a str],
     }
 });
+
+impl BreakerOptions<'_> {
+    /// `max_error_timeout` in force for a breaker whose `error_timeout` in force is
+    /// `error_timeout`: as given, or else its default (derived from `error_timeout`); never
+    /// below `error_timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resiliency_rules::BreakerOptions;
+    ///
+    /// let given = BreakerOptions { max_error_timeout: Some(Duration::from_secs(60)), ..Default::default() };
+    /// assert_eq!(given.max_error_timeout_for(Duration::from_secs(10)), Duration::from_secs(60));
+    /// assert_eq!(given.max_error_timeout_for(Duration::from_secs(90)), Duration::from_secs(90));
+    /// ```
+    pub fn max_error_timeout_for(&self, error_timeout: Duration) -> Duration {
+        self.max_error_timeout
+            .unwrap_or_else(|| error_timeout.saturating_mul(crate::max_error_timeout_times!()))
+            .max(error_timeout)
+    }
+}
 
 /// Pairs of settings that exclude each other, and why: setting both breaks a rule, and a
 /// run-time override of one drops the attribute's other.

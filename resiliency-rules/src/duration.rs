@@ -1,7 +1,7 @@
 //! Durations as the attributes and the run-time settings write them: "450ms", "1.5s", "1m30s".
 
 /// The units of a duration, largest first, with their length in ns.
-const UNITS: &[(&str, u64)] = &[
+pub(crate) const UNITS: &[(&str, u64)] = &[
     ("h", 3_600_000_000_000),
     ("m", 60_000_000_000),
     ("s", 1_000_000_000),

@@ -5,9 +5,11 @@
 //! Each policy's settings are declared in one table (`breaker_settings!`, `race_retry_settings!`,
 //! `too_busy_settings!`, hidden: see the `table` module's source), which every crate of the
 //! workspace reads: the options structs below, the attributes' arguments, the builders' methods,
-//! the settings by name and the docs' tables all come from it. The list of policies is declared
-//! once too (`policies!`, hidden: see the `policies` module's source): each policy's names, its
-//! options struct, its rules and its table.
+//! the settings by name and the docs' tables all come from it, each setting's default included:
+//! a setting with a fixed default has an accessor of its name on its options struct that gives
+//! the value in force (`options.error_threshold()`, beside `options.error_threshold`, the value
+//! as given). The list of policies is declared once too (`policies!`, hidden: see the `policies`
+//! module's source): each policy's names, its options struct, its rules and its table.
 //!
 //! For each policy, a plain struct holds the options as given ([`BreakerOptions`],
 //! [`RaceRetryOptions`], [`TooBusyOptions`]) and a function returns every [`Violation`] of its
@@ -50,9 +52,7 @@ pub use race_retry::{
     race_retry, After, Backoff, Budget, RaceRetryOptions, MAX_BUDGET_SHARE, MAX_RETRIES,
     MIN_BUDGET_SHARE,
 };
-pub use too_busy::{
-    too_busy, InFlight, TooBusyOptions, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN,
-};
+pub use too_busy::{too_busy, InFlight, TooBusyOptions};
 
 /// What a [`Violation`] is about: the value given, or whether the argument is there at all.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

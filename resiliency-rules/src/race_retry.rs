@@ -68,24 +68,31 @@ macro_rules! race_retry_settings {
     ($($then:ident)::+ ! { $($before:tt)* }) => {
         $($then)::+! { $($before)*
             /// Extra attempts at most, on top of the first: from 1 to 16.
-            retries: u32 as Count, e.g. 2, default "2";
+            retries: u32 as Count, e.g. 3, default = 2;
+            /// The most attempts of one call running at once: an attempt that is due waits until fewer run; `1` makes the race a plain retry, each attempt started once the one before it failed.
+            /// At least 1; from `retries + 1` on, it caps nothing. An attempt that waited for a
+            /// slot starts no sooner than `after`, a failure's backoff or a Retry-After hint would
+            /// have started it, and not at or past `total`. The slots are the call's own: one
+            /// call never waits for another's attempts. Lowered by name while a call runs, it
+            /// holds for that call at once (no attempt starts until fewer run).
+            max_attempts_in_flight: u32 as Count, e.g. 1, default none "every attempt at once";
             /// When the next attempt starts while none has succeeded: a delay after the previous one started, or `"p95"` (any `"pNN"` or `"pNN.N"`), that percentile of this fn's recent attempt latencies, learned as it runs (`total / (retries + 1)` until 32 attempts were seen).
             /// A fixed delay must lie below `total`; a percentile is a quantile strictly between
             /// 0 and 1.
-            after: $crate::After as After, e.g. "150ms", default "`\"p95\"`";
+            after: $crate::After as After, e.g. "150ms", default = "p95";
             /// One deadline over everything: then the call returns `Err(E::from(Rejected))` (`Rejected::is_deadline`) and every attempt is cancelled.
             /// Above zero. Required.
-            total: ::core::time::Duration as Duration, e.g. "450ms", default "required";
+            total: ::core::time::Duration as Duration, e.g. "450ms", default none "required";
             /// Bound on one attempt: an attempt past it is cancelled and has failed.
             /// Above zero and below `total`.
-            each: ::core::time::Duration as Timeout, e.g. "300ms", default "none";
+            each: ::core::time::Duration as Timeout, e.g. "300ms", default none "none";
             /// Extra attempts may add at most this share of the calls of this fn (plus 10 per second, so that a rarely called fn can still race; at most 100 banked), shared by all its calls; `"off"`: no budget.
             /// Each call deposits the share of a token, each extra attempt takes a whole one, and
             /// while deposits come slower than 10 tokens a second the floor makes up the
             /// difference. From 0.001 to 1. Without a budget every extra attempt that `retries`,
             /// `after` and failures call for starts, however many calls fail (an outage then meets
             /// `retries + 1` times its load).
-            budget: $crate::Budget as Budget, e.g. 0.1, default "`0.1`";
+            budget: $crate::Budget as Budget, e.g. 0.2, default = 0.1;
             /// An attempt that replaces a failed one (an error worth another, or past `each`) waits a random time below this, then below twice it, and so on (exponential backoff with full jitter), but starts no later than `after` would have started it, and not at all at or past `total`; `"off"`: at once.
             /// The call's n-th such wait (n from 0) is uniform in `[0, min(max, base * factor^n))`;
             /// `base` must be above zero. A call with no attempt left running at the deadline
@@ -95,17 +102,17 @@ macro_rules! race_retry_settings {
             /// with a percentile): the wait scales with the call, as a fixed one cannot (perron's
             /// retries, node-retry's defaults, wait 1 s and then 2 s: longer than a 450 ms
             /// deadline). `after` is how long an attempt is expected to take; a quarter of it,
-            /// doubling, means that with the default two retries a call whose attempts all fail
+            /// doubling, means that with two retries a call whose attempts all fail
             /// fast waits at most three quarters of `after` in all: a transient error is retried
             /// well before the staggered start would have, while the retries of many failing
             /// calls are spread over that window instead of arriving together.
-            backoff: $crate::Backoff as Backoff, e.g. "10ms", default "a quarter of `after` (of `total` if `after` is not below it)";
+            backoff: $crate::Backoff as Backoff, e.g. "10ms", default derived "a quarter of `after` (of `total` if `after` is not below it)";
             /// How much each wait's bound grows over the one before; at least 1.
-            backoff_factor: f64 as Factor, e.g. 2, default "`2`";
+            backoff_factor: f64 as Factor, e.g. 1.5, default = 2.0;
             /// The most one wait may be.
             /// At least `backoff`. `Duration::MAX` works (a wait that long never ends before the
             /// deadline).
-            backoff_max: ::core::time::Duration as Duration, e.g. "100ms", default "none (the next staggered start bounds it)";
+            backoff_max: ::core::time::Duration as Duration, e.g. "100ms", default none "none (the next staggered start bounds it)";
         }
     };
 }
@@ -152,6 +159,12 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
             ));
         }
     }
+    if o.max_attempts_in_flight == Some(0) {
+        out.push(Violation::value(
+            "max_attempts_in_flight",
+            "`max_attempts_in_flight` must be at least 1: `max_attempts_in_flight = 1` runs one attempt at a time (a plain retry); leave it out to let every attempt run at once",
+        ));
+    }
     let total = o.total.filter(|t| !t.is_zero());
     if !given("total", o.total.is_some()) {
         out.push(Violation::presence(
@@ -190,9 +203,13 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
     }
     if let Some(Budget::Share(share)) = o.budget {
         if !(MIN_BUDGET_SHARE..=MAX_BUDGET_SHARE).contains(&share) {
+            let example = match RaceRetryOptions::default().budget() {
+                Budget::Share(default) => format!("such as `budget = {default}` (the default), "),
+                Budget::Off => String::new(),
+            };
             out.push(Violation::value(
                 "budget",
-                format!("`budget` is the share of load extra attempts may add: from {MIN_BUDGET_SHARE} to {MAX_BUDGET_SHARE}, got {share}, such as `budget = 0.1` (10%, the default), or `budget = \"off\"` for no budget"),
+                format!("`budget` is the share of load extra attempts may add: from {MIN_BUDGET_SHARE} to {MAX_BUDGET_SHARE}, got {share}, {example}or `budget = \"off\"` for no budget"),
             ));
         }
     }
@@ -210,7 +227,7 @@ pub fn race_retry(options: &RaceRetryOptions<'_>) -> Vec<Violation> {
         if !(factor >= 1.0 && factor.is_finite()) {
             out.push(Violation::value(
                 "backoff_factor",
-                format!("`backoff_factor` is how much each wait's bound grows over the one before: a number of at least 1, got {factor}, such as `backoff_factor = 2` (the default; 1 keeps every bound at `backoff`)"),
+                format!("`backoff_factor` is how much each wait's bound grows over the one before: a number of at least 1, got {factor}, such as `backoff_factor = {}` (the default; 1 keeps every bound at `backoff`)", RaceRetryOptions::default().backoff_factor()),
             ));
         }
     }

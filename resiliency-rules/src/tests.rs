@@ -355,6 +355,26 @@ fn race_retries_run_from_one_to_max_retries() {
 }
 
 #[test]
+fn race_max_attempts_in_flight_is_at_least_one_with_no_upper_bound() {
+    let v = only(race_retry(&RaceRetryOptions {
+        max_attempts_in_flight: Some(0),
+        ..r()
+    }));
+    assert_eq!((v.0, v.1), ("max_attempts_in_flight", About::Value));
+    assert!(v.2.contains("at least 1"), "{}", v.2);
+    // Above `retries + 1` it caps nothing, and is no mistake: a setting for every site may
+    // give it to sites of any `retries`.
+    for n in [1, 2, MAX_RETRIES + 1, u32::MAX] {
+        let options = RaceRetryOptions {
+            max_attempts_in_flight: Some(n),
+            retries: Some(1),
+            ..r()
+        };
+        assert_eq!(race_retry(&options), [], "{n}");
+    }
+}
+
+#[test]
 fn race_total_is_required_and_above_zero() {
     let v = only(race_retry(&RaceRetryOptions::default()));
     assert_eq!((v.0, v.1), ("total", About::Presence));
@@ -603,4 +623,65 @@ fn too_busy_auto_rules() {
         all[0].to_string(),
         "`auto_max` (2) must be at least `auto_min` (4, its default)"
     );
+}
+
+#[test]
+fn a_fixed_default_is_in_force_until_a_value_is_given() {
+    let given = BreakerOptions {
+        error_threshold: Some(7),
+        idle_timeout: Some(ms(5)),
+        ..b()
+    };
+    assert_eq!(given.error_threshold(), 7);
+    assert_eq!(given.idle_timeout(), ms(5));
+    assert_eq!(given.or_defaults().error_threshold, Some(7));
+    // `or_defaults` fills in the settings with a fixed default, and only those.
+    let filled = b().or_defaults();
+    assert_eq!(filled.error_threshold, Some(b().error_threshold()));
+    assert_eq!(filled.max_keys, Some(b().max_keys()));
+    assert_eq!(filled.backoff, Some(b().backoff()));
+    assert_eq!(
+        (
+            filled.error_window,
+            filled.capacity,
+            filled.max_error_timeout
+        ),
+        (None, None, None)
+    );
+    let filled = r().or_defaults();
+    assert_eq!(filled.after, Some(r().after()));
+    assert_eq!(
+        (filled.total, filled.each, filled.backoff),
+        (r().total, None, None)
+    );
+    assert_eq!(TooBusyOptions::default().or_defaults().max_in_flight, None);
+}
+
+#[test]
+fn every_fixed_default_lies_in_its_own_range() {
+    let breaker_defaults = BreakerOptions {
+        key: true,
+        ..b().or_defaults()
+    };
+    let out_of_range: Vec<_> = breaker(&breaker_defaults)
+        .into_iter()
+        .filter(|v| v.about() == About::Value)
+        .collect();
+    assert_eq!(out_of_range, []);
+    assert_eq!(race_retry(&r().or_defaults()), []);
+    let auto = TooBusyOptions {
+        max_in_flight: Some(InFlight::Auto),
+        ..TooBusyOptions::default().or_defaults()
+    };
+    assert_eq!(too_busy(&auto), []);
+}
+
+#[test]
+fn max_error_timeout_is_a_multiple_of_error_timeout_unless_given() {
+    let derived = b().max_error_timeout_for(ms(100));
+    assert!(
+        derived > ms(100) && derived.as_nanos().is_multiple_of(ms(100).as_nanos()),
+        "{derived:?}"
+    );
+    assert_eq!(b().max_error_timeout_for(Duration::MAX), Duration::MAX);
 }

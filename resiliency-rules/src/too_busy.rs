@@ -27,19 +27,19 @@ macro_rules! too_busy_settings {
             /// Refuse with probability `(lag - max_lag) / max_lag` (always at twice it); `async fn` only.
             /// The runtime's smoothed lag is compared with it; above zero. Named, the lag is checked
             /// beside `max_in_flight` and `max_latency`.
-            max_lag: ::core::time::Duration as Timeout, e.g. "70ms", default "`resiliency::too_busy::max_lag()`, 70 ms, when no signal is named";
+            max_lag: ::core::time::Duration as Timeout, e.g. "50ms", default derived "`resiliency::too_busy::max_lag()` when no signal is named, else off";
             /// At most this many calls of this fn at once, the next refused; `"auto"`: a limit learned from the calls' latency and failures, between `auto_min` and `auto_max`. Named without `max_lag`, it turns the lag check off.
             /// At least 1.
-            max_in_flight: $crate::InFlight as InFlight, e.g. 256, default "off";
+            max_in_flight: $crate::InFlight as InFlight, e.g. 256, default none "off";
             /// The lowest limit `max_in_flight = "auto"` learns; at least 1.
-            auto_min: u32 as Count, e.g. 4, default "4";
+            auto_min: u32 as Count, e.g. 8, default = 4;
             /// The highest limit `max_in_flight = "auto"` learns.
-            auto_max: u32 as Count, e.g. 1000, default "1000";
+            auto_max: u32 as Count, e.g. 500, default = 1000;
             /// The limit `max_in_flight = "auto"` starts from, within the bounds.
-            auto_initial: u32 as Count, e.g. 20, default "20";
+            auto_initial: u32 as Count, e.g. 50, default = 20;
             /// Refuse while this fn's recent mean latency is above it. Named without `max_lag`, it turns the lag check off.
             /// Above zero.
-            max_latency: ::core::time::Duration as Timeout, e.g. "200ms", default "off";
+            max_latency: ::core::time::Duration as Timeout, e.g. "200ms", default none "off";
         }
     };
 }
@@ -52,13 +52,6 @@ too_busy_settings!(crate::table::options! {
         pub name: Option<&'a str>,
     }
 });
-
-/// `auto_min`'s default: the lowest limit `max_in_flight = "auto"` learns.
-pub const DEFAULT_AUTO_MIN: u32 = 4;
-/// `auto_initial`'s default: the limit `max_in_flight = "auto"` starts from.
-pub const DEFAULT_AUTO_INITIAL: u32 = 20;
-/// `auto_max`'s default: the highest limit `max_in_flight = "auto"` learns.
-pub const DEFAULT_AUTO_MAX: u32 = 1000;
 
 /// Every rule `options` breaks, in argument order.
 ///
@@ -105,12 +98,15 @@ fn auto_rules(o: &TooBusyOptions<'_>, out: &mut Vec<Violation>) {
     if o.auto_min == Some(0) {
         out.push(Violation::value(
             "auto_min",
-            "`auto_min` must be at least 1: the learned limit never goes below it, e.g. `auto_min = 4` (the default)",
+            format!(
+                "`auto_min` must be at least 1: the learned limit never goes below it, e.g. `auto_min = {}` (the default)",
+                TooBusyOptions::default().auto_min()
+            ),
         ));
     }
     // Each against the others as given, or their defaults where left out.
-    let min = o.auto_min.unwrap_or(DEFAULT_AUTO_MIN).max(1);
-    let max = o.auto_max.unwrap_or(DEFAULT_AUTO_MAX);
+    let min = o.auto_min().max(1);
+    let max = o.auto_max();
     if let (Some(given_max), true) = (o.auto_max, max < min) {
         out.push(
             Violation::value(

@@ -206,7 +206,8 @@ fn builder_accepts_the_edges_of_valid_options() {
     assert_eq!(built.key(), None);
     assert_eq!(
         b().build().unwrap().error_timeout(),
-        breaker::DEFAULT_ERROR_TIMEOUT
+        secs(10),
+        "the documented default"
     );
     assert!(
         breaker::get("api.valid").is_none(),

@@ -64,8 +64,8 @@ fn race_retry_refuses_budget_shares_out_of_range() {
             race().budget(share).build(),
             &format!(
                 "race_retry `builders.race`: `budget` is the share of load extra attempts may \
-                 add: from 0.001 to 1, got {share}, such as `budget = 0.1` (10%, the default), \
-                 or `budget = \"off\"` for no budget"
+                 add: from 0.001 to 1, got {share}, such as `budget = 0.1` (the default), or \
+                 `budget = \"off\"` for no budget"
             ),
         );
     }

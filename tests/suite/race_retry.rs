@@ -53,6 +53,8 @@ struct Probe {
     script: Vec<Step>,
     launched: AtomicU32,
     live: AtomicU32,
+    /// The most attempt futures alive at once.
+    peak: AtomicU32,
     finished: AtomicU32,
     starts: Mutex<Vec<Duration>>,
     /// Attempts dropped before they ended: (number, when).
@@ -67,6 +69,7 @@ impl Probe {
             script: script.to_vec(),
             launched: AtomicU32::new(0),
             live: AtomicU32::new(0),
+            peak: AtomicU32::new(0),
             finished: AtomicU32::new(0),
             starts: Mutex::new(Vec::new()),
             cancelled: Mutex::new(Vec::new()),
@@ -120,6 +123,11 @@ impl Probe {
         self.live.load(SeqCst)
     }
 
+    /// The most attempt futures alive at once.
+    fn peak(&self) -> u32 {
+        self.peak.load(SeqCst)
+    }
+
     /// Attempts that ran to their end.
     fn finished(&self) -> u32 {
         self.finished.load(SeqCst)
@@ -135,7 +143,8 @@ struct Alive<'a> {
 
 impl<'a> Alive<'a> {
     fn new(probe: &'a Probe, number: u32) -> Self {
-        probe.live.fetch_add(1, SeqCst);
+        let live = probe.live.fetch_add(1, SeqCst) + 1;
+        probe.peak.fetch_max(live, SeqCst);
         Alive {
             probe,
             number,
@@ -792,6 +801,141 @@ async fn a_non_retryable_error_ends_the_call_at_once() {
     assert!(matches!(result, Err(Error::Fatal(2))), "{result:?}");
     assert_eq!(probe.elapsed(), ms(20));
     assert_eq!(probe.starts(), [ms(0), ms(10)]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// At most n attempts at once (`max_attempts_in_flight`)
+
+#[race_retry(
+    retries = 2,
+    after = "150ms",
+    total = "2s",
+    backoff = "off",
+    max_attempts_in_flight = 1
+)]
+async fn one_at_a_time(probe: &Probe) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// With `max_attempts_in_flight = 1` a race is a plain retry under `total`: attempt 2, due at
+/// 150 ms, waits for attempt 1 to fail (at 400 ms) and starts then; attempt 3 starts as attempt
+/// 2 fails (at 500 ms, before its own staggered start at 550 ms). Never two attempts at once,
+/// none cancelled. An attempt that hangs holds the one slot until the deadline.
+#[tokio::test(start_paused = true)]
+async fn one_attempt_in_flight_makes_a_plain_retry_under_total() {
+    let probe = Probe::new(&[Fail(400), Fail(100), Answer(50)]);
+    let (result, attempts) = observe(one_at_a_time(&probe)).await;
+    assert_eq!(result.unwrap(), 3);
+    assert_eq!(probe.elapsed(), ms(550));
+    assert_eq!(probe.starts(), [ms(0), ms(400), ms(500)]);
+    assert_eq!((probe.peak(), probe.cancelled()), (1, vec![]));
+    assert_eq!(
+        attempts,
+        [
+            attempt("one_at_a_time", 1, 0, 400, Outcome::Failed),
+            attempt("one_at_a_time", 2, 400, 100, Outcome::Failed),
+            attempt("one_at_a_time", 3, 500, 50, Outcome::Won),
+        ]
+    );
+
+    let probe = Probe::new(&[Hang, Answer(0)]);
+    let error = one_at_a_time(&probe).await.unwrap_err();
+    let rejected = error.rejected();
+    assert!(rejected.is_deadline(), "{rejected}");
+    assert!(rejected.to_string().contains("1 attempt"), "{rejected}");
+    assert_eq!(probe.elapsed(), ms(2000));
+    assert_eq!(probe.starts(), [ms(0)]);
+    assert_eq!(probe.cancelled(), [(1, ms(2000))]);
+    let stats = stats("one_at_a_time");
+    assert_eq!((stats.extra_attempts, stats.deadlines), (2, 1));
+}
+
+#[race_retry(
+    retries = 3,
+    after = "100ms",
+    total = "2s",
+    backoff = "off",
+    max_attempts_in_flight = 2
+)]
+async fn two_at_a_time(probe: &Probe) -> Result<u32, Error> {
+    probe.attempt().await
+}
+
+/// With `max_attempts_in_flight = 2`, attempts stagger by `after` up to two at once; attempt 3,
+/// due at 200 ms, waits until one of the two ends (attempt 1 fails at 250 ms), and attempt 4
+/// waits likewise for attempt 3's failure, the attempt in flight racing on (attempt 2 wins).
+#[tokio::test(start_paused = true)]
+async fn a_due_attempt_waits_until_fewer_than_n_run() {
+    let probe = Probe::new(&[Fail(250), Answer(600), Fail(100), Hang]);
+    assert_eq!(two_at_a_time(&probe).await.unwrap(), 2);
+    assert_eq!(probe.elapsed(), ms(700));
+    assert_eq!(probe.starts(), [ms(0), ms(100), ms(250), ms(350)]);
+    assert_eq!(probe.peak(), 2);
+    assert_eq!(probe.cancelled(), [(4, ms(700))]);
+    assert_eq!(probe.live(), 0);
+}
+
+/// From code and by name: the builder takes it (and refuses 0 with the rule's message), the
+/// policy says it, and a run-time setting reaches a live policy on its next call.
+#[tokio::test(start_paused = true)]
+async fn max_attempts_in_flight_from_the_builder_and_by_name() {
+    use resiliency::settings::{self, Policy};
+
+    let policy = built(
+        "race_retry::capped_builder",
+        2,
+        race_retry::After::Fixed(ms(100)),
+        ms(1000),
+    )
+    .max_attempts_in_flight(1)
+    .register()
+    .unwrap();
+    assert_eq!(policy.max_attempts_in_flight(), Some(1));
+    let probe = Probe::new(&[Hang, Hang, Hang]);
+    let error = policy.run(|| probe.attempt()).await.unwrap_err();
+    assert!(error.rejected().is_deadline());
+    assert_eq!(probe.starts(), [ms(0)]);
+
+    let refused = built(
+        "race_retry::capped_zero",
+        2,
+        race_retry::After::Fixed(ms(100)),
+        ms(1000),
+    )
+    .max_attempts_in_flight(0)
+    .build()
+    .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "race_retry `race_retry::capped_zero`: `max_attempts_in_flight` must be at least 1: \
+         `max_attempts_in_flight = 1` runs one attempt at a time (a plain retry); leave it out to \
+         let every attempt run at once"
+    );
+    assert!(built(
+        "race_retry::uncapped",
+        2,
+        race_retry::After::Fixed(ms(100)),
+        ms(1000)
+    )
+    .build()
+    .unwrap()
+    .max_attempts_in_flight()
+    .is_none());
+
+    let site = "race_retry::capped_builder";
+    settings::set(Policy::RaceRetry, site, "max_attempts_in_flight", 3).unwrap();
+    assert_eq!(policy.max_attempts_in_flight(), Some(3));
+    let probe = Probe::new(&[Hang, Hang, Hang]);
+    policy.run(|| probe.attempt()).await.unwrap_err();
+    assert_eq!(probe.starts(), [ms(0), ms(100), ms(200)]);
+    let bad = settings::set(Policy::RaceRetry, site, "max_attempts_in_flight", 0).unwrap_err();
+    assert!(bad.to_string().contains("at least 1"), "{bad}");
+    settings::unset(Policy::RaceRetry, site, "max_attempts_in_flight").unwrap();
+    assert_eq!(
+        policy.max_attempts_in_flight(),
+        Some(1),
+        "the builder's value again"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

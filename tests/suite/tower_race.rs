@@ -59,6 +59,28 @@ async fn a_slow_first_attempt_is_overtaken_by_the_second() {
     );
 }
 
+/// With `max_attempts_in_flight(1)` the slow first attempt is not raced: the one slot is its
+/// until it answers, at 900 ms.
+#[tokio::test(start_paused = true)]
+async fn a_layer_with_one_attempt_in_flight_does_not_race_a_slow_attempt() {
+    let layer = RaceRetryLayer::new(
+        RaceRetry::builder("tower::race_retry::one_at_a_time")
+            .retries(2)
+            .max_attempts_in_flight(1)
+            .after(After::Fixed(ms(50)))
+            .total(ms(1_000))
+            .no_budget(),
+    )
+    .unwrap();
+    assert_eq!(layer.policy().max_attempts_in_flight(), Some(1));
+    let (count, inner) = attempts(&[900, 10]);
+    let mut svc = layer.layer(inner);
+    let start = tokio::time::Instant::now();
+    let winner = svc.ready().await.unwrap().call("req").await.unwrap();
+    assert_eq!((winner, start.elapsed()), (1, ms(900)));
+    assert_eq!(count.load(Ordering::Relaxed), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn past_the_deadline_the_error_is_a_rejected_deadline() {
     let layer = RaceRetryLayer::new(

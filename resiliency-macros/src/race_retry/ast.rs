@@ -87,7 +87,14 @@ fn parse_percentile(text: &str) -> Option<Result<f64, String>> {
     Some(Ok(value / 100.0))
 }
 
-const BUDGET: &str = "`budget` is the share of load extra attempts may add: above 0 and at most 1, such as `budget = 0.1` (10%, the default), or `budget = \"off\"` for no budget";
+/// What `budget` takes, its default as the example.
+fn budget_expected() -> String {
+    let example = match resiliency_rules::RaceRetryOptions::default().budget() {
+        Budget::Share(default) => format!("such as `budget = {default}` (the default), "),
+        Budget::Off => String::new(),
+    };
+    format!("`budget` is the share of load extra attempts may add: above 0 and at most 1, {example}or `budget = \"off\"` for no budget")
+}
 
 /// `budget = 0.1` (a share in (0, 1]) or `budget = "off"`.
 pub(crate) struct BudgetValue;
@@ -104,13 +111,17 @@ impl Value for BudgetValue {
             Some(Lit::Str(text)) if text.value() == OFF => Ok((Budget::Off, text.span())),
             Some(Lit::Str(text)) => Err(syn::Error::new(
                 text.span(),
-                format_args!("`budget = {:?}` is not a budget; {BUDGET}", text.value()),
+                format_args!(
+                    "`budget = {:?}` is not a budget; {}",
+                    text.value(),
+                    budget_expected()
+                ),
             )),
             Some(Lit::Int(_) | Lit::Float(_)) => {
                 let (share, span) = Number("0.1").parse(name, expr)?;
                 Ok((Budget::Share(share), span))
             }
-            _ => Err(syn::Error::new_spanned(expr, BUDGET)),
+            _ => Err(syn::Error::new_spanned(expr, budget_expected())),
         }
     }
 }

@@ -28,7 +28,9 @@ pub use crate::fallback::{
 pub use crate::race_retry::numbered;
 pub use crate::rejected::FromRejected;
 pub use crate::retry_hint::{HintOf, NoHint, ReadsHint};
-pub use resiliency_rules::{breaker_settings, race_retry_settings, too_busy_settings};
+pub use resiliency_rules::{
+    breaker_settings, default_words, race_retry_settings, too_busy_settings,
+};
 
 /// The type an attribute's `async move` body must produce: generated code names it in a `return`
 /// that never runs (`if false { return body_returns::<R>(); }`), so that the body's own result is

@@ -10,18 +10,6 @@ use crate::named::Origin;
 use crate::ConfigError;
 use resiliency_rules::BreakerOptions;
 
-/// Default for `error_threshold`: errors within `error_window` that open the breaker.
-pub const DEFAULT_ERROR_THRESHOLD: u32 = 3;
-/// Default for `error_timeout`: how long the breaker stays open after the last error.
-pub const DEFAULT_ERROR_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default for `min_calls` under the rate rule.
-pub const DEFAULT_MIN_CALLS: u32 = 20;
-/// Default for `idle_timeout` of keyed breakers: a key unused this long may be evicted.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
-/// Default for `max_keys` of keyed breakers: at most about 40 MB of breakers (see
-/// [`BreakerBuilder::max_keys`]).
-pub const DEFAULT_MAX_KEYS: usize = 1 << 14;
-
 /// The rule that opens a closed breaker.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub(crate) enum Rule {
@@ -185,7 +173,8 @@ impl BreakerBuilder {
         }
     }
 
-    /// Checks every rule ([`resiliency_rules::breaker`]) and resolves the defaults.
+    /// Checks every rule ([`resiliency_rules::breaker`]) and resolves the defaults (the table's,
+    /// through the options' accessors).
     pub(crate) fn validate(&self) -> Result<Config, ConfigError> {
         ConfigError::from_violations(
             "breaker",
@@ -196,21 +185,18 @@ impl BreakerBuilder {
         let timeout = o.timeout;
         let error_timeout = match (o.capacity, timeout) {
             (Some(c), Some(t)) => capacity_error_timeout(t, c),
-            _ => o.error_timeout.unwrap_or(DEFAULT_ERROR_TIMEOUT),
+            _ => o.error_timeout(),
         };
         let rule = match o.failure_rate {
             Some(rate) => Rule::Rate {
                 rate,
-                min_calls: o.min_calls.unwrap_or(DEFAULT_MIN_CALLS),
+                min_calls: o.min_calls(),
             },
             None => Rule::Count {
-                threshold: o.error_threshold.unwrap_or(DEFAULT_ERROR_THRESHOLD),
+                threshold: o.error_threshold(),
             },
         };
-        let max_error_timeout = o
-            .max_error_timeout
-            .unwrap_or_else(|| error_timeout.saturating_mul(10))
-            .max(error_timeout);
+        let max_error_timeout = o.max_error_timeout_for(error_timeout);
         // A worker's timed-out calls are at least `timeout` apart, so a window shorter than
         // `error_threshold` timeouts could never see the errors that should open the breaker
         // (with `capacity < 2/3`, `error_timeout` alone is that short).
@@ -226,18 +212,18 @@ impl BreakerBuilder {
                 .error_window
                 .unwrap_or_else(|| error_timeout.max(least_window)),
             error_timeout,
-            success_threshold: o.success_threshold.unwrap_or(1),
-            half_open_calls: o.half_open_calls.unwrap_or(1),
+            success_threshold: o.success_threshold(),
+            half_open_calls: o.half_open_calls(),
             timeout,
             half_open_timeout: o.half_open_timeout,
             slow_call_duration: o.slow_call_duration,
             slow_call_rate: o
                 .slow_call_rate
                 .filter(|_| matches!(rule, Rule::Rate { .. })),
-            backoff: o.backoff.unwrap_or(1.0),
+            backoff: o.backoff(),
             max_error_timeout,
-            idle_timeout: o.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
-            max_keys: o.max_keys.unwrap_or(DEFAULT_MAX_KEYS),
+            idle_timeout: o.idle_timeout(),
+            max_keys: o.max_keys(),
         })
     }
 }
@@ -272,17 +258,21 @@ fn self_conflict(name: &str, other: &str) -> ConfigError {
 
 /// `error_timeout = timeout * capacity / (1 - capacity)`: the open time that leaves a worker free
 /// `capacity` of the time while every probe runs into `timeout`.
-///
-/// ```
-/// use std::time::Duration;
-/// use resiliency::breaker::capacity_error_timeout;
-///
-/// let t = Duration::from_secs(60);
-/// assert_eq!(capacity_error_timeout(t, 0.5), t);
-/// assert_eq!(capacity_error_timeout(t, 0.75), Duration::from_secs(180));
-/// ```
-pub fn capacity_error_timeout(timeout: Duration, capacity: f64) -> Duration {
+pub(crate) fn capacity_error_timeout(timeout: Duration, capacity: f64) -> Duration {
     let secs = timeout.as_secs_f64() * capacity / (1.0 - capacity);
     // Round to whole microseconds so that 0.75 * 60 s gives exactly 180 s.
     Duration::try_from_secs_f64((secs * 1e6).round() / 1e6).unwrap_or(Duration::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_gives_the_open_time_in_whole_microseconds() {
+        let t = Duration::from_secs(60);
+        assert_eq!(capacity_error_timeout(t, 0.5), t);
+        assert_eq!(capacity_error_timeout(t, 0.75), Duration::from_secs(180));
+        assert_eq!(capacity_error_timeout(t, 1.0 - 1e-300), Duration::MAX);
+    }
 }

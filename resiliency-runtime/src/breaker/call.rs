@@ -41,7 +41,8 @@ impl Breaker {
     /// Like [`call`](Self::call), for errors that say how long their upstream asked callers to
     /// wait ([`RetryHint`](crate::RetryHint), such as an HTTP `Retry-After`): should the breaker
     /// open (at such an error, or at a later one while the wait lasts), it stays open at least
-    /// that long, up to `max_error_timeout` (by default 10 times `error_timeout`).
+    /// that long, up to `max_error_timeout` (by default a multiple of `error_timeout`: see
+    /// [`BreakerBuilder::max_error_timeout`](crate::BreakerBuilder::max_error_timeout)).
     /// `#[breaker]` reads the hint of every error type that implements the trait by itself.
     ///
     /// ```

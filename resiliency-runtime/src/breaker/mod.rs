@@ -199,10 +199,8 @@ mod window;
 mod word;
 
 pub use breaker::{Breaker, Snapshot, State};
-pub use builder::{
-    capacity_error_timeout, BreakerBuilder, DEFAULT_ERROR_THRESHOLD, DEFAULT_ERROR_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS, DEFAULT_MIN_CALLS,
-};
+pub(crate) use builder::capacity_error_timeout;
+pub use builder::BreakerBuilder;
 pub use disabled::disabled;
 pub use events::{subscribe, unsubscribe, OpenCause, StateChange, SubscriptionId};
 pub use keyed::{BreakerKey, KeyedBreaker};

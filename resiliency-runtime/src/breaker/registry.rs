@@ -7,13 +7,10 @@
 use std::sync::Arc;
 
 use super::breaker::Breaker;
-use super::builder::{
-    BreakerBuilder, DEFAULT_ERROR_THRESHOLD, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_KEYS,
-    DEFAULT_MIN_CALLS,
-};
+use super::builder::BreakerBuilder;
 use super::keyed::KeyedBreaker;
 use crate::named::{first_difference, Difference, Named, Origin};
-use crate::options::{ByName as _, Value};
+use crate::options::ByName as _;
 
 /// What a name holds: leaked once per name, so that a registered breaker is never dropped and a
 /// `'static` reference to it costs its users no reference count.
@@ -27,20 +24,12 @@ static REGISTRY: Named<Breakers, BreakerBuilder> = Named::new(differ);
 /// The first setting in which two sets of options differ, a setting not given read as its
 /// default where that is fixed.
 fn differ(a: &BreakerBuilder, b: &BreakerBuilder) -> Option<Difference> {
-    first_difference(a, b, |options, setting| {
-        options.get(setting).or_else(|| match setting {
-            "error_threshold" if options.options.failure_rate.is_none() => {
-                Some(Value::from(DEFAULT_ERROR_THRESHOLD))
-            }
-            "min_calls" if options.options.failure_rate.is_some() => {
-                Some(Value::from(DEFAULT_MIN_CALLS))
-            }
-            "success_threshold" | "half_open_calls" => Some(Value::from(1_u32)),
-            "backoff" => Some(Value::from(1.0)),
-            "idle_timeout" => Some(Value::from(DEFAULT_IDLE_TIMEOUT)),
-            "max_keys" => Some(Value::Int(DEFAULT_MAX_KEYS as i64)),
-            _ => None,
-        })
+    let in_force = |builder: &BreakerBuilder| BreakerBuilder {
+        options: builder.options.or_defaults(),
+        ..builder.clone()
+    };
+    first_difference(&in_force(a), &in_force(b), |options, setting| {
+        options.get(setting)
     })
 }
 

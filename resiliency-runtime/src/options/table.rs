@@ -12,14 +12,14 @@ macro_rules! builder {
         $builder:ident.$options:ident for $policy:literal;
         $(
             $(#[doc = $doc:literal])*
-            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $default:literal;
+            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $how:tt $default:expr;
         )*
     ) => {
         impl $builder {
             $(
                 $(#[doc = $doc])*
                 #[doc = ""]
-                #[doc = concat!("Default: ", $default, ".")]
+                #[doc = concat!("Default: ", resiliency_rules::default_words!($how $default), ".")]
                 pub fn $setting(mut self, value: $crate::options::table::param!($kind, $ty)) -> Self {
                     self.$options.$setting = Some(value.into());
                     self
@@ -57,7 +57,7 @@ macro_rules! by_name {
         $options:ty => $policy:ident;
         $(
             $(#[doc = $doc:literal])*
-            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $default:literal;
+            $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $how:tt $default:expr;
         )*
     ) => {
         impl $crate::options::table::ByName for $options {

@@ -4,12 +4,12 @@
 //! wait or at the next staggered start, whichever comes first, and never at or past the deadline.
 //!
 //! The defaults scale with the call: `base` is a quarter of `min(after, total)` (of the `after`
-//! learned so far with `after = "pNN"`), `factor` is 2, and there is no `max` of its own (the next
-//! staggered start, at most `after` away, bounds each wait; the deadline bounds them all). With
-//! the default two retries, the waits of a call whose attempts all fail fast then add at most
-//! three quarters of `after` (on average three eighths): a failing upstream is given room to
-//! recover and retries are spread, while a retry after one transient error still comes well
-//! before the staggered start would have brought it.
+//! learned so far with `after = "pNN"`), `factor` is `backoff_factor`'s default, and there is no
+//! `max` of its own (the next staggered start, at most `after` away, bounds each wait; the
+//! deadline bounds them all). With two retries growing twofold, the waits of a call whose attempts
+//! all fail fast then add at most three quarters of `after` (on average three eighths): a failing
+//! upstream is given room to recover and retries are spread, while a retry after one transient
+//! error still comes well before the staggered start would have brought it.
 
 use std::time::Duration;
 
@@ -27,17 +27,23 @@ pub(crate) struct Backoff {
 }
 
 impl Backoff {
-    pub(crate) const DEFAULT: Backoff = Backoff {
-        on: true,
+    /// Off: an attempt that replaces a failed one starts at once.
+    pub(crate) const OFF: Backoff = Backoff {
+        on: false,
         base: None,
-        factor: 2.0,
+        factor: 1.0,
         max: Duration::MAX,
     };
 
-    pub(crate) const OFF: Backoff = Backoff {
-        on: false,
-        ..Backoff::DEFAULT
-    };
+    /// On, each bound `factor` times the one before, from a base of a quarter of
+    /// `min(after, total)` (until [`base`](Self::base) gives one), with no `max` of its own.
+    pub(crate) const fn growing(factor: f64) -> Self {
+        Backoff {
+            on: true,
+            ..Backoff::OFF
+        }
+        .factor(factor)
+    }
 
     pub(crate) const fn base(self, base: Duration) -> Self {
         Backoff {
@@ -112,16 +118,16 @@ mod tests {
 
     #[test]
     fn bounds_grow_by_the_factor_up_to_the_max() {
-        let b = Backoff::DEFAULT.base(10 * MS).max(50 * MS);
+        let b = Backoff::growing(2.0).base(10 * MS).max(50 * MS);
         let bounds: Vec<_> = (0..5).map(|n| b.bound(n, 150 * MS, 450 * MS)).collect();
         assert_eq!(bounds, [10 * MS, 20 * MS, 40 * MS, 50 * MS, 50 * MS]);
-        let b = Backoff::DEFAULT.base(10 * MS).factor(3.0);
+        let b = Backoff::growing(3.0).base(10 * MS);
         assert_eq!(b.bound(2, 150 * MS, 450 * MS), 90 * MS);
     }
 
     #[test]
     fn the_default_base_is_a_quarter_of_after_or_total() {
-        let b = Backoff::DEFAULT;
+        let b = Backoff::growing(2.0);
         assert_eq!(b.bound(0, 160 * MS, 450 * MS), 40 * MS);
         assert_eq!(b.bound(1, 160 * MS, 450 * MS), 80 * MS);
         // `after` past `total` (it never staggers): a quarter of `total`.
@@ -131,27 +137,23 @@ mod tests {
 
     #[test]
     fn extreme_settings_saturate() {
-        let huge = Backoff::DEFAULT.base(Duration::MAX);
+        let huge = Backoff::growing(2.0).base(Duration::MAX);
         assert_eq!(huge.bound(0, MS, MS), Duration::MAX);
         assert_eq!(huge.bound(16, MS, MS), Duration::MAX);
         for factor in [f64::NAN, f64::NEG_INFINITY, -1.0, 0.0, 0.5] {
-            let b = Backoff::DEFAULT.base(10 * MS).factor(factor);
+            let b = Backoff::growing(factor).base(10 * MS);
             assert_eq!(b.bound(16, MS, MS), 10 * MS, "{factor}");
         }
-        let inf = Backoff::DEFAULT.base(10 * MS).factor(f64::INFINITY);
+        let inf = Backoff::growing(f64::INFINITY).base(10 * MS);
         assert_eq!(inf.bound(1, MS, MS), Duration::MAX);
         assert_eq!(inf.max(MS * 70).bound(u32::MAX, MS, MS), 70 * MS);
         assert_eq!(
-            Backoff::DEFAULT
+            Backoff::growing(f64::INFINITY)
                 .base(Duration::ZERO)
-                .factor(f64::INFINITY)
                 .bound(5, MS, MS),
             Duration::ZERO
         );
-        assert_eq!(
-            Backoff::DEFAULT.factor(1e308).bound(16, 4 * MS, MS),
-            Duration::MAX
-        );
+        assert_eq!(Backoff::growing(1e308).bound(16, 4 * MS, MS), Duration::MAX);
     }
 
     #[test]

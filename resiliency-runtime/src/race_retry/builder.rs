@@ -3,7 +3,7 @@
 
 use resiliency_rules::{Backoff, Budget, RaceRetryOptions};
 
-use super::race_retry::{After, RaceRetry};
+use super::race_retry::RaceRetry;
 use crate::ConfigError;
 
 /// Builds a [`RaceRetry`] from code, with the options of `#[race_retry(...)]` (each method named
@@ -39,20 +39,17 @@ impl RaceRetryBuilder {
     /// The raced function, or every rule its options break.
     pub fn build(self) -> Result<RaceRetry, ConfigError> {
         ConfigError::from_violations("race_retry", self.name, self.violations())?;
-        let total = self
-            .options
-            .total
-            .expect("`total` is required by the rules");
-        let policy = RaceRetry::new(self.name, 0, After::Percentile(0.95), total);
+        let policy = RaceRetry::new(self.name);
         policy.apply(&self);
         Ok(policy)
     }
 
-    /// Every rule the options break.
+    /// Every rule the options break (`after` at its default where left out: a `total` must
+    /// leave room for a percentile too).
     pub(super) fn violations(&self) -> Vec<resiliency_rules::Violation> {
         resiliency_rules::race_retry(&RaceRetryOptions {
             name: Some(self.name),
-            after: Some(self.options.after.unwrap_or(After::Percentile(0.95))),
+            after: Some(self.options.after()),
             ..self.options.clone()
         })
     }

@@ -397,7 +397,8 @@ where
         None
     }
 
-    /// Starts the next attempt if it is due at `now` (and the budget allows): whether it did.
+    /// Starts the next attempt if it is due at `now`, a slot is free (`max_attempts_in_flight`)
+    /// and the budget allows: whether it did.
     fn advance(&mut self, reporter: Reporter, now: Instant) -> bool {
         let more = self.attempts.more(self.policy.retries() + 1);
         // With nothing else running, a failure's replacement starts unless the deadline comes
@@ -406,7 +407,7 @@ where
         if self.schedule.owed > 0 && self.attempts.running == 0 && more {
             self.schedule.pay(reporter, self.attempts.launched, now);
         }
-        if !(more && self.schedule.due(now)) {
+        if !(more && self.schedule.due(now) && self.slot_free()) {
             return false;
         }
         if !self.schedule.pay(reporter, self.attempts.launched, now) {
@@ -436,12 +437,19 @@ where
         Some(error.unwrap_or_else(|| E::from(reporter::deadline(policy, launched))))
     }
 
-    /// When to wake if no attempt does: the deadline, the next attempt's start, or the first
-    /// attempt running (attempt 1 since `start`) to reach `each`, whichever comes first.
+    /// Whether fewer attempts run than `max_attempts_in_flight`: an attempt that is due starts
+    /// only then (else when one of those running ends, which wakes the call).
+    fn slot_free(&self) -> bool {
+        self.attempts.running < self.policy.slots()
+    }
+
+    /// When to wake if no attempt does: the deadline, the next attempt's start (with a slot
+    /// free for it), or the first attempt running (attempt 1 since `start`) to reach `each`,
+    /// whichever comes first.
     fn wake(&self, start: Instant, deadline_at: Instant) -> Instant {
         let mut wake = deadline_at;
         if let Some(next) = self.schedule.next_at {
-            if self.attempts.more(self.policy.retries() + 1) {
+            if self.attempts.more(self.policy.retries() + 1) && self.slot_free() {
                 wake = wake.min(next);
             }
         }

@@ -17,28 +17,30 @@ use crate::fallback::Failure;
 use crate::tower::BoxError;
 use crate::ConfigError;
 
-/// Each attempt's own copy of the request: implemented by every `Clone` type. It exists for the
-/// compiler's message when a request type is not `Clone`.
+// The bounds of `RaceRetryService`'s `Service` impl, private: `Clone` under other names, which
+// exist for the compiler's messages when a request or a service is not `Clone`. Users meet them
+// only in those messages, and satisfy them with `Clone`.
+
+/// Each attempt's own copy of the request: implemented by every `Clone` type.
 #[diagnostic::on_unimplemented(
     message = "the race layer sends each attempt its own copy of the request: `{Self}` must be Clone",
     label = "each attempt gets a clone of this request",
     note = "for `http::Request<B>`, use a body that is `Clone` (`String`, `Bytes`, `Full<Bytes>`, `Empty<Bytes>`), or buffer the body and rebuild the request in a `map_request` layer"
 )]
-pub trait AttemptRequest: Clone {}
+pub(crate) trait AttemptRequest: Clone {}
 
 // Not recommended: the compiler then reports `AttemptRequest`, with its message, rather than
 // the `Clone` bound behind it.
 #[diagnostic::do_not_recommend]
 impl<T: Clone> AttemptRequest for T {}
 
-/// Each attempt's own copy of the service: implemented by every `Clone` type. It exists for the
-/// compiler's message when a service is not `Clone`.
+/// Each attempt's own copy of the service: implemented by every `Clone` type.
 #[diagnostic::on_unimplemented(
     message = "the race layer gives each attempt its own copy of the service: `{Self}` must be Clone",
     label = "each attempt clones this service, waits for it to be ready and calls it",
     note = "a hyper-util `Client` and `tower::service_fn` of a `Clone` closure are `Clone`; wrap another service in `tower::buffer::Buffer` to share it"
 )]
-pub trait AttemptService: Clone {}
+pub(crate) trait AttemptService: Clone {}
 
 #[diagnostic::do_not_recommend]
 impl<T: Clone> AttemptService for T {}
@@ -187,6 +189,8 @@ impl<S, P> RaceRetryService<S, P> {
     }
 }
 
+// The bounds name private traits on purpose (see `AttemptRequest`).
+#[allow(private_bounds)]
 impl<S, Req, P> Service<Req> for RaceRetryService<S, P>
 where
     S: Service<Req> + AttemptService,

@@ -5,9 +5,13 @@
 //!   has succeeded, or sooner when an attempt fails with an error worth another (`retry_if`) or
 //!   runs past `each`: after a backoff, exponential with full jitter (the call's n-th wait is
 //!   uniform in `[0, min(max, base * factor^n))`; by default `base` is a quarter of
-//!   `min(after, total)` and `factor` 2), but never later than the staggered start would have
-//!   started it, and never at or past the deadline ([`RaceRetryBuilder::backoff`];
-//!   [`RaceRetryBuilder::no_backoff`] starts it at once).
+//!   `min(after, total)` and `factor` is [`RaceRetryBuilder::backoff_factor`]'s default), but
+//!   never later than the staggered start would have started it, and never at or past the
+//!   deadline ([`RaceRetryBuilder::backoff`]; [`RaceRetryBuilder::no_backoff`] starts it at once).
+//! * [`RaceRetryBuilder::max_attempts_in_flight`] caps the attempts of one call running at once:
+//!   an attempt that is due waits until fewer run, and starts no sooner than the rules above
+//!   allow. With 1, the race is a plain retry under `total`, each attempt started once the one
+//!   before it failed. The slots are the call's own.
 //! * The first `Ok` is returned, and every other attempt is dropped (cancelled) before the call
 //!   returns. An error that is not worth another attempt ends the call with that error.
 //! * One deadline (`total`) bounds everything: then the call returns `Err(E::from(Rejected))`
@@ -19,9 +23,10 @@
 //!   attempt 1 first has to wait, so the synchronous part of its first poll is not counted
 //!   (when attempts are reported or their latencies recorded, it starts before that poll).
 //! * A budget shared by all calls of the function (Finagle's retry budget), on by default, bounds
-//!   the extra load: extra attempts may add at most its share of the calls, 10% unless set
-//!   otherwise, plus 10 per second so that a function called rarely can still race
-//!   ([`RaceRetryBuilder::budget`]; [`RaceRetryBuilder::no_budget`] turns it off). A refused call with no
+//!   the extra load: extra attempts may add at most its share of the calls
+//!   ([`RaceRetryBuilder::budget`], which says the default), plus 10 per second so that a
+//!   function called rarely can still race ([`RaceRetryBuilder::no_budget`] turns it off). An
+//!   attempt takes its token as it starts, not while it waits for a slot. A refused call with no
 //!   attempt left running returns the last error at once: a failure's replacement takes its token
 //!   when the failure leaves nothing else running, not after its backoff.
 //! * Every attempt's start, duration and outcome, losers included, is a `tracing` event (target
@@ -50,6 +55,9 @@
 //! * **A call dropped** by its caller at any await point (an outer timeout, `select!`) drops its
 //!   attempts then, reported as abandoned; one never polled makes no attempt and counts nothing.
 //!   An attempt's destructor that takes long delays the call's return by as long, nothing more.
+//! * **The slots of `max_attempts_in_flight`** are a call's own and go with its attempts: an
+//!   attempt that ends (an answer, an error, past `each`) frees its slot at once, and a call
+//!   dropped or ended by a panic holds none after it; no call ever waits for another's.
 //! * **No time driver**: outside a tokio runtime there are no timers: attempts start only when one
 //!   fails, at once (there is no timer to back off with), and there is no deadline. On a runtime
 //!   without a time driver (no `enable_time`), a call whose attempts answer without waiting (or

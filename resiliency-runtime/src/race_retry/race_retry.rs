@@ -23,8 +23,6 @@ use crate::RetryHint;
 
 pub use resiliency_rules::MAX_RETRIES;
 
-/// The budget's share by default: extra attempts may add at most 10% of the calls' load.
-const DEFAULT_BUDGET: f64 = 0.1;
 use resiliency_rules::{MAX_BUDGET_SHARE, MIN_BUDGET_SHARE};
 
 pub use resiliency_rules::After;
@@ -45,7 +43,7 @@ pub use resiliency_rules::After;
 ///         .retries(2)                                // 3 attempts at most
 ///         .after(After::Fixed(Duration::from_millis(150)))
 ///         .total(Duration::from_millis(450))
-///         .budget(0.2)                               // extra attempts add at most 20% (default 10%)
+///         .budget(0.2)                               // extra attempts add at most 20%
 ///         .backoff(Duration::from_millis(20))        // after a failure, wait up to 20 ms, 40 ms, ...
 ///         .build()
 ///         .expect("valid options")
@@ -59,7 +57,7 @@ pub use resiliency_rules::After;
 /// ```
 ///
 /// or leak it (`Box::leak`) when it is built from configuration once at start-up. By default
-/// extra attempts may add at most 10% of the calls' load (plus 10 per second: see
+/// extra attempts may add at most a share of the calls' load (see
 /// [`budget`](RaceRetryBuilder::budget)), and an attempt that replaces a failed one waits an
 /// exponential backoff with full jitter (see [`backoff`](RaceRetryBuilder::backoff));
 /// [`no_budget`](RaceRetryBuilder::no_budget) and [`no_backoff`](RaceRetryBuilder::no_backoff)
@@ -95,6 +93,8 @@ pub struct RaceRetry {
     /// billion) is not 0; `each_ns` is 0 without `each`, its ns plus one with it; `u64::MAX`
     /// stands for `Duration::MAX`.
     retries: AtomicU32,
+    /// `max_attempts_in_flight`, `u32::MAX` without one.
+    slots: AtomicU32,
     after_ns: AtomicU64,
     quantile_ppb: AtomicU64,
     total_ns: AtomicU64,
@@ -120,6 +120,7 @@ impl fmt::Debug for RaceRetry {
         f.debug_struct("RaceRetry")
             .field("name", &self.name())
             .field("retries", &self.retries())
+            .field("max_attempts_in_flight", &self.max_attempts_in_flight())
             .field("after", &self.after_setting())
             .field("total", &self.total())
             .field("each", &self.each())
@@ -132,8 +133,7 @@ impl fmt::Debug for RaceRetry {
 
 impl RaceRetry {
     /// A builder for a raced function named `name`, with the options of `#[race_retry]`:
-    /// [`total`](RaceRetryBuilder::total) is required; `retries` defaults to 2 and `after` to
-    /// the 95th percentile of recent attempt latencies.
+    /// [`total`](RaceRetryBuilder::total) is required; each other method says its default.
     pub fn builder(name: &'static str) -> RaceRetryBuilder {
         RaceRetryBuilder {
             name,
@@ -141,29 +141,20 @@ impl RaceRetry {
         }
     }
 
-    /// Unchecked (values out of range are clamped): what a policy is made with before its
-    /// options are put in force ([`apply`](Self::apply)).
-    pub(crate) const fn new(
-        name: &'static str,
-        retries: u32,
-        after: After,
-        total: Duration,
-    ) -> Self {
-        let (after_ns, quantile_ppb) = after_words(after);
+    /// A policy with no options in force yet (no retries, no deadline): what
+    /// [`apply`](Self::apply) puts them in force on.
+    pub(crate) const fn new(name: &'static str) -> Self {
         RaceRetry {
             name,
-            retries: AtomicU32::new(if retries > MAX_RETRIES {
-                MAX_RETRIES
-            } else {
-                retries
-            }),
-            after_ns: AtomicU64::new(after_ns),
-            quantile_ppb: AtomicU64::new(quantile_ppb),
-            total_ns: AtomicU64::new(ns(total)),
+            retries: AtomicU32::new(0),
+            slots: AtomicU32::new(u32::MAX),
+            after_ns: AtomicU64::new(0),
+            quantile_ppb: AtomicU64::new(0),
+            total_ns: AtomicU64::new(0),
             each_ns: AtomicU64::new(0),
-            backoff: Backoff::DEFAULT,
+            backoff: Backoff::OFF,
             backoff_live: ArcSwapOption::const_empty(),
-            budget: Budget::new(Some(DEFAULT_BUDGET)),
+            budget: Budget::new(None),
             latencies: Latencies::new(),
             warmed: AtomicBool::new(false),
             base: OnceLock::new(),
@@ -179,12 +170,7 @@ impl RaceRetry {
     /// whatever it holds (a `total` not given is zero). For the tests of those guarantees,
     /// through `__private`.
     pub(crate) fn unchecked(options: &RaceRetryBuilder) -> Self {
-        let policy = RaceRetry::new(
-            options.name,
-            0,
-            After::Percentile(0.95),
-            options.options.total.unwrap_or(Duration::ZERO),
-        );
+        let policy = RaceRetry::new(options.name);
         policy.apply(options);
         policy
     }
@@ -197,6 +183,21 @@ impl RaceRetry {
     /// Extra attempts at most.
     pub fn retries(&self) -> u32 {
         self.retries.load(Relaxed)
+    }
+
+    /// The most attempts of one call running at once (`max_attempts_in_flight`), or `None` when
+    /// every attempt may run at once.
+    pub fn max_attempts_in_flight(&self) -> Option<u32> {
+        match self.slots() {
+            u32::MAX => None,
+            slots => Some(slots),
+        }
+    }
+
+    /// The most attempts of one call running at once, `u32::MAX` without a cap.
+    #[inline]
+    pub(crate) fn slots(&self) -> u32 {
+        self.slots.load(Relaxed)
     }
 
     /// The overall deadline.
@@ -247,33 +248,33 @@ impl RaceRetry {
             .unwrap_or(self.backoff)
     }
 
-    /// Puts checked options in force, keeping the budget's balance, the latencies learned and
-    /// the counters.
+    /// Puts checked options in force (values out of range clamped, a `total` not given left as
+    /// it was), keeping the budget's balance, the latencies learned and the counters.
     pub(crate) fn apply(&self, builder: &RaceRetryBuilder) {
         let options = &builder.options;
-        let (after_ns, quantile_ppb) =
-            after_words(options.after.unwrap_or(After::Percentile(0.95)));
+        let (after_ns, quantile_ppb) = after_words(options.after());
         self.retries
-            .store(options.retries.unwrap_or(2).min(MAX_RETRIES), Relaxed);
+            .store(options.retries().min(MAX_RETRIES), Relaxed);
+        let slots = options
+            .max_attempts_in_flight
+            .map_or(u32::MAX, |slots| slots.max(1));
+        self.slots.store(slots, Relaxed);
         self.after_ns.store(after_ns, Relaxed);
         self.quantile_ppb.store(quantile_ppb, Relaxed);
         if let Some(total) = options.total {
             self.total_ns.store(ns(total), Relaxed);
         }
         self.each_ns.store(each_word(options.each), Relaxed);
-        self.budget.set_share(match options.budget {
-            Some(resiliency_rules::Budget::Off) => None,
-            Some(resiliency_rules::Budget::Share(given)) => Some(share(given)),
-            None => Some(share(DEFAULT_BUDGET)),
+        self.budget.set_share(match options.budget() {
+            resiliency_rules::Budget::Off => None,
+            resiliency_rules::Budget::Share(given) => Some(share(given)),
         });
+        let growing = Backoff::growing(options.backoff_factor());
         let mut backoff = match options.backoff {
             Some(resiliency_rules::Backoff::Off) => Backoff::OFF,
-            Some(resiliency_rules::Backoff::Base(base)) => Backoff::DEFAULT.base(base),
-            None => Backoff::DEFAULT,
+            Some(resiliency_rules::Backoff::Base(base)) => growing.base(base),
+            None => growing,
         };
-        if let Some(factor) = options.backoff_factor {
-            backoff = backoff.factor(factor);
-        }
         if let Some(max) = options.backoff_max {
             backoff = backoff.max(max);
         }

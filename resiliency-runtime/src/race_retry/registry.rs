@@ -9,7 +9,7 @@ use super::builder::RaceRetryBuilder;
 use super::race_retry::RaceRetry;
 use super::stats::RaceRetryStats;
 use crate::named::{first_difference, Difference, Named, Origin};
-use crate::options::{ByName as _, Value};
+use crate::options::ByName as _;
 use crate::ConfigError;
 
 static REGISTRY: Named<RaceRetry, RaceRetryBuilder> = Named::new(differ);
@@ -17,14 +17,12 @@ static REGISTRY: Named<RaceRetry, RaceRetryBuilder> = Named::new(differ);
 /// The first setting in which two sets of options differ, a setting not given read as its
 /// default where it has a fixed one.
 fn differ(a: &RaceRetryBuilder, b: &RaceRetryBuilder) -> Option<Difference> {
-    first_difference(a, b, |options, setting| {
-        options.get(setting).or_else(|| match setting {
-            "retries" => Some(Value::from(2_u32)),
-            "after" => Some(Value::from("p95")),
-            "budget" => Some(Value::from(0.1)),
-            "backoff_factor" => Some(Value::from(2.0)),
-            _ => None,
-        })
+    let in_force = |builder: &RaceRetryBuilder| RaceRetryBuilder {
+        options: builder.options.or_defaults(),
+        ..builder.clone()
+    };
+    first_difference(&in_force(a), &in_force(b), |options, setting| {
+        options.get(setting)
     })
 }
 

@@ -46,13 +46,8 @@ pub(crate) fn set_up(name: &'static str, attribute: RaceRetryBuilder) -> &'stati
             .no_budget()
             .no_backoff()
     });
-    // Placeholders: `attach` puts the options in force before any call.
-    let race: &'static RaceRetry = Box::leak(Box::new(RaceRetry::new(
-        name,
-        0,
-        After::Fixed(Duration::ZERO),
-        Duration::ZERO,
-    )));
+    // `attach` puts the options in force before any call.
+    let race: &'static RaceRetry = Box::leak(Box::new(RaceRetry::new(name)));
     settings::attach(attribute, race);
     race
 }

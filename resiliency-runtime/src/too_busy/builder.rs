@@ -3,7 +3,7 @@
 
 use resiliency_rules::{InFlight, TooBusyOptions};
 
-use super::adaptive::{Bounds, DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
+use super::adaptive::Bounds;
 use super::too_busy::TooBusy;
 use crate::ConfigError;
 
@@ -32,27 +32,31 @@ impl TooBusyBuilder {
     /// ```
     /// use resiliency::too_busy::TooBusy;
     ///
-    /// let guard = TooBusy::builder("db").max_in_flight_auto().auto_max(64).build().unwrap();
+    /// let guard = TooBusy::builder("db")
+    ///     .max_in_flight_auto()
+    ///     .auto_initial(16)
+    ///     .auto_max(64)
+    ///     .build()
+    ///     .unwrap();
     /// assert!(guard.learns_in_flight_limit());
-    /// assert_eq!(guard.in_flight_limit(), Some(20)); // `auto_initial`'s default, to start
+    /// assert_eq!(guard.in_flight_limit(), Some(16)); // `auto_initial`, to start
     /// ```
     pub fn max_in_flight_auto(mut self) -> Self {
         self.options.max_in_flight = Some(InFlight::Auto);
         self
     }
 
-    /// The bounds of a learned limit, defaults filled in (checked by `violations`).
+    /// The bounds of a learned limit, defaults filled in (checked by `violations`): a default
+    /// `auto_max` below a given `auto_min` is raised to it, a default `auto_initial` is clamped
+    /// into the bounds.
     pub(super) fn bounds(&self) -> Bounds {
-        let min = self.options.auto_min.unwrap_or(DEFAULT_AUTO_MIN);
-        let max = self.options.auto_max.unwrap_or(DEFAULT_AUTO_MAX.max(min));
+        let o = &self.options;
+        let min = o.auto_min();
+        let max = o.auto_max.unwrap_or_else(|| o.auto_max().max(min));
         Bounds {
             min,
             max,
-            initial: self
-                .options
-                .auto_initial
-                .unwrap_or(DEFAULT_AUTO_INITIAL)
-                .clamp(min.min(max), max),
+            initial: o.auto_initial().clamp(min.min(max), max),
         }
     }
 

@@ -3,8 +3,8 @@
 //! latency.
 //!
 //! * A monitor task on the caller's runtime (one per runtime, whatever threads make the calls;
-//!   started by the first guarded call, gone with its runtime) sleeps [`interval`] (10 ms
-//!   by default), measures how late it woke, and smooths the samples with [`Smoothing`]:
+//!   started by the first guarded call, gone with its runtime) sleeps [`interval`], measures
+//!   how late it woke, and smooths the samples with [`Smoothing`]:
 //!   toobusy-js's exponential smoothing (factor 1/3), by default with the fix of toobusy-js PR #17:
 //!   samples capped at `2 * max_lag` (the largest `max_lag` in force) and the inverse factor while
 //!   the lag falls, so that one stall does not refuse a burst of healthy requests and recovery is
@@ -16,8 +16,8 @@
 //!   late sample that follows a late one, or that calls saw coming, counts the same way. A lone
 //!   stall still moves the lag by one capped sample; a runtime that stays behind is seen within a
 //!   few intervals.
-//! * A guarded call is refused with probability [`shed_probability`]`(lag, max_lag)`: 0 at
-//!   `max_lag` (70 ms by default), 1 at twice it; or when `max_in_flight` calls are running; or
+//! * A guarded call is refused with probability `(lag - max_lag) / max_lag`: 0 at `max_lag`
+//!   ([`max_lag()`](max_lag) by default), 1 at twice it; or when `max_in_flight` calls are running; or
 //!   while recent calls took longer than `max_latency` on average. Refusals are immediate (no
 //!   queueing) and say which signal refused. A signal is on when it is named: a guard with none
 //!   checks the lag with the default `max_lag`; one with `max_in_flight` or `max_latency` checks
@@ -29,7 +29,7 @@
 //!   (toobusy-js's `onLag`). Lag crossings and refusals are `tracing` events (target
 //!   `resiliency::too_busy`, the guard named in `name`): each refusal at level debug (with its
 //!   `signal`); a guard that starts refusing says so once at level warn ("load shedding
-//!   started", with the signal in words: "the runtime lags 120ms (max_lag 70ms)"), and once it
+//!   started", with the signal in words: "the runtime lags 120ms (max_lag 50ms)"), and once it
 //!   has refused nothing for 10 s, once at level info ("load shedding stopped", with how many
 //!   calls it refused and for how long). Refusals closer together than that are one episode, so
 //!   a guard that sheds now and then writes two lines, not one per refusal.
@@ -158,14 +158,12 @@ mod settings;
 mod too_busy;
 
 pub use crate::rejected::Signal;
-pub use adaptive::{DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
 pub use builder::TooBusyBuilder;
 pub use monitor::{
     interval, lag, max_lag, on_lag, set_interval, set_max_lag, set_smoothing, smoothing,
-    DEFAULT_INTERVAL, DEFAULT_MAX_LAG,
 };
 pub use registry::get;
 pub(crate) use registry::set_up;
 pub use resiliency_rules::InFlight;
-pub use rules::{shed_probability, Recovery, Smoothing};
+pub use rules::{Recovery, Smoothing};
 pub use too_busy::{Refuse, TooBusy};

@@ -6,12 +6,10 @@
 //! again with other options is refused (a builder, a layer) or logged (an attribute's site, which
 //! uses the registered guard).
 
-use resiliency_rules::{DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
-
 use super::builder::TooBusyBuilder;
 use super::too_busy::TooBusy;
 use crate::named::{first_difference, Difference, Named, Origin};
-use crate::options::{ByName as _, Value};
+use crate::options::ByName as _;
 use crate::ConfigError;
 
 static REGISTRY: Named<TooBusy, TooBusyBuilder> = Named::new(differ);
@@ -19,13 +17,12 @@ static REGISTRY: Named<TooBusy, TooBusyBuilder> = Named::new(differ);
 /// The first setting in which two sets of options differ, a setting not given read as its
 /// default where it has a fixed one.
 fn differ(a: &TooBusyBuilder, b: &TooBusyBuilder) -> Option<Difference> {
-    first_difference(a, b, |options, setting| {
-        options.get(setting).or_else(|| match setting {
-            "auto_min" => Some(Value::from(DEFAULT_AUTO_MIN)),
-            "auto_max" => Some(Value::from(DEFAULT_AUTO_MAX)),
-            "auto_initial" => Some(Value::from(DEFAULT_AUTO_INITIAL)),
-            _ => None,
-        })
+    let in_force = |builder: &TooBusyBuilder| TooBusyBuilder {
+        options: builder.options.or_defaults(),
+        ..builder.clone()
+    };
+    first_difference(&in_force(a), &in_force(b), |options, setting| {
+        options.get(setting)
     })
 }
 

@@ -170,17 +170,7 @@ impl Smoothing {
 
 /// The share of calls to refuse at smoothed lag `lag`: 0 up to `max_lag`, rising linearly to 1 at
 /// `2 * max_lag` (toobusy-js's rule).
-///
-/// ```
-/// use std::time::Duration;
-/// use resiliency::too_busy::shed_probability;
-///
-/// let ms = Duration::from_millis;
-/// assert_eq!(shed_probability(ms(70), ms(70)), 0.0);
-/// assert!((shed_probability(ms(105), ms(70)) - 0.5).abs() < 1e-9);
-/// assert_eq!(shed_probability(ms(200), ms(70)), 1.0);
-/// ```
-pub fn shed_probability(lag: Duration, max_lag: Duration) -> f64 {
+pub(crate) fn shed_probability(lag: Duration, max_lag: Duration) -> f64 {
     if max_lag.is_zero() {
         return if lag.is_zero() { 0.0 } else { 1.0 };
     }

@@ -121,8 +121,9 @@ pub(super) struct Counters {
 impl TooBusy {
     /// A builder for a guard called `name` (used in messages and events), with the options of
     /// `#[too_busy]`. A signal is on when it is named: with none named, the guard checks the
-    /// runtime's lag against the default `max_lag` ([`set_max_lag`](super::set_max_lag), 70 ms
-    /// unless changed); naming `max_in_flight` or `max_latency` turns that default off, and
+    /// runtime's lag against the default `max_lag` ([`max_lag()`](super::max_lag), which
+    /// [`set_max_lag`](super::set_max_lag) changes); naming `max_in_flight` or `max_latency` turns
+    /// that default off, and
     /// naming `max_lag` turns lag on beside them.
     pub fn builder(name: &'static str) -> TooBusyBuilder {
         TooBusyBuilder {

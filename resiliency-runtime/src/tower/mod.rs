@@ -143,12 +143,12 @@
 //! ```
 //!
 //! **Clone.** Each attempt gets its own copy of the request and of the inner service: the
-//! service needs `S: Clone` and the request `Req: Clone` ([`AttemptRequest`],
-//! [`AttemptService`]). Attempt 1 uses the service that `poll_ready` readied; each later one
-//! clones the service, waits for its `poll_ready` and calls it. For `http::Request<B>`, `B` must
-//! be `Clone` (`Empty`, `Full<Bytes>`, `String`): a streaming body cannot be sent twice. A
-//! request type that is not `Clone` is a compile error at the call: "the race layer sends each
-//! attempt its own copy of the request: `Upload` must be Clone" (and likewise for the service).
+//! service needs `S: Clone` and the request `Req: Clone`. Attempt 1 uses the service that
+//! `poll_ready` readied; each later one clones the service, waits for its `poll_ready` and calls
+//! it. For `http::Request<B>`, `B` must be `Clone` (`Empty`, `Full<Bytes>`, `String`): a
+//! streaming body cannot be sent twice. A request type that is not `Clone` is a compile error at
+//! the call: "the race layer sends each attempt its own copy of the request: `Upload` must be
+//! Clone" (and likewise for the service).
 //! Through method syntax (`svc.oneshot(req)`), rustc only says that the trait bounds of
 //! `RaceRetryService` were not satisfied; `Service::call(&mut svc, req)` shows the message.
 //! [`RaceRetryLayer::retry_if`] narrows the errors worth another attempt. Past `total`, the call
@@ -242,9 +242,7 @@ mod classify;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 pub use crate::breaker::layer::{BreakerLayer, BreakerService, KeyBy, PerKey, Unkeyed};
-pub use crate::race_retry::layer::{
-    AttemptRequest, AttemptService, RaceRetryLayer, RaceRetryService, RetryIf, RetryWith,
-};
+pub use crate::race_retry::layer::{RaceRetryLayer, RaceRetryService, RetryIf, RetryWith};
 pub use crate::too_busy::layer::{TooBusyLayer, TooBusyService};
 pub use classify::{server_errors, AnyError, Classify, FailureIf, ServerErrors};
 

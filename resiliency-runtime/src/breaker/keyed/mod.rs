@@ -220,6 +220,11 @@ impl KeyedBreaker {
         }
     }
 
+    /// The most keys the family holds at once (`max_keys`, as in force now).
+    pub fn max_keys(&self) -> usize {
+        self.inner.config.load().max_keys
+    }
+
     /// The number of keys held.
     pub fn len(&self) -> usize {
         self.inner.map.load().len()

@@ -96,8 +96,6 @@ mod histogram;
 #[cfg(test)]
 mod tests;
 
-pub use resiliency_rules::{DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_MAX, DEFAULT_AUTO_MIN};
-
 /// A window lasts at least this long, and at least [`WINDOW_LATENCIES`] times how long calls
 /// take (the window's mean, and the slow calls' latency); at most [`MAX_WINDOW`].
 const WINDOW: Duration = Duration::from_millis(100);

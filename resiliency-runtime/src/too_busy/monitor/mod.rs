@@ -43,10 +43,7 @@ use tokio::time::Instant;
 pub use task::on_lag;
 use task::{run, Alive};
 use tuning::{cap_basis, INTERVAL_NS};
-pub use tuning::{
-    interval, max_lag, set_interval, set_max_lag, set_smoothing, smoothing, DEFAULT_INTERVAL,
-    DEFAULT_MAX_LAG,
-};
+pub use tuning::{interval, max_lag, set_interval, set_max_lag, set_smoothing, smoothing};
 pub(crate) use tuning::{nanos, LagCap, MAX_LAG_NS};
 
 /// `at` in ns since the first instant any monitor read, on tokio's clock (negative before it:
@@ -234,7 +231,7 @@ impl Monitor {
 }
 
 /// A runtime lags (and guarded calls look at every call) from this share of the default
-/// `max_lag` on: 4.4 ms by default, above the noise of a 1 ms timer wheel.
+/// `max_lag` on: a sixteenth, above the noise of a 1 ms timer wheel for the default `max_lag`.
 const LAGGING_SHARE: u64 = 16;
 /// How much time a thread's guarded calls may go without a look at the probe's timer, as far as
 /// `LOOK_EVERY` allows.

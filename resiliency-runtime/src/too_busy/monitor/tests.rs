@@ -55,7 +55,7 @@ fn the_sample_cap_follows_the_max_lag_in_force_both_ways() {
     call().unwrap();
     let lag = one_stall(ms(300));
     assert_eq!(lag.as_micros(), 46_666, "lowered: the cap is 140 ms again");
-    assert_eq!(super::super::shed_probability(lag, ms(70)), 0.0);
+    assert_eq!(super::super::rules::shed_probability(lag, ms(70)), 0.0);
 
     settings::unset(Policy::TooBusy, site, "max_lag").unwrap();
 }

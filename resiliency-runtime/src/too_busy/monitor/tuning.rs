@@ -8,13 +8,26 @@ use std::time::Duration;
 
 use super::super::rules::{Recovery, Smoothing};
 
-/// Default `interval`: how often a monitor samples the lag.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(10);
-/// Default `max_lag` of `#[too_busy]` when the attribute gives none (toobusy-js's 70 ms).
-pub const DEFAULT_MAX_LAG: Duration = Duration::from_millis(70);
+/// How often a monitor samples the lag until [`set_interval`] changes it, in ms: a macro, so
+/// that the code and the docs of [`interval`] read one number.
+macro_rules! default_interval_ms {
+    () => {
+        10
+    };
+}
 
-pub(super) static INTERVAL_NS: AtomicU64 = AtomicU64::new(DEFAULT_INTERVAL.as_nanos() as u64);
-pub(crate) static MAX_LAG_NS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LAG.as_nanos() as u64);
+/// The `max_lag` of a guard that names no signal until [`set_max_lag`] changes it, in ms
+/// (toobusy-js's): a macro, so that the code and the docs of [`max_lag`] read one number.
+macro_rules! default_max_lag_ms {
+    () => {
+        70
+    };
+}
+
+pub(super) static INTERVAL_NS: AtomicU64 =
+    AtomicU64::new(Duration::from_millis(default_interval_ms!()).as_nanos() as u64);
+pub(crate) static MAX_LAG_NS: AtomicU64 =
+    AtomicU64::new(Duration::from_millis(default_max_lag_ms!()).as_nanos() as u64);
 /// The `max_lag` of every guard that names one, by guard: samples are capped at twice the
 /// largest (`CAP_BASIS_NS`), so that every guard's lag can reach full refusal (twice its own
 /// `max_lag`), and at no more: a guard whose `max_lag` comes down, or that is dropped, takes its
@@ -126,7 +139,10 @@ pub fn set_interval(interval: Duration) {
     INTERVAL_NS.store(nanos(interval), Relaxed);
 }
 
-/// How often monitors sample the lag.
+#[doc = concat!(
+    "How often monitors sample the lag: ", default_interval_ms!(), " ms until [`set_interval`] ",
+    "changes it."
+)]
 pub fn interval() -> Duration {
     Duration::from_nanos(INTERVAL_NS.load(Relaxed))
 }
@@ -139,7 +155,10 @@ pub fn set_max_lag(max_lag: Duration) {
     }
 }
 
-/// The default `max_lag`.
+#[doc = concat!(
+    "The default `max_lag`, which a guard that names no signal checks the lag against: ",
+    default_max_lag_ms!(), " ms (toobusy-js's) until [`set_max_lag`] changes it."
+)]
 pub fn max_lag() -> Duration {
     Duration::from_nanos(MAX_LAG_NS.load(Relaxed))
 }

@@ -229,7 +229,9 @@ fn low_load_never_takes_the_limit_below_its_start() {
     scenario.changes = vec![(10.0, Change::Slower(2.0))];
     let run = simulate(&scenario, true, 1);
     assert!(
-        run.limits.iter().all(|&(_, l)| l >= BOUNDS.initial),
+        run.limits
+            .iter()
+            .all(|&(_, l)| l >= default_bounds().initial),
         "{:?}",
         run.limits
     );
@@ -238,7 +240,7 @@ fn low_load_never_takes_the_limit_below_its_start() {
 
 #[test]
 fn a_failure_spike_cuts_and_steady_failures_do_not() {
-    let mut control = Control::new(BOUNDS);
+    let mut control = Control::new(default_bounds());
     let window = |failed: u64| Window {
         calls: 100,
         span_ns: 100_000_000,

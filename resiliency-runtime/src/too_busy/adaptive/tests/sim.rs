@@ -9,11 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 use super::super::*;
 
-pub(super) const BOUNDS: Bounds = Bounds {
-    min: DEFAULT_AUTO_MIN,
-    max: DEFAULT_AUTO_MAX,
-    initial: DEFAULT_AUTO_INITIAL,
-};
+/// The bounds of a learned limit by default (`auto_min`, `auto_max`, `auto_initial`).
+pub(super) fn default_bounds() -> Bounds {
+    crate::too_busy::TooBusy::builder("sim").bounds()
+}
 pub(super) const MS: f64 = 1e6;
 pub(super) const S: f64 = 1e9;
 
@@ -192,14 +191,14 @@ pub(super) struct Call {
 
 /// Runs `scenario` under the learner (`learn`), or with no limit.
 pub(super) fn simulate(scenario: &Scenario, learn: bool, seed: u64) -> Run {
-    simulate_within(scenario, learn.then_some(BOUNDS), seed)
+    simulate_within(scenario, learn.then(default_bounds), seed)
 }
 
 /// Runs `scenario` under a learner within `bounds`, or with no limit.
 pub(super) fn simulate_within(scenario: &Scenario, bounds: Option<Bounds>, seed: u64) -> Run {
     let mut rng = Rng(seed);
     let learn = bounds.is_some();
-    let adaptive = Adaptive::new(bounds.unwrap_or(BOUNDS), 0);
+    let adaptive = Adaptive::new(bounds.unwrap_or_else(default_bounds), 0);
     let learning = AtomicBool::new(learn);
     let limit = AtomicU32::new(bounds.map_or(u32::MAX, |b| b.initial));
     let mut events = BinaryHeap::new();
