@@ -73,3 +73,6 @@ pub fn name_of<F>(marker: F) -> &'static str {
         path
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -124,7 +124,26 @@ impl BreakerBuilder {
         self,
         origin: Origin,
     ) -> Result<&'static Arc<Breaker>, ConfigError> {
-        let config = Arc::new(self.validate()?);
+        let config = self.validate()?;
+        self.register_config(config, origin)
+    }
+
+    /// [`register_static`](Self::register_static) for options known to break no rule (a site's,
+    /// from `settings::usable`): the rules are not checked again.
+    pub(crate) fn register_checked(
+        self,
+        origin: Origin,
+    ) -> Result<&'static Arc<Breaker>, ConfigError> {
+        let config = self.config();
+        self.register_config(config, origin)
+    }
+
+    fn register_config(
+        self,
+        config: Config,
+        origin: Origin,
+    ) -> Result<&'static Arc<Breaker>, ConfigError> {
+        let config = Arc::new(config);
         let name = config.name.clone();
         // Its settings are put in force before it is published: a second registration of the
         // name waits, and gets the breaker with its overrides.
@@ -149,7 +168,26 @@ impl BreakerBuilder {
         self,
         origin: Origin,
     ) -> Result<Arc<KeyedBreaker>, ConfigError> {
-        let config = Arc::new(self.validate()?);
+        let config = self.validate()?;
+        self.register_keyed_config(config, origin)
+    }
+
+    /// [`register_keyed_as`](Self::register_keyed_as) for options known to break no rule (a
+    /// site's, from `settings::usable`): the rules are not checked again.
+    pub(crate) fn register_keyed_checked(
+        self,
+        origin: Origin,
+    ) -> Result<Arc<KeyedBreaker>, ConfigError> {
+        let config = self.config();
+        self.register_keyed_config(config, origin)
+    }
+
+    fn register_keyed_config(
+        self,
+        config: Config,
+        origin: Origin,
+    ) -> Result<Arc<KeyedBreaker>, ConfigError> {
+        let config = Arc::new(config);
         let name = config.name.clone();
         // Settings in force before it is published, as for a single breaker.
         let (family, conflict) = registry::keyed(&name, &self, origin, || {
@@ -179,8 +217,14 @@ impl BreakerBuilder {
         ConfigError::from_violations(
             "breaker",
             &self.name,
-            resiliency_rules::breaker(&self.options()),
+            crate::options::checked(resiliency_rules::breaker(&self.options())),
         )?;
+        Ok(self.config())
+    }
+
+    /// The configuration of options that break no rule (checked by [`validate`](Self::validate)
+    /// or by the settings), the defaults resolved.
+    pub(crate) fn config(&self) -> Config {
         let o = &self.options;
         let timeout = o.timeout;
         let error_timeout = match (o.capacity, timeout) {
@@ -205,7 +249,7 @@ impl BreakerBuilder {
             (Rule::Rate { min_calls, .. }, Some(t)) => t.saturating_mul(min_calls),
             (_, None) => Duration::ZERO,
         };
-        Ok(Config {
+        Config {
             name: self.name.clone(),
             rule,
             window: o
@@ -224,7 +268,7 @@ impl BreakerBuilder {
             max_error_timeout,
             idle_timeout: o.idle_timeout(),
             max_keys: o.max_keys(),
-        })
+        }
     }
 }
 

@@ -21,7 +21,7 @@ impl Options for BreakerBuilder {
     }
 
     fn violations(&self) -> Vec<Violation> {
-        resiliency_rules::breaker(&self.options())
+        crate::options::checked(resiliency_rules::breaker(&self.options()))
     }
 
     fn derived(&self, setting: &'static str) -> Option<(Value, &'static str)> {
@@ -37,22 +37,12 @@ impl Options for BreakerBuilder {
 
 impl Target<BreakerBuilder> for Arc<Breaker> {
     fn apply(&self, options: &BreakerBuilder) {
-        match options.validate() {
-            Ok(config) => self.reconfigure(Arc::new(config)),
-            Err(error) => crate::later::emit(
-                move || tracing::error!(target: "resiliency::settings", %error, "options refused"),
-            ),
-        }
+        self.reconfigure(Arc::new(options.config()));
     }
 }
 
 impl Target<BreakerBuilder> for Arc<KeyedBreaker> {
     fn apply(&self, options: &BreakerBuilder) {
-        match options.validate() {
-            Ok(config) => self.reconfigure(Arc::new(config)),
-            Err(error) => crate::later::emit(
-                move || tracing::error!(target: "resiliency::settings", %error, "options refused"),
-            ),
-        }
+        self.reconfigure(Arc::new(options.config()));
     }
 }

@@ -17,3 +17,30 @@ pub use value::Value;
 
 pub(crate) use site::{Options, Target};
 pub(crate) use table::ByName;
+
+/// What a policy's rules fn (`resiliency_rules::breaker`, ...) returns for its options: every
+/// check of the rules in the runtime goes through here, so that the tests can count them (a
+/// site's set-up checks them once).
+pub(crate) fn checked(
+    violations: Vec<resiliency_rules::Violation>,
+) -> Vec<resiliency_rules::Violation> {
+    #[cfg(test)]
+    checks::CHECKS.with(|checks| checks.set(checks.get() + 1));
+    violations
+}
+
+#[cfg(test)]
+pub(crate) mod checks {
+    use std::cell::Cell;
+
+    thread_local! {
+        pub(super) static CHECKS: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// The checks of the rules `f` makes on this thread.
+    pub(crate) fn counted(f: impl FnOnce()) -> u32 {
+        let before = CHECKS.with(Cell::get);
+        f();
+        CHECKS.with(Cell::get) - before
+    }
+}

@@ -47,10 +47,10 @@ impl RaceRetryBuilder {
     /// Every rule the options break (`after` at its default where left out: a `total` must
     /// leave room for a percentile too).
     pub(super) fn violations(&self) -> Vec<resiliency_rules::Violation> {
-        resiliency_rules::race_retry(&RaceRetryOptions {
+        crate::options::checked(resiliency_rules::race_retry(&RaceRetryOptions {
             name: Some(self.name),
             after: Some(self.options.after()),
             ..self.options.clone()
-        })
+        }))
     }
 }

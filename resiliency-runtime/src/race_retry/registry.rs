@@ -55,7 +55,9 @@ impl RaceRetryBuilder {
         // Checked first, registered or not: invalid options are an error wherever they are given.
         ConfigError::from_violations("race_retry", self.name, self.violations())?;
         REGISTRY.register(self.name, self.clone(), origin, |options| {
-            let policy: &'static RaceRetry = Box::leak(Box::new(self.build()?));
+            // Checked above: built with no second check.
+            let policy: &'static RaceRetry = Box::leak(Box::new(RaceRetry::new(self.name)));
+            policy.apply(&options);
             crate::settings::attach(options, policy);
             Ok(policy)
         })

@@ -46,8 +46,8 @@ pub(crate) fn set_up(name: &'static str, attribute: RaceRetryBuilder) -> &'stati
             .no_budget()
             .no_backoff()
     });
-    // `attach` puts the options in force before any call.
     let race: &'static RaceRetry = Box::leak(Box::new(RaceRetry::new(name)));
+    race.apply(&attribute);
     settings::attach(attribute, race);
     race
 }

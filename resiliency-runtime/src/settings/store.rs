@@ -406,15 +406,13 @@ pub(crate) fn attach<O: Options, T: Target<O>>(attribute: O, target: T) {
             );
             left_out.push(entry);
         };
-        while let Err(faults) = site.configure(&refs(&overrides), true) {
-            if overrides.is_empty() {
-                // The attribute's options were checked by `usable`: cannot happen.
-                let (policy, name) = (site.policy().name(), site.name().to_owned());
-                crate::later::emit(
-                    move || tracing::error!(target: "resiliency::settings", policy, name, ?faults, "a site's own options failed"),
-                );
+        // `target` holds the attribute's options, checked where they were given (`usable`, a
+        // builder): with no override there is nothing to check or apply. An override left out
+        // was never applied.
+        while !overrides.is_empty() {
+            let Err(faults) = site.configure(&refs(&overrides), true) else {
                 break;
-            }
+            };
             let before = overrides.len();
             for fault in faults {
                 // The override of the setting at fault, or else of one the rule involves.

@@ -70,9 +70,9 @@ impl TooBusyBuilder {
 
     /// Every rule the options break.
     pub(super) fn violations(&self) -> Vec<resiliency_rules::Violation> {
-        resiliency_rules::too_busy(&TooBusyOptions {
+        crate::options::checked(resiliency_rules::too_busy(&TooBusyOptions {
             name: Some(self.name),
             ..self.options.clone()
-        })
+        }))
     }
 }

@@ -34,6 +34,7 @@ impl Target<TooBusyBuilder> for &'static TooBusy {
 pub(crate) fn set_up(name: &'static str, attribute: TooBusyBuilder) -> &'static TooBusy {
     let attribute = settings::usable(attribute).unwrap_or_else(|| TooBusy::builder(name));
     let guard: &'static TooBusy = Box::leak(Box::new(TooBusy::new(name)));
+    guard.apply(&attribute);
     settings::attach(attribute, guard);
     guard
 }
