@@ -11,19 +11,49 @@ use crate::settings::{self, Policy};
 fn a_breaker_site_checks_its_rules_once() {
     static SITE: BreakerSite =
         BreakerSite::new(|| "private.checks.breaker", |b| b.error_threshold(2));
-    assert_eq!(counted(|| drop(SITE.breaker())), 1);
-    assert_eq!(counted(|| drop(SITE.breaker())), 0);
+    assert_eq!(
+        counted(|| {
+            let _ = SITE.breaker();
+        }),
+        1
+    );
+    assert_eq!(
+        counted(|| {
+            let _ = SITE.breaker();
+        }),
+        0
+    );
     static KEYED: KeyedSite = KeyedSite::new(|| "private.checks.keyed", |b| b.error_threshold(2));
-    assert_eq!(counted(|| drop(KEYED.breaker("a"))), 1);
-    assert_eq!(counted(|| drop(KEYED.breaker("b"))), 0);
+    assert_eq!(
+        counted(|| {
+            let _ = KEYED.breaker("a");
+        }),
+        1
+    );
+    assert_eq!(
+        counted(|| {
+            let _ = KEYED.breaker("b");
+        }),
+        0
+    );
 }
 
 #[test]
 fn a_guard_site_checks_its_rules_once() {
     static SITE: TooBusySite =
         TooBusySite::new(|| "private.checks.too_busy", |b| b.max_in_flight(8));
-    assert_eq!(counted(|| drop(SITE.guard())), 1);
-    assert_eq!(counted(|| drop(SITE.guard())), 0);
+    assert_eq!(
+        counted(|| {
+            let _ = SITE.guard();
+        }),
+        1
+    );
+    assert_eq!(
+        counted(|| {
+            let _ = SITE.guard();
+        }),
+        0
+    );
 }
 
 #[test]
@@ -32,8 +62,18 @@ fn a_race_site_checks_its_rules_once() {
         || "private.checks.race_retry",
         |b| b.retries(1).total(Duration::from_secs(1)),
     );
-    assert_eq!(counted(|| drop(SITE.race())), 1);
-    assert_eq!(counted(|| drop(SITE.race())), 0);
+    assert_eq!(
+        counted(|| {
+            let _ = SITE.race();
+        }),
+        1
+    );
+    assert_eq!(
+        counted(|| {
+            let _ = SITE.race();
+        }),
+        0
+    );
 }
 
 /// An override that reaches the site at its set-up is checked with the site's other options:
@@ -49,7 +89,12 @@ fn an_override_at_set_up_is_checked_once_with_the_options() {
     .unwrap();
     static SITE: BreakerSite =
         BreakerSite::new(|| "private.checks.overridden", |b| b.error_threshold(2));
-    assert_eq!(counted(|| drop(SITE.breaker())), 2);
+    assert_eq!(
+        counted(|| {
+            let _ = SITE.breaker();
+        }),
+        2
+    );
     let in_force = settings::effective(Policy::Breaker, "private.checks.overridden").unwrap();
     let threshold = in_force
         .iter()
