@@ -82,10 +82,6 @@
 //! * **Without the `metrics` feature** nothing of this module is compiled in: no field, no
 //!   branch, no dependency.
 
-pub(crate) mod breaker;
-pub(crate) mod race_retry;
-pub(crate) mod too_busy;
-
 use std::collections::HashMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, LazyLock, Mutex};

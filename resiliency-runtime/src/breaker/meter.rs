@@ -1,9 +1,12 @@
 //! A breaker's metrics handle, [`Meter`]: the `metrics` feature's series (one set per name,
-//! shared by a keyed family's breakers) when the feature is on, and a zero-sized handle whose
-//! methods do nothing when it is off. Call paths count outcomes through it with no `cfg`.
+//! shared by a keyed family's breakers, in `on`) when the feature is on, and a zero-sized handle
+//! whose methods do nothing when it is off. Call paths count outcomes through it with no `cfg`.
 
 #[cfg(feature = "metrics")]
-pub(crate) use crate::metrics::breaker::{handles, Handles, Meter};
+mod on;
+
+#[cfg(feature = "metrics")]
+pub(crate) use on::{handles, Handles, Meter};
 
 #[cfg(not(feature = "metrics"))]
 pub(crate) use off::{handles, Handles, Meter};

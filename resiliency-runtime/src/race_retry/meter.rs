@@ -1,9 +1,11 @@
 //! [`Meter`]: a raced function's metrics, what its call paths report to with no `cfg` of their
-//! own. With the `metrics` feature, the handles of [`crate::metrics::race_retry`] (one set per
-//! name, made at the policy's first use); without it, a zero-sized handle whose methods do
-//! nothing.
+//! own. With the `metrics` feature, the handles of its series (in `on`: one set per name, made at
+//! the policy's first use); without it, a zero-sized handle whose methods do nothing.
 
 use super::race_retry::RaceRetry;
+
+#[cfg(feature = "metrics")]
+mod on;
 
 #[cfg(feature = "metrics")]
 pub(crate) use on::{Meter, MeterCell};
@@ -17,14 +19,6 @@ impl RaceRetry {
     pub(crate) fn meter(&self) -> &Meter {
         self.metrics.get(self.name())
     }
-}
-
-#[cfg(feature = "metrics")]
-mod on {
-    pub(crate) use crate::metrics::race_retry::RaceMetrics as Meter;
-
-    /// A raced function's handles, made at its first use.
-    pub(crate) type MeterCell = crate::metrics::Cell<Meter>;
 }
 
 #[cfg(not(feature = "metrics"))]

@@ -1,8 +1,12 @@
 //! [`Meter`]: a guard's metrics, what its call paths report to with no `cfg` of their own. With
-//! the `metrics` feature, the handles of [`crate::metrics::too_busy`] (one set per name, made at
-//! the guard's first use); without it, a zero-sized handle whose methods do nothing.
+//! the `metrics` feature, the handles of the guard's series (in `on`: one set per name, made at
+//! the guard's first use) and the runtime's lag gauge; without it, a zero-sized handle whose
+//! methods do nothing.
 
 use super::too_busy::TooBusy;
+
+#[cfg(feature = "metrics")]
+mod on;
 
 #[cfg(feature = "metrics")]
 pub(crate) use on::{lag, Meter, MeterCell};
@@ -15,26 +19,6 @@ impl TooBusy {
     #[inline(always)]
     pub(crate) fn meter(&self) -> &Meter {
         self.metrics.get(self.name())
-    }
-}
-
-#[cfg(feature = "metrics")]
-mod on {
-    use std::time::Duration;
-
-    pub(crate) use crate::metrics::too_busy::BusyMetrics as Meter;
-
-    /// A guard's handles, made at its first use.
-    pub(crate) type MeterCell = crate::metrics::Cell<Meter>;
-
-    /// A lag monitor sampled: `lag` is the smoothed lag.
-    pub(crate) fn lag(lag: Duration) {
-        crate::metrics::too_busy::lag(lag);
-    }
-
-    impl Meter {
-        /// Whether these methods report anything.
-        pub(crate) const ON: bool = true;
     }
 }
 

@@ -1,13 +1,14 @@
-//! A raced function's series (one set per name, made at its first call).
+//! A raced function's series with the `metrics` feature (one set per name, made at its first
+//! call).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use ::metrics::{Counter, Histogram, Unit};
 
-use super::{
-    quietly, register, Sites, RACE_ATTEMPTS, RACE_ATTEMPT_DURATION, RACE_BUDGET_REFUSED,
-    RACE_CALLS, RACE_WINS,
+use crate::metrics::{
+    quietly, register, Cell, Named, Sites, RACE_ATTEMPTS, RACE_ATTEMPT_DURATION,
+    RACE_BUDGET_REFUSED, RACE_CALLS, RACE_WINS,
 };
 use crate::race_retry::MAX_RETRIES;
 
@@ -15,7 +16,7 @@ use crate::race_retry::MAX_RETRIES;
 const ATTEMPTS: usize = MAX_RETRIES as usize + 1;
 
 /// The handles of every raced function called `name`.
-pub(crate) struct RaceMetrics {
+pub(crate) struct Meter {
     name: Arc<str>,
     success: Counter,
     error: Counter,
@@ -27,7 +28,10 @@ pub(crate) struct RaceMetrics {
     wins: [OnceLock<Counter>; ATTEMPTS],
 }
 
-static SITES: Sites<RaceMetrics> = Sites::new();
+/// A raced function's handles, made at its first use.
+pub(crate) type MeterCell = Cell<Meter>;
+
+static SITES: Sites<Meter> = Sites::new();
 
 fn describe() {
     ::metrics::describe_counter!(
@@ -57,7 +61,7 @@ fn describe() {
     );
 }
 
-impl RaceMetrics {
+impl Meter {
     fn new(name: &Arc<str>) -> Self {
         let calls = |outcome: &'static str| {
             register(
@@ -65,7 +69,7 @@ impl RaceMetrics {
                 Counter::noop,
             )
         };
-        RaceMetrics {
+        Meter {
             name: name.clone(),
             success: calls("success"),
             error: calls("error"),
@@ -149,13 +153,9 @@ impl RaceMetrics {
     }
 }
 
-/// The handles of the raced functions called `name`, made at the first use of one.
-pub(crate) fn handles(name: &str) -> Arc<RaceMetrics> {
-    SITES.get(name, describe, RaceMetrics::new)
-}
-
-impl super::Named for RaceMetrics {
+impl Named for Meter {
+    /// The handles of the raced functions called `name`, made at the first use of one.
     fn handles(name: &str) -> Arc<Self> {
-        handles(name)
+        SITES.get(name, describe, Meter::new)
     }
 }

@@ -6,8 +6,8 @@ use std::sync::{Arc, OnceLock};
 
 use ::metrics::{Counter, Gauge, Unit};
 
-use super::{quietly, register, Sites, BREAKER_CALLS, BREAKER_STATE, BREAKER_TRANSITIONS};
 use crate::breaker::{Breaker, State};
+use crate::metrics::{quietly, register, Sites, BREAKER_CALLS, BREAKER_STATE, BREAKER_TRANSITIONS};
 
 const STATES: [State; 5] = [
     State::Closed,

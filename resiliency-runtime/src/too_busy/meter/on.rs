@@ -1,19 +1,19 @@
-//! A `#[too_busy]` guard's series (one set per name, made at the guard's first call), and the
-//! runtime's lag gauge.
+//! A `#[too_busy]` guard's series with the `metrics` feature (one set per name, made at the
+//! guard's first call), and the runtime's lag gauge.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use ::metrics::{Counter, Gauge, Histogram, Unit};
 
-use super::{
-    quietly, register, Sites, TOO_BUSY_CALLS, TOO_BUSY_CALL_DURATION, TOO_BUSY_IN_FLIGHT,
-    TOO_BUSY_IN_FLIGHT_LIMIT, TOO_BUSY_LAG, TOO_BUSY_REFUSED,
+use crate::metrics::{
+    quietly, register, Cell, Named, Sites, TOO_BUSY_CALLS, TOO_BUSY_CALL_DURATION,
+    TOO_BUSY_IN_FLIGHT, TOO_BUSY_IN_FLIGHT_LIMIT, TOO_BUSY_LAG, TOO_BUSY_REFUSED,
 };
 use crate::rejected::BusySignal;
 
 /// The handles of every guard called `name`.
-pub(crate) struct BusyMetrics {
+pub(crate) struct Meter {
     admitted: Counter,
     refused: Counter,
     by_lag: Counter,
@@ -26,7 +26,10 @@ pub(crate) struct BusyMetrics {
     duration: Histogram,
 }
 
-static SITES: Sites<BusyMetrics> = Sites::new();
+/// A guard's handles, made at its first use.
+pub(crate) type MeterCell = Cell<Meter>;
+
+static SITES: Sites<Meter> = Sites::new();
 
 fn describe() {
     ::metrics::describe_counter!(
@@ -56,7 +59,10 @@ fn describe() {
     );
 }
 
-impl BusyMetrics {
+impl Meter {
+    /// Whether these methods report anything.
+    pub(crate) const ON: bool = true;
+
     fn new(name: &Arc<str>) -> Self {
         let counter = |series: &'static str, key: &'static str, value: &'static str| {
             register(
@@ -64,7 +70,7 @@ impl BusyMetrics {
                 Counter::noop,
             )
         };
-        BusyMetrics {
+        Meter {
             admitted: counter(TOO_BUSY_CALLS, "outcome", "admitted"),
             refused: counter(TOO_BUSY_CALLS, "outcome", "refused"),
             by_lag: counter(TOO_BUSY_REFUSED, "signal", "lag"),
@@ -144,11 +150,6 @@ impl BusyMetrics {
     }
 }
 
-/// The handles of the guards called `name`, made at the first use of one.
-pub(crate) fn handles(name: &str) -> Arc<BusyMetrics> {
-    SITES.get(name, describe, BusyMetrics::new)
-}
-
 static LAG: OnceLock<Gauge> = OnceLock::new();
 
 /// A lag monitor sampled: `lag` is the smoothed lag.
@@ -166,8 +167,9 @@ pub(crate) fn lag(lag: Duration) {
     quietly(|| gauge.set(lag.as_secs_f64()));
 }
 
-impl super::Named for BusyMetrics {
+impl Named for Meter {
+    /// The handles of the guards called `name`, made at the first use of one.
     fn handles(name: &str) -> Arc<Self> {
-        handles(name)
+        SITES.get(name, describe, Meter::new)
     }
 }
