@@ -7,6 +7,7 @@ use super::keyed::KeyedBreaker;
 use super::registry;
 use super::Breaker;
 use crate::named::Origin;
+use crate::options::Options as _;
 use crate::ConfigError;
 use resiliency_rules::BreakerOptions;
 
@@ -214,11 +215,7 @@ impl BreakerBuilder {
     /// Checks every rule ([`resiliency_rules::breaker`]) and resolves the defaults (the table's,
     /// through the options' accessors).
     pub(crate) fn validate(&self) -> Result<Config, ConfigError> {
-        ConfigError::from_violations(
-            "breaker",
-            &self.name,
-            crate::options::checked(resiliency_rules::breaker(&self.options())),
-        )?;
+        self.check()?;
         Ok(self.config())
     }
 
@@ -278,7 +275,7 @@ fn differing(name: &str, origin: Origin, conflict: Option<String>) -> Result<(),
     let Some(message) = conflict else {
         return Ok(());
     };
-    let error = ConfigError::new("breaker", name, message);
+    let error = BreakerBuilder::error(name, message);
     if origin == Origin::Builder {
         return Err(error);
     }
@@ -293,8 +290,7 @@ fn differing(name: &str, origin: Origin, conflict: Option<String>) -> Result<(),
 }
 
 fn self_conflict(name: &str, other: &str) -> ConfigError {
-    ConfigError::new(
-        "breaker",
+    BreakerBuilder::error(
         name,
         format!("the name is already registered to a {other} breaker"),
     )

@@ -5,6 +5,7 @@ use resiliency_rules::Violation;
 
 use super::table::ByName;
 use super::{Policy, Value};
+use crate::ConfigError;
 
 /// A policy's options as its builder holds them, read and written setting by setting.
 pub(crate) trait Options: ByName + Clone + Send + Sync + 'static {
@@ -22,6 +23,17 @@ pub(crate) trait Options: ByName + Clone + Send + Sync + 'static {
     /// when one does (a breaker's `error_timeout` from its `capacity`).
     fn derived(&self, _setting: &'static str) -> Option<(Value, &'static str)> {
         None
+    }
+
+    /// `Ok` when the options break no rule, and else the error naming this policy, the site and
+    /// every rule broken.
+    fn check(&self) -> Result<(), ConfigError> {
+        ConfigError::from_violations(Self::POLICY.name(), self.site(), self.violations())
+    }
+
+    /// The error of this policy's site called `name`, for `message`.
+    fn error(name: &str, message: String) -> ConfigError {
+        ConfigError::new(Self::POLICY.name(), name, message)
     }
 }
 

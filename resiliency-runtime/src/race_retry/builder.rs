@@ -4,6 +4,7 @@
 use resiliency_rules::{Backoff, Budget, RaceRetryOptions};
 
 use super::race_retry::RaceRetry;
+use crate::options::Options as _;
 use crate::ConfigError;
 
 /// Builds a [`RaceRetry`] from code, with the options of `#[race_retry(...)]` (each method named
@@ -38,7 +39,7 @@ impl RaceRetryBuilder {
 
     /// The raced function, or every rule its options break.
     pub fn build(self) -> Result<RaceRetry, ConfigError> {
-        ConfigError::from_violations("race_retry", self.name, self.violations())?;
+        self.check()?;
         let policy = RaceRetry::new(self.name);
         policy.apply(&self);
         Ok(policy)

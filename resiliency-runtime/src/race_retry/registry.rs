@@ -9,7 +9,7 @@ use super::builder::RaceRetryBuilder;
 use super::race_retry::RaceRetry;
 use super::stats::RaceRetryStats;
 use crate::named::{first_difference, Difference, Named, Origin};
-use crate::options::ByName as _;
+use crate::options::{ByName as _, Options as _};
 use crate::ConfigError;
 
 static REGISTRY: Named<RaceRetry, RaceRetryBuilder> = Named::new(differ);
@@ -53,7 +53,7 @@ impl RaceRetryBuilder {
     /// [`register`](Self::register), the options coming from `origin`.
     pub(crate) fn register_as(self, origin: Origin) -> Result<&'static RaceRetry, ConfigError> {
         // Checked first, registered or not: invalid options are an error wherever they are given.
-        ConfigError::from_violations("race_retry", self.name, self.violations())?;
+        self.check()?;
         REGISTRY.register(self.name, self.clone(), origin, |options| {
             // Checked above: built with no second check.
             let policy: &'static RaceRetry = Box::leak(Box::new(RaceRetry::new(self.name)));

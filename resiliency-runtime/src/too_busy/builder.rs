@@ -5,6 +5,7 @@ use resiliency_rules::{InFlight, TooBusyOptions};
 
 use super::adaptive::Bounds;
 use super::too_busy::TooBusy;
+use crate::options::Options as _;
 use crate::ConfigError;
 
 /// Builds a [`TooBusy`] guard from code, with the options of `#[too_busy(...)]` (each method named
@@ -62,7 +63,7 @@ impl TooBusyBuilder {
 
     /// The guard, or every rule its options break.
     pub fn build(self) -> Result<TooBusy, ConfigError> {
-        ConfigError::from_violations("too_busy", self.name, self.violations())?;
+        self.check()?;
         let guard = TooBusy::new(self.name);
         guard.apply(&self);
         Ok(guard)

@@ -9,7 +9,7 @@
 use super::builder::TooBusyBuilder;
 use super::too_busy::TooBusy;
 use crate::named::{first_difference, Difference, Named, Origin};
-use crate::options::ByName as _;
+use crate::options::{ByName as _, Options as _};
 use crate::ConfigError;
 
 static REGISTRY: Named<TooBusy, TooBusyBuilder> = Named::new(differ);
@@ -53,7 +53,7 @@ impl TooBusyBuilder {
 
     /// [`register`](Self::register), the options coming from `origin`.
     pub(crate) fn register_as(self, origin: Origin) -> Result<&'static TooBusy, ConfigError> {
-        ConfigError::from_violations("too_busy", self.name, self.violations())?;
+        self.check()?;
         REGISTRY.register(self.name, self.clone(), origin, |options| {
             let guard: &'static TooBusy = Box::leak(Box::new(TooBusy::new(self.name)));
             guard.apply(&options);
