@@ -30,9 +30,11 @@ static SNAPSHOTTER: LazyLock<Snapshotter> = LazyLock::new(|| {
     snapshotter
 });
 
-/// Every counter's largest total seen, by name and sorted labels.
-static TOTALS: LazyLock<Mutex<HashMap<(String, Vec<(String, String)>), u64>>> =
-    LazyLock::new(Default::default);
+/// A series: its name and sorted labels.
+type Series = (String, Vec<(String, String)>);
+
+/// Every counter's largest total seen.
+static TOTALS: LazyLock<Mutex<HashMap<Series, u64>>> = LazyLock::new(Default::default);
 
 /// The total of the counter `name{labels}` the recorder has shown so far (0 if none).
 fn seen(name: &str, labels: &[(&str, &str)]) -> u64 {
