@@ -4,15 +4,17 @@
 //!
 //! The recorder is installed by [`install`], which every test calls before it creates a site
 //! (handles are registered when a site is created). Each test uses sites of its own name, since
-//! the tests of this binary run in parallel on one recorder. A snapshot of the debugging recorder
-//! takes the counters' and gauges' values and resets them, so [`Seen`] adds every snapshot's
-//! values up: a counter's total, an incremented gauge's level, every histogram sample.
+//! the tests of this binary run in parallel on one recorder. [`Seen`] flushes the exporter
+//! (`resiliency::metrics::flush`) and takes a snapshot of the debugging recorder at once, which
+//! reads every value and resets it: a counter is the total the flush gave it (`absolute`), the
+//! in-flight gauge the level the flush set, a gauge moved at each change (the state gauge) the sum
+//! of every snapshot's moves, and a histogram every sample flushed so far.
 
 use std::collections::HashMap;
 use std::future::pending;
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use futures::FutureExt;
@@ -39,7 +41,8 @@ type Labels = Vec<(String, String)>;
 /// Every series seen so far, by name and (sorted) labels.
 #[derive(Clone, Default)]
 struct Seen {
-    /// Counters' totals and gauges' levels (the sum of every snapshot's value).
+    /// Counters' totals and gauges' levels: a counter's and the in-flight gauge's as the latest
+    /// flush gave them, a moved gauge's the sum of every snapshot's moves.
     values: HashMap<(String, Labels), f64>,
     /// The largest value a snapshot saw (for a gauge that is set rather than moved).
     peaks: HashMap<(String, Labels), f64>,
@@ -75,9 +78,11 @@ fn labels_of(labels: &[(&str, &str)]) -> Labels {
 }
 
 impl Seen {
-    /// Takes a snapshot and adds it up: every series seen so far.
+    /// Flushes, takes a snapshot and adds it up: every series seen so far.
     fn now() -> Seen {
         let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        // Under the lock: no other test's snapshot resets what this flush exports.
+        series::flush();
         for (key, _, _, value) in SNAPSHOTTER.snapshot().into_vec() {
             let key = key.key();
             let mut labels: Labels = key
@@ -87,7 +92,14 @@ impl Seen {
             labels.sort();
             let id = (key.name().to_string(), labels);
             match value {
-                DebugValue::Counter(n) => *seen.values.entry(id).or_default() += n as f64,
+                // The flush gave every counter its total.
+                DebugValue::Counter(n) => {
+                    seen.values.insert(id, n as f64);
+                }
+                // The flush set the in-flight level.
+                DebugValue::Gauge(v) if id.0 == series::TOO_BUSY_IN_FLIGHT => {
+                    seen.values.insert(id, v.0);
+                }
                 DebugValue::Gauge(v) => {
                     let peak = seen.peaks.entry(id.clone()).or_insert(f64::MIN);
                     *peak = peak.max(v.0);
@@ -414,17 +426,22 @@ async fn an_attribute_site_reports_under_its_name() {
 
 /// A recorder with a bug: it panics registering handles (`on_register`), or in every handle it
 /// hands out.
+/// Its handles panic until the test is over (`armed` false), so that the exporter, which goes on
+/// exporting to them, does not fill later tests' output with panics.
 struct PanickingRecorder {
     on_register: bool,
     panics: Arc<AtomicUsize>,
+    armed: Arc<AtomicBool>,
 }
 
-struct PanickingHandle(Arc<AtomicUsize>);
+struct PanickingHandle(Arc<AtomicUsize>, Arc<AtomicBool>);
 
 impl PanickingHandle {
-    fn panic(&self) -> ! {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        panic!("the recorder panics");
+    fn panic(&self) {
+        if self.1.load(Ordering::Relaxed) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            panic!("the recorder panics");
+        }
     }
 }
 
@@ -461,7 +478,7 @@ impl PanickingRecorder {
             self.panics.fetch_add(1, Ordering::Relaxed);
             panic!("the recorder panics registering");
         }
-        Arc::new(PanickingHandle(self.panics.clone()))
+        Arc::new(PanickingHandle(self.panics.clone(), self.armed.clone()))
     }
 }
 
@@ -490,9 +507,11 @@ async fn a_panicking_recorder_leaves_the_breaker_consistent() {
     install();
     for on_register in [false, true] {
         let panics = Arc::new(AtomicUsize::new(0));
+        let armed = Arc::new(AtomicBool::new(true));
         let recorder = PanickingRecorder {
             on_register,
             panics: panics.clone(),
+            armed: armed.clone(),
         };
         let name = if on_register {
             "metrics.breaker.panicking_registration"
@@ -525,6 +544,9 @@ async fn a_panicking_recorder_leaves_the_breaker_consistent() {
         b.reset();
         ok(&b).await.unwrap();
         breaker::unsubscribe(id);
+        // The calls' counts reach the recorder at an export, where the handles panic; the
+        // exporter goes on through every one.
+        series::flush();
         assert_eq!(
             *changes.lock().unwrap(),
             [
@@ -541,6 +563,7 @@ async fn a_panicking_recorder_leaves_the_breaker_consistent() {
             panics.load(Ordering::Relaxed)
         );
         drop(b);
+        armed.store(false, Ordering::Relaxed);
     }
 }
 
@@ -1269,5 +1292,55 @@ async fn a_fallback_counts_as_a_fallback_never_as_a_success() {
             &[("name", name), ("policy", "breaker"), ("cause", "refused")]
         ),
         2.0
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counts kept per core: threads calling one site concurrently
+
+/// Calls each of two threads makes at once: more than a stripe's buffer of durations holds, so
+/// the threads hand full buffers on themselves as well as at the flush.
+const CONCURRENT_CALLS: u64 = 100_000;
+
+#[too_busy(max_in_flight = 1000, max_latency = "10s")]
+fn concurrent_guarded() -> Result<(), Rejected> {
+    Ok(())
+}
+
+#[test]
+fn two_threads_counting_at_once_lose_nothing() {
+    install();
+    let name = "metrics.concurrent.breaker";
+    let b = Breaker::builder(name).build().unwrap();
+    let guard = format!("{}::concurrent_guarded", module_path!());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                for i in 0..CONCURRENT_CALLS {
+                    let _ = b.call_blocking_if(
+                        |_: &BoxError| false,
+                        || -> Result<(), BoxError> {
+                            if i % 2 == 0 {
+                                Ok(())
+                            } else {
+                                Err("ignored".into())
+                            }
+                        },
+                    );
+                    concurrent_guarded().unwrap();
+                }
+            });
+        }
+    });
+    let seen = Seen::now();
+    assert_eq!(calls(&seen, name, "success"), CONCURRENT_CALLS);
+    assert_eq!(calls(&seen, name, "ignored"), CONCURRENT_CALLS);
+    assert_eq!(calls(&seen, name, "error"), 0);
+    assert_eq!(busy_calls(&seen, &guard, "admitted"), 2 * CONCURRENT_CALLS);
+    assert_eq!(in_flight(&seen, &guard), 0.0);
+    assert_eq!(
+        seen.histogram(series::TOO_BUSY_CALL_DURATION, &[("name", &guard)])
+            .len() as u64,
+        2 * CONCURRENT_CALLS
     );
 }

@@ -11,13 +11,17 @@ use resiliency::breaker;
 mod support;
 use support::{ms, parse_scrape, sample, BoxError, Scrape};
 
-/// Serves `handle`'s rendering at `/metrics` on 127.0.0.1; returns the URL.
+/// Serves `handle`'s rendering at `/metrics` on 127.0.0.1, flushed first so that each scrape is
+/// exact; returns the URL.
 async fn serve(handle: PrometheusHandle) -> String {
     let app = axum::Router::new().route(
         "/metrics",
         get(move || {
             let handle = handle.clone();
-            async move { handle.render() }
+            async move {
+                resiliency::metrics::flush();
+                handle.render()
+            }
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -198,8 +198,9 @@ mod hook {
     }
 }
 
-// The metrics recorder, read as tests/metrics.rs reads it: every snapshot resets the values, so
-// they are added up.
+// The metrics recorder, read as tests/metrics.rs reads it: a flush, then a snapshot, which reads
+// and resets every value: a counter is its total as the flush gave it, the in-flight gauge its
+// level as the flush set it, a gauge moved at each change the sum of the snapshots' moves.
 static SNAPSHOTTER: LazyLock<Snapshotter> = LazyLock::new(|| {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
@@ -210,9 +211,11 @@ static SNAPSHOTTER: LazyLock<Snapshotter> = LazyLock::new(|| {
 type Series = (String, Vec<(String, String)>);
 static SEEN: LazyLock<Mutex<HashMap<Series, f64>>> = LazyLock::new(Default::default);
 
-/// The value of a counter (its total) or an incremented gauge (its level) so far.
+/// The value of a counter (its total) or a gauge (its level) so far.
 fn metric(name: &str, labels: &[(&str, &str)]) -> f64 {
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    // Under the lock: no other test's snapshot resets what this flush exports.
+    resiliency::metrics::flush();
     for (key, _, _, value) in SNAPSHOTTER.snapshot().into_vec() {
         let key = key.key();
         let mut labels: Vec<_> = key
@@ -222,7 +225,12 @@ fn metric(name: &str, labels: &[(&str, &str)]) -> f64 {
         labels.sort();
         let id = (key.name().to_string(), labels);
         match value {
-            DebugValue::Counter(n) => *seen.entry(id).or_default() += n as f64,
+            DebugValue::Counter(n) => {
+                seen.insert(id, n as f64);
+            }
+            DebugValue::Gauge(v) if id.0 == resiliency::metrics::TOO_BUSY_IN_FLIGHT => {
+                seen.insert(id, v.0);
+            }
             DebugValue::Gauge(v) => *seen.entry(id).or_default() += v.0,
             DebugValue::Histogram(_) => {}
         }

@@ -10,7 +10,7 @@
 //! two phases of one run:
 //!
 //! 1. **No recorder**: `metrics`' no-op, as in a program that enables the feature and installs
-//!    nothing. The sites' handles are empty, and a call adds to none.
+//!    nothing. The sites' handles are empty; a call adds to its site's counts all the same.
 //! 2. **Prometheus recorder**: `metrics-exporter-prometheus`'s recorder installed as the global
 //!    one (built, not served: rendering is not on a call's path), then fresh sites (other fns,
 //!    the same attributes) measured, so that their handles are the recorder's.
@@ -18,8 +18,9 @@
 //! A process has one global recorder, installed once: the first phase runs entirely before it. The
 //! plain call runs in both phases as the control. "added" is the attribute's figure minus the
 //! plain call's in the same phase; "recorder" is the phase-2 figure minus the phase-1 figure of
-//! the same attribute. At the end, the recorder's rendering is read back: the calls it counted
-//! for each phase-2 site are printed, as a check that the handles were live.
+//! the same attribute. At the end, the exporter is flushed and the recorder's rendering read
+//! back: the calls it counted for each phase-2 site are printed, as a check that the handles
+//! were live.
 //!
 //! Cargo builds a package's dependencies with one set of features, so the figures without the
 //! feature at all are those of `breaker`, `too_busy_cost` and `race_overhead`.
@@ -207,11 +208,13 @@ fn measure() {
     }
 
     outln!(
-        "Each handle of the Prometheus recorder is one atomic that every thread adds to: on 2 \
-         threads calling one site, each increment takes its cache line from the other core. A \
-         call adds to one handle under `#[breaker]` and `#[too_busy]` (admitted, no \
-         `max_in_flight`), three under `#[race_retry]` (attempts, calls, wins by attempt 1).\n"
+        "A call adds to its thread's stripe of the site's counts (one cache line per stripe, \
+         one stripe per thread here), never to the recorder's handles, which the exporter sets \
+         from the stripes' sums once per `resiliency::metrics::EXPORT_PERIOD`: one add under \
+         `#[breaker]` and `#[too_busy]` (admitted, no `max_in_flight`), three under \
+         `#[race_retry]` (attempts, calls, wins by attempt 1), with or without a recorder.\n"
     );
+    resiliency::metrics::flush();
     let rendered = handle.render();
     let path = |function: &str| format!("{}::{function}", module_path!());
     let counted = [

@@ -125,7 +125,11 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/items/{id}", get(item))
         .route(
             "/metrics",
-            get(|State(app): State<Arc<App>>| async move { app.prometheus.render() }),
+            get(|State(app): State<Arc<App>>| async move {
+                // Every count as of now, rather than as of the last export (at most 1 s ago).
+                resiliency::metrics::flush();
+                app.prometheus.render()
+            }),
         )
         .route("/settings", get(show_settings))
         .route("/settings/{policy}/{site}/{setting}", put(change_setting))

@@ -275,6 +275,7 @@ pub struct FallbackSite {
     policy: &'static str,
     name: fn() -> &'static str,
     resolved: OnceLock<&'static str>,
+    counts: meter::Counts,
 }
 
 impl FallbackSite {
@@ -284,6 +285,7 @@ impl FallbackSite {
             policy,
             name,
             resolved: OnceLock::new(),
+            counts: meter::Counts::new(),
         }
     }
 
@@ -300,7 +302,7 @@ impl FallbackSite {
             cause = cause.as_str(),
             "the call fell back"
         );
-        meter::taken(self.policy, name, cause.as_str());
+        self.counts.taken(self.policy, name, cause);
         reason
     }
 }
@@ -314,25 +316,82 @@ impl fmt::Debug for FallbackSite {
     }
 }
 
-/// A fallback's count: `resiliency_fallbacks_total` with the `metrics` feature, nothing without.
+/// A fallback site's counts: `resiliency_fallbacks_total` with the `metrics` feature, nothing
+/// without.
 #[cfg(feature = "metrics")]
 mod meter {
-    pub(super) fn taken(policy: &'static str, name: &'static str, cause: &'static str) {
-        crate::metrics::quietly(|| {
-            metrics::counter!(
-                crate::metrics::FALLBACKS,
-                "policy" => policy,
-                "name" => name,
-                "cause" => cause
-            )
-            .increment(1);
-        });
+    use std::sync::{Arc, OnceLock};
+
+    use metrics::Counter;
+
+    use super::Cause;
+    use crate::metrics::{register, Count, Export, Sites, FALLBACKS};
+
+    /// The count of one policy's, name's and cause's fallbacks, shared by the sites of them.
+    pub(super) struct Fallbacks(Count);
+
+    impl Export for Fallbacks {
+        fn export(&self) {
+            self.0.export();
+        }
+    }
+
+    static SITES: Sites<Fallbacks> = Sites::new();
+
+    /// A site's counts by cause (refused, error), each registered at its first fallback.
+    pub(super) struct Counts([OnceLock<Arc<Fallbacks>>; 2]);
+
+    impl Counts {
+        pub(super) const fn new() -> Self {
+            Counts([OnceLock::new(), OnceLock::new()])
+        }
+
+        pub(super) fn taken(&self, policy: &'static str, name: &'static str, cause: Cause) {
+            let at = match cause {
+                Cause::Refused => 0,
+                Cause::Error => 1,
+            };
+            let cause = cause.as_str();
+            self.0[at]
+                .get_or_init(|| {
+                    SITES.get(
+                        &format!("{policy}\n{name}\n{cause}"),
+                        || {},
+                        |_| {
+                            Fallbacks(Count::new(register(
+                                || {
+                                    metrics::counter!(
+                                        FALLBACKS,
+                                        "policy" => policy,
+                                        "name" => name,
+                                        "cause" => cause
+                                    )
+                                },
+                                Counter::noop,
+                            )))
+                        },
+                    )
+                })
+                .0
+                .add();
+        }
     }
 }
 
-/// A fallback's count: `resiliency_fallbacks_total` with the `metrics` feature, nothing without.
+/// A fallback site's counts: `resiliency_fallbacks_total` with the `metrics` feature, nothing
+/// without.
 #[cfg(not(feature = "metrics"))]
 mod meter {
-    #[inline(always)]
-    pub(super) fn taken(_policy: &'static str, _name: &'static str, _cause: &'static str) {}
+    use super::Cause;
+
+    pub(super) struct Counts;
+
+    impl Counts {
+        pub(super) const fn new() -> Self {
+            Counts
+        }
+
+        #[inline(always)]
+        pub(super) fn taken(&self, _policy: &'static str, _name: &'static str, _cause: Cause) {}
+    }
 }

@@ -14,6 +14,9 @@
 //! let breaker = Breaker::builder("inventory").build().unwrap();
 //! let _: Result<(), Rejected> = breaker.call(async { Ok(()) }).await;
 //!
+//! // Calls count per core; `flush` hands the counts to the recorder now rather than within
+//! // the export period.
+//! resiliency::metrics::flush();
 //! let scrape = prometheus.render(); // what a `/metrics` endpoint would serve
 //! assert!(scrape.contains(r#"resiliency_breaker_calls_total{name="inventory",outcome="success"} 1"#));
 //! assert!(scrape.contains(r#"resiliency_breaker_state{name="inventory",state="closed"} 1"#));
@@ -23,11 +26,12 @@
 //! # When handles are made
 //!
 //! Each site (a breaker's or keyed family's name, a guard's name, a raced function's name) gets
-//! one set of handles, registered with the recorder installed at that moment and cached; a call
-//! then only adds to a cached handle (no key lookup, no lock, no allocation). So **install the
-//! recorder before a site is created**: a breaker's handles are made when the first breaker of
-//! its name is built (from code or on the first call of its `#[breaker]` function), a guard's and
-//! a raced function's on their first call, and the lag gauge at the lag monitor's first sample.
+//! one set of handles, registered with the recorder installed at that moment and cached with the
+//! site's own counts; a call then only adds to those (no key lookup, no lock, no allocation). So
+//! **install the recorder before a site is created**: a breaker's handles are made when the first
+//! breaker of its name is built (from code or on the first call of its `#[breaker]` function), a
+//! guard's and a raced function's on their first call, and the lag gauge at the lag monitor's
+//! first sample.
 //! A site created before any recorder was installed keeps `metrics`' no-op handles. Sites of the
 //! same name share one set of handles.
 //!
@@ -36,6 +40,31 @@
 //! the in-flight limit, registered with the guard's first limit); a
 //! transition's series and the win series of an attempt number are registered when they first
 //! happen, with the recorder installed then.
+//!
+//! # When values reach the recorder
+//!
+//! A call does not touch the recorder: it adds to counts the site keeps per core (a few stripes,
+//! each on a cache line of its own; a thread adds to its own stripe), so that threads calling
+//! one site do not take a shared cache line from each other at every call. An exporter hands
+//! the recorder every site's values in bulk: each counter's total (`Counter::absolute`), the
+//! in-flight gauge's level (`Gauge::set`), and the durations buffered since its last export
+//! (`Histogram::record`, one per sample).
+//!
+//! * It runs every [`EXPORT_PERIOD`] (1 s of wall-clock time) on a thread of its own, named
+//!   `resiliency-metrics`, started with the first site: no value the recorder shows lags the
+//!   calls by more than that, on any runtime or none (a runtime without a time driver, a paused
+//!   clock, blocking calls on plain threads).
+//! * [`flush`] exports everything now, on the calling thread. A scrape without it shows values
+//!   at most one period old; call it where they must be exact: in a `/metrics` handler before
+//!   rendering, in tests, before the process exits.
+//! * A thread whose buffer of durations fills (512 samples per stripe) hands it to the recorder
+//!   itself, so the memory a busy histogram holds is bounded.
+//! * Every counter is kept this way, transitions and fallbacks included. The gauges moved or set
+//!   at a rare event, `resiliency_breaker_state` (at a state change), the in-flight limit and the
+//!   lag gauge, reach the recorder at the event itself.
+//!
+//! A recorder that resets what it has read (`metrics-util`'s debugging recorder does) is given
+//! every counter's total and every level again at each export.
 //!
 //! # Series
 //!
@@ -69,22 +98,32 @@
 //!
 //! # Guarantees
 //!
-//! * **A recorder that panics** (registering a handle, or adding to one) loses that update and
-//!   nothing else: the panic is caught, the policy's state and the call go on as if no recorder
-//!   were installed. A breaker whose recorder panics on every change still opens, half-opens and
-//!   closes as its rules say, and handles whose registration panicked are no-ops. Under
-//!   `panic = "abort"` such a panic ends the process, as any panic does.
-//! * **Cost**: a call only adds to cached handles: one for a breaker's outcome, one for a guard's
-//!   admission or refusal (plus the in-flight gauge up and down with `max_in_flight`, a histogram
-//!   sample with `max_latency`), three for a raced call answered by its first attempt. With no
-//!   recorder installed, each is a branch on an empty handle. `benches/benches/metrics_cost.rs`
-//!   measures both.
+//! * **A recorder that panics** (registering a handle, or taking an update, on a call's thread,
+//!   in an export or a [`flush`]) loses that update and nothing else: the panic is caught, the
+//!   policy's state and the call go on as if no recorder were installed, and the exporter goes
+//!   on with the next update. A breaker whose recorder panics on every change still opens,
+//!   half-opens and closes as its rules say, and handles whose registration panicked are no-ops.
+//!   Under `panic = "abort"` such a panic ends the process, as any panic does.
+//! * **Cost**: a call adds to its thread's stripe of the site's counts, one atomic add on a cache
+//!   line no other core writes, with no lock and no allocation: one for a breaker's outcome, one
+//!   for a guard's admission or refusal (plus the in-flight level up and down with
+//!   `max_in_flight`), three for a raced call answered by its first attempt. A duration (a guard
+//!   with `max_latency`, a timed attempt) is pushed onto the thread's stripe of a buffer, under a
+//!   lock only the exporter otherwise takes. Whether a recorder is installed or not, the call
+//!   does the same; the exporter's work is once per period per series.
+//!   `benches/benches/metrics_cost.rs` measures it on 1 and 2 threads.
 //! * **Without the `metrics` feature** nothing of this module is compiled in: no field, no
 //!   branch, no dependency.
 
 use std::collections::HashMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, LazyLock, Mutex};
+
+mod export;
+mod striped;
+
+pub(crate) use export::{enroll, Count, Export, Level, Samples};
+pub use export::{flush, EXPORT_PERIOD};
 
 /// Calls through a breaker, by `outcome`: `success`, `error`, `ignored`, `refused`, `timed_out`.
 pub const BREAKER_CALLS: &str = "resiliency_breaker_calls_total";
@@ -128,13 +167,13 @@ pub(crate) fn register<T>(make: impl FnOnce() -> T, fallback: impl FnOnce() -> T
     panic::catch_unwind(AssertUnwindSafe(make)).unwrap_or_else(|_| fallback())
 }
 
-/// One handle set per site name, made once (with `describe`, then `make`) and shared by every
-/// site of that name. Cold: touched when a site is created.
+/// One handle set per site name, made once (with `describe`, then `make`), registered with the
+/// exporter and shared by every site of that name. Cold: touched when a site is created.
 pub(crate) struct Sites<T> {
     map: LazyLock<Mutex<HashMap<Arc<str>, Arc<T>>>>,
 }
 
-impl<T> Sites<T> {
+impl<T: Export + 'static> Sites<T> {
     pub(crate) const fn new() -> Self {
         Sites {
             map: LazyLock::new(|| Mutex::new(HashMap::new())),
@@ -156,6 +195,7 @@ impl<T> Sites<T> {
         let name: Arc<str> = Arc::from(name);
         let site = Arc::new(make(&name));
         map.insert(name, site.clone());
+        enroll(site.clone());
         site
     }
 }

@@ -1,5 +1,6 @@
-//! A breaker's series: its handles (one set per name, shared by a keyed family's breakers) and
-//! the per-breaker part that keeps the state gauge right as breakers come and go.
+//! A breaker's series: its handles (one set per name, shared by a keyed family's breakers, whose
+//! counts the exporter hands to the recorder) and the per-breaker part that keeps the state gauge
+//! right as breakers come and go.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
@@ -7,7 +8,9 @@ use std::sync::{Arc, OnceLock};
 use ::metrics::{Counter, Gauge, Unit};
 
 use crate::breaker::{Breaker, State};
-use crate::metrics::{quietly, register, Sites, BREAKER_CALLS, BREAKER_STATE, BREAKER_TRANSITIONS};
+use crate::metrics::{
+    quietly, register, Count, Export, Sites, BREAKER_CALLS, BREAKER_STATE, BREAKER_TRANSITIONS,
+};
 
 const STATES: [State; 5] = [
     State::Closed,
@@ -38,18 +41,19 @@ fn label(state: State) -> &'static str {
     }
 }
 
-/// The handles of every breaker called `name`.
+/// The series of every breaker called `name`: counts kept per core, handed to the recorder by
+/// the exporter, and the state gauges, moved at each change.
 pub(crate) struct BreakerMetrics {
     name: Arc<str>,
-    success: Counter,
-    error: Counter,
-    ignored: Counter,
-    refused: Counter,
-    timed_out: Counter,
-    slow: Counter,
+    success: Count,
+    error: Count,
+    ignored: Count,
+    refused: Count,
+    timed_out: Count,
+    slow: Count,
     states: [Gauge; 5],
     /// `[from][to]`, registered at the first such change.
-    transitions: [[OnceLock<Counter>; 5]; 5],
+    transitions: [[OnceLock<Count>; 5]; 5],
 }
 
 static SITES: Sites<BreakerMetrics> = Sites::new();
@@ -75,10 +79,10 @@ fn describe() {
 impl BreakerMetrics {
     fn new(name: &Arc<str>) -> Self {
         let calls = |outcome: &'static str| {
-            register(
+            Count::new(register(
                 || ::metrics::counter!(BREAKER_CALLS, "name" => name.to_string(), "outcome" => outcome),
                 Counter::noop,
-            )
+            ))
         };
         BreakerMetrics {
             name: name.clone(),
@@ -99,9 +103,9 @@ impl BreakerMetrics {
     }
 
     #[cold]
-    fn transition(&self, from: State, to: State) -> &Counter {
+    fn transition(&self, from: State, to: State) -> &Count {
         self.transitions[index(from)][index(to)].get_or_init(|| {
-            register(
+            Count::new(register(
                 || {
                     ::metrics::counter!(
                         BREAKER_TRANSITIONS,
@@ -111,8 +115,26 @@ impl BreakerMetrics {
                     )
                 },
                 Counter::noop,
-            )
+            ))
         })
+    }
+}
+
+impl Export for BreakerMetrics {
+    fn export(&self) {
+        for count in [
+            &self.success,
+            &self.error,
+            &self.ignored,
+            &self.refused,
+            &self.timed_out,
+            &self.slow,
+        ] {
+            count.export();
+        }
+        for count in self.transitions.iter().flatten().filter_map(OnceLock::get) {
+            count.export();
+        }
     }
 }
 
@@ -149,38 +171,38 @@ impl Meter {
 
     #[inline(always)]
     pub(crate) fn success(&self) {
-        quietly(|| self.site.success.increment(1));
+        self.site.success.add();
     }
 
     #[inline(always)]
     pub(crate) fn error(&self) {
-        quietly(|| self.site.error.increment(1));
+        self.site.error.add();
     }
 
     #[inline(always)]
     pub(crate) fn ignored(&self) {
-        quietly(|| self.site.ignored.increment(1));
+        self.site.ignored.add();
     }
 
     #[inline(always)]
     pub(crate) fn refused(&self) {
-        quietly(|| self.site.refused.increment(1));
+        self.site.refused.add();
     }
 
     #[inline(always)]
     pub(crate) fn timed_out(&self) {
-        quietly(|| self.site.timed_out.increment(1));
+        self.site.timed_out.add();
     }
 
     pub(crate) fn slow(&self) {
-        quietly(|| self.site.slow.increment(1));
+        self.site.slow.add();
     }
 
     /// The breaker changed from `from` to `to` (announced once per change, after it is made).
     pub(crate) fn changed(&self, from: State, to: State) {
+        let site = &*self.site;
+        site.transition(from, to).add();
         quietly(|| {
-            let site = &*self.site;
-            site.transition(from, to).increment(1);
             if self.counted.load(Relaxed) {
                 site.states[index(from)].decrement(1.0);
                 site.states[index(to)].increment(1.0);

@@ -1,5 +1,6 @@
 //! A raced function's series with the `metrics` feature (one set per name, made at its first
-//! call).
+//! call): counts kept per core and samples buffered per core, handed to the recorder by the
+//! exporter.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use ::metrics::{Counter, Histogram, Unit};
 
 use crate::metrics::{
-    quietly, register, Cell, Named, Sites, RACE_ATTEMPTS, RACE_ATTEMPT_DURATION,
+    register, Cell, Count, Export, Named, Samples, Sites, RACE_ATTEMPTS, RACE_ATTEMPT_DURATION,
     RACE_BUDGET_REFUSED, RACE_CALLS, RACE_WINS,
 };
 use crate::race_retry::MAX_RETRIES;
@@ -15,17 +16,17 @@ use crate::race_retry::MAX_RETRIES;
 /// Attempt numbers a call can have: 1 to `MAX_RETRIES + 1`.
 const ATTEMPTS: usize = MAX_RETRIES as usize + 1;
 
-/// The handles of every raced function called `name`.
+/// The series of every raced function called `name`.
 pub(crate) struct Meter {
     name: Arc<str>,
-    success: Counter,
-    error: Counter,
-    deadline: Counter,
-    attempts: Counter,
-    budget_refused: Counter,
-    duration: Histogram,
+    success: Count,
+    error: Count,
+    deadline: Count,
+    attempts: Count,
+    budget_refused: Count,
+    duration: Samples,
     /// By the number of the attempt that won, less one; registered at its first win.
-    wins: [OnceLock<Counter>; ATTEMPTS],
+    wins: [OnceLock<Count>; ATTEMPTS],
 }
 
 /// A raced function's handles, made at its first use.
@@ -64,28 +65,28 @@ fn describe() {
 impl Meter {
     fn new(name: &Arc<str>) -> Self {
         let calls = |outcome: &'static str| {
-            register(
+            Count::new(register(
                 || ::metrics::counter!(RACE_CALLS, "name" => name.to_string(), "outcome" => outcome),
                 Counter::noop,
-            )
+            ))
         };
         Meter {
             name: name.clone(),
             success: calls("success"),
             error: calls("error"),
             deadline: calls("deadline"),
-            attempts: register(
+            attempts: Count::new(register(
                 || ::metrics::counter!(RACE_ATTEMPTS, "name" => name.to_string()),
                 Counter::noop,
-            ),
-            budget_refused: register(
+            )),
+            budget_refused: Count::new(register(
                 || ::metrics::counter!(RACE_BUDGET_REFUSED, "name" => name.to_string()),
                 Counter::noop,
-            ),
-            duration: register(
+            )),
+            duration: Samples::new(register(
                 || ::metrics::histogram!(RACE_ATTEMPT_DURATION, "name" => name.to_string()),
                 Histogram::noop,
-            ),
+            )),
             wins: std::array::from_fn(|_| OnceLock::new()),
         }
     }
@@ -93,20 +94,18 @@ impl Meter {
     /// An attempt started.
     #[inline(always)]
     pub(crate) fn started(&self) {
-        quietly(|| self.attempts.increment(1));
+        self.attempts.add();
     }
 
     /// The call succeeded: attempt `number` won.
     #[inline(always)]
     pub(crate) fn won(&self, number: u32) {
-        quietly(|| {
-            self.success.increment(1);
-            self.wins(number).increment(1);
-        });
+        self.success.add();
+        self.wins(number).add();
     }
 
     #[inline(always)]
-    fn wins(&self, number: u32) -> &Counter {
+    fn wins(&self, number: u32) -> &Count {
         let at = (number.max(1) as usize - 1).min(ATTEMPTS - 1);
         match self.wins[at].get() {
             Some(counter) => counter,
@@ -115,9 +114,9 @@ impl Meter {
     }
 
     #[cold]
-    fn register_wins(&self, at: usize) -> &Counter {
+    fn register_wins(&self, at: usize) -> &Count {
         self.wins[at].get_or_init(|| {
-            register(
+            Count::new(register(
                 || {
                     ::metrics::counter!(
                         RACE_WINS,
@@ -126,30 +125,46 @@ impl Meter {
                     )
                 },
                 Counter::noop,
-            )
+            ))
         })
     }
 
     /// The call returned an error: `deadline` when it is the deadline's refusal.
     pub(crate) fn failed(&self, deadline: bool) {
-        quietly(|| {
-            if deadline {
-                &self.deadline
-            } else {
-                &self.error
-            }
-            .increment(1);
-        });
+        if deadline {
+            &self.deadline
+        } else {
+            &self.error
+        }
+        .add();
     }
 
     /// The budget refused an extra attempt.
     pub(crate) fn budget_refused(&self) {
-        quietly(|| self.budget_refused.increment(1));
+        self.budget_refused.add();
     }
 
     /// A timed attempt ran `elapsed`.
     pub(crate) fn ran(&self, elapsed: Duration) {
-        quietly(|| self.duration.record(elapsed.as_secs_f64()));
+        self.duration.record(elapsed.as_secs_f64());
+    }
+}
+
+impl Export for Meter {
+    fn export(&self) {
+        for count in [
+            &self.success,
+            &self.error,
+            &self.deadline,
+            &self.attempts,
+            &self.budget_refused,
+        ] {
+            count.export();
+        }
+        for count in self.wins.iter().filter_map(OnceLock::get) {
+            count.export();
+        }
+        self.duration.export();
     }
 }
 

@@ -1,5 +1,6 @@
 //! A `#[too_busy]` guard's series with the `metrics` feature (one set per name, made at the
-//! guard's first call), and the runtime's lag gauge.
+//! guard's first call: counts, the in-flight level and durations kept per core, handed to the
+//! recorder by the exporter; the limit gauge set at each change), and the runtime's lag gauge.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -7,23 +8,24 @@ use std::time::Duration;
 use ::metrics::{Counter, Gauge, Histogram, Unit};
 
 use crate::metrics::{
-    quietly, register, Cell, Named, Sites, TOO_BUSY_CALLS, TOO_BUSY_CALL_DURATION,
-    TOO_BUSY_IN_FLIGHT, TOO_BUSY_IN_FLIGHT_LIMIT, TOO_BUSY_LAG, TOO_BUSY_REFUSED,
+    quietly, register, Cell, Count, Export, Level, Named, Samples, Sites, TOO_BUSY_CALLS,
+    TOO_BUSY_CALL_DURATION, TOO_BUSY_IN_FLIGHT, TOO_BUSY_IN_FLIGHT_LIMIT, TOO_BUSY_LAG,
+    TOO_BUSY_REFUSED,
 };
 use crate::rejected::BusySignal;
 
-/// The handles of every guard called `name`.
+/// The series of every guard called `name`.
 pub(crate) struct Meter {
-    admitted: Counter,
-    refused: Counter,
-    by_lag: Counter,
-    by_in_flight: Counter,
-    by_latency: Counter,
-    in_flight: Gauge,
+    admitted: Count,
+    refused: Count,
+    by_lag: Count,
+    by_in_flight: Count,
+    by_latency: Count,
+    in_flight: Level,
     /// Registered at the first limit: a guard that never had one exports no limit.
     limit: OnceLock<Gauge>,
     name: Arc<str>,
-    duration: Histogram,
+    duration: Samples,
 }
 
 /// A guard's handles, made at its first use.
@@ -65,10 +67,10 @@ impl Meter {
 
     fn new(name: &Arc<str>) -> Self {
         let counter = |series: &'static str, key: &'static str, value: &'static str| {
-            register(
+            Count::new(register(
                 || ::metrics::counter!(series, "name" => name.to_string(), key => value),
                 Counter::noop,
-            )
+            ))
         };
         Meter {
             admitted: counter(TOO_BUSY_CALLS, "outcome", "admitted"),
@@ -76,47 +78,43 @@ impl Meter {
             by_lag: counter(TOO_BUSY_REFUSED, "signal", "lag"),
             by_in_flight: counter(TOO_BUSY_REFUSED, "signal", "in_flight"),
             by_latency: counter(TOO_BUSY_REFUSED, "signal", "latency"),
-            in_flight: register(
+            in_flight: Level::new(register(
                 || ::metrics::gauge!(TOO_BUSY_IN_FLIGHT, "name" => name.to_string()),
                 Gauge::noop,
-            ),
+            )),
             limit: OnceLock::new(),
             name: name.clone(),
-            duration: register(
+            duration: Samples::new(register(
                 || ::metrics::histogram!(TOO_BUSY_CALL_DURATION, "name" => name.to_string()),
                 Histogram::noop,
-            ),
+            )),
         }
     }
 
     /// A call was admitted; `counted` when it took a `max_in_flight` slot.
     #[inline(always)]
     pub(crate) fn admitted(&self, counted: bool) {
-        quietly(|| {
-            self.admitted.increment(1);
-            if counted {
-                self.in_flight.increment(1.0);
-            }
-        });
+        self.admitted.add();
+        if counted {
+            self.in_flight.up();
+        }
     }
 
     /// A call was refused by `signal`.
     pub(crate) fn refused(&self, signal: &BusySignal) {
-        quietly(|| {
-            self.refused.increment(1);
-            match signal {
-                BusySignal::Lag { .. } => &self.by_lag,
-                BusySignal::InFlight { .. } => &self.by_in_flight,
-                BusySignal::Latency { .. } => &self.by_latency,
-            }
-            .increment(1);
-        });
+        self.refused.add();
+        match signal {
+            BusySignal::Lag { .. } => &self.by_lag,
+            BusySignal::InFlight { .. } => &self.by_in_flight,
+            BusySignal::Latency { .. } => &self.by_latency,
+        }
+        .add();
     }
 
     /// A call gave its `max_in_flight` slot back.
     #[inline(always)]
     pub(crate) fn left(&self) {
-        quietly(|| self.in_flight.decrement(1.0));
+        self.in_flight.down();
     }
 
     /// The `max_in_flight` in force is `limit` (0: none). The gauge is registered at the first
@@ -146,7 +144,7 @@ impl Meter {
     /// An admitted call ran `ns` nanoseconds (measured with `max_latency`).
     #[inline(always)]
     pub(crate) fn ran(&self, ns: f64) {
-        quietly(|| self.duration.record(ns / 1e9));
+        self.duration.record(ns / 1e9);
     }
 }
 
@@ -165,6 +163,22 @@ pub(crate) fn lag(lag: Duration) {
         register(|| ::metrics::gauge!(TOO_BUSY_LAG), Gauge::noop)
     });
     quietly(|| gauge.set(lag.as_secs_f64()));
+}
+
+impl Export for Meter {
+    fn export(&self) {
+        for count in [
+            &self.admitted,
+            &self.refused,
+            &self.by_lag,
+            &self.by_in_flight,
+            &self.by_latency,
+        ] {
+            count.export();
+        }
+        self.in_flight.export();
+        self.duration.export();
+    }
 }
 
 impl Named for Meter {
