@@ -73,7 +73,7 @@ pub struct BreakerBuilder {
 }
 
 resiliency_rules::breaker_settings!(crate::options::table::builder! {
-    BreakerBuilder.options for "breaker";
+    BreakerBuilder.options;
 });
 
 impl BreakerBuilder {

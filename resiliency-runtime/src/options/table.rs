@@ -9,7 +9,7 @@ use super::value::Value;
 /// `$options` holds the rules' options struct: one of each per row of the table that follows.
 macro_rules! builder {
     (
-        $builder:ident.$options:ident for $policy:literal;
+        $builder:ident.$options:ident;
         $(
             $(#[doc = $doc:literal])*
             $setting:ident: $ty:ty as $kind:ident, e.g. $example:literal, default $how:tt $default:expr;

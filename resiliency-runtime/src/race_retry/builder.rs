@@ -19,7 +19,7 @@ pub struct RaceRetryBuilder {
 }
 
 resiliency_rules::race_retry_settings!(crate::options::table::builder! {
-    RaceRetryBuilder.options for "race_retry";
+    RaceRetryBuilder.options;
 });
 
 impl RaceRetryBuilder {

@@ -20,7 +20,7 @@ pub struct TooBusyBuilder {
 }
 
 resiliency_rules::too_busy_settings!(crate::options::table::builder! {
-    TooBusyBuilder.options for "too_busy";
+    TooBusyBuilder.options;
 });
 
 impl TooBusyBuilder {
