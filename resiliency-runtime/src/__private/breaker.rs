@@ -130,7 +130,7 @@ impl BreakerSite {
                 let name = (self.name)();
                 let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
                     .unwrap_or_else(|| Breaker::builder(name));
-                match config.clone().register_checked(Origin::Attribute) {
+                match config.clone().register_config(config.config(), Origin::Attribute) {
                     Ok(registered) => &**registered,
                     Err(error) => {
                         crate::later::emit(move || tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered breaker"));
@@ -181,7 +181,7 @@ impl KeyedSite {
                 let name = (self.name)();
                 let config = crate::settings::usable((self.configure)(Breaker::builder(name)))
                     .unwrap_or_else(|| Breaker::builder(name));
-                config.clone().register_keyed_checked(Origin::Attribute).unwrap_or_else(|error| {
+                config.clone().register_keyed_config(config.config(), Origin::Attribute).unwrap_or_else(|error| {
                     crate::later::emit(move || tracing::warn!(target: "resiliency::breaker", %error, "using an unregistered keyed breaker"));
                     Arc::new(or_defaults(config.build_keyed(), || {
                         Breaker::builder(name).build_keyed()

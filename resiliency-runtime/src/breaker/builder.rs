@@ -129,17 +129,10 @@ impl BreakerBuilder {
         self.register_config(config, origin)
     }
 
-    /// [`register_static`](Self::register_static) for options known to break no rule (a site's,
-    /// from `settings::usable`): the rules are not checked again.
-    pub(crate) fn register_checked(
-        self,
-        origin: Origin,
-    ) -> Result<&'static Arc<Breaker>, ConfigError> {
-        let config = self.config();
-        self.register_config(config, origin)
-    }
-
-    fn register_config(
+    /// [`register_static`](Self::register_static) with `config`, these options' own
+    /// ([`config`](Self::config)), known to break no rule (a site's, from `settings::usable`):
+    /// the rules are not checked again.
+    pub(crate) fn register_config(
         self,
         config: Config,
         origin: Origin,
@@ -173,17 +166,9 @@ impl BreakerBuilder {
         self.register_keyed_config(config, origin)
     }
 
-    /// [`register_keyed_as`](Self::register_keyed_as) for options known to break no rule (a
-    /// site's, from `settings::usable`): the rules are not checked again.
-    pub(crate) fn register_keyed_checked(
-        self,
-        origin: Origin,
-    ) -> Result<Arc<KeyedBreaker>, ConfigError> {
-        let config = self.config();
-        self.register_keyed_config(config, origin)
-    }
-
-    fn register_keyed_config(
+    /// [`register_keyed_as`](Self::register_keyed_as) with `config`, these options' own, known to
+    /// break no rule: the rules are not checked again.
+    pub(crate) fn register_keyed_config(
         self,
         config: Config,
         origin: Origin,
