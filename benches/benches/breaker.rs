@@ -8,9 +8,10 @@
 //!    (count rule with a timeout), `#[breaker(failure_rate = 0.5, min_calls = 20)]` (rate rule)
 //!    and `#[breaker(failure_rate = 0.5, min_calls = 20, timeout = "1s")]`, and under the peers
 //!    `recloser` (`AsyncRecloser::call`), `failsafe` (its futures API,
-//!    `futures::CircuitBreaker::call`) and `tower-resilience-circuitbreaker` (a tower `Service`
-//!    layered around `service_fn`, called as tower services are: `ready()`, then `call(i)`), each
-//!    with its default configuration. Every contender runs on both drivers (below), on 1 thread
+//!    `futures::CircuitBreaker::call`), each of these two also under `tokio::time::timeout(1s)`
+//!    (what a user of theirs writes for a time limit), and `tower-resilience-circuitbreaker` (a
+//!    tower `Service` layered around `service_fn`, called as tower services are: `ready()`, then
+//!    `call(i)`), each with its default configuration. Every contender runs on both drivers (below), on 1 thread
 //!    and on 2 OS threads sharing one breaker, and its instructions per call are counted by
 //!    callgrind. "added" is a contender's figure minus its baseline's on the same driver and
 //!    thread count: the plain `async fn` for ours, recloser and failsafe; the same work as a plain
@@ -23,8 +24,9 @@
 //!
 //! The goals: the count and the rate rule add at most 1/5 of the fastest peer's added time, on
 //! the worst driver (the one where ours is the largest share of the fastest peer on that driver),
-//! for 1 and 2 threads; the count rule without a timeout adds at most 30 instructions per call,
-//! the rate rule and the `timeout` variants at most 60, on the worst driver.
+//! for 1 and 2 threads; with `timeout`, the count rule adds at most 1/8 (the rate rule 1/5) of the
+//! fastest peer's under `tokio::time::timeout`; the count rule without a timeout adds at most 55
+//! instructions per call, on each driver.
 //!
 //! # How calls are driven
 //!
@@ -115,12 +117,15 @@ const SAMPLES: usize = 9;
 /// N of the instruction counts: callgrind runs each contender for N and 2N calls per driver
 /// (`BENCH_QUICK`: 20,000).
 const CALLGRIND_CALLS: u64 = 200_000;
-/// Goal: ours adds at most 1/GOAL_RATIO of the fastest peer's added time.
+/// Goal: the count and the rate rule add at most 1/GOAL_RATIO of the fastest peer's added time.
 const GOAL_RATIO: f64 = 5.0;
-/// Goal: added instructions per call of the count rule without a timeout...
-const GOAL_COUNT_INSTRUCTIONS: f64 = 30.0;
-/// ... and of the rate rule and the `timeout` variants.
-const GOAL_OTHER_INSTRUCTIONS: f64 = 60.0;
+/// Goal: the count rule with `timeout` adds at most 1/GOAL_TIMEOUT_RATIO of the added time of
+/// the fastest peer under `tokio::time::timeout`.
+const GOAL_TIMEOUT_RATIO: f64 = 8.0;
+/// Goal: added instructions per call of the count rule without a timeout.
+const GOAL_COUNT_INSTRUCTIONS: f64 = 55.0;
+/// The time limit of the `timeout` variants, ours and the peers'.
+const LIMIT: Duration = Duration::from_secs(1);
 /// Calls between two looks at the stop flag.
 const CHUNK: u64 = 4096;
 /// Keys held by the keyed registry.
@@ -214,7 +219,12 @@ const COUNT: usize = 1;
 const COUNT_TIMEOUT: usize = 2;
 const RATE: usize = 3;
 const RATE_TIMEOUT: usize = 4;
-const SERVICE_FN: usize = 7;
+const RECLOSER: usize = 5;
+const FAILSAFE: usize = 6;
+const RECLOSER_TIMEOUT: usize = 7;
+const FAILSAFE_TIMEOUT: usize = 8;
+const SERVICE_FN: usize = 9;
+const RESILIENCE: usize = 11;
 
 fn contenders(lock: &str) -> Vec<Contender> {
     let version = |name: &str| crate_version(lock, name);
@@ -266,15 +276,37 @@ fn contenders(lock: &str) -> Vec<Contender> {
             format!("recloser {} (`AsyncRecloser::call`)", version("recloser")),
             Role::Peer,
             PLAIN,
-            recloser,
+            recloser.clone(),
             |r, i| r.call(plain(i)),
         ),
         Contender::calls(
             format!("failsafe {} (futures `call`)", version("failsafe")),
             Role::Peer,
             PLAIN,
-            failsafe,
+            failsafe.clone(),
             |f, i| failsafe::futures::CircuitBreaker::call(f, plain(i)),
+        ),
+        Contender::calls(
+            format!(
+                "recloser {} under `tokio::time::timeout(1s)`",
+                version("recloser")
+            ),
+            Role::Peer,
+            PLAIN,
+            recloser.clone(),
+            |r, i| tokio::time::timeout(LIMIT, r.call(plain(i))),
+        ),
+        Contender::calls(
+            format!(
+                "failsafe {} under `tokio::time::timeout(1s)`",
+                version("failsafe")
+            ),
+            Role::Peer,
+            PLAIN,
+            failsafe.clone(),
+            |f, i| {
+                tokio::time::timeout(LIMIT, failsafe::futures::CircuitBreaker::call(f, plain(i)))
+            },
         ),
         Contender::plain_service(SERVICE_FN),
         Contender::calls(
@@ -295,6 +327,7 @@ fn contenders(lock: &str) -> Vec<Contender> {
         ),
     ];
     assert_eq!(all[SERVICE_FN].role, Role::Baseline);
+    assert_eq!(all[RESILIENCE].base, SERVICE_FN);
     all
 }
 
@@ -328,15 +361,26 @@ fn build_here(all: &[Contender]) {
     }
 }
 
-/// The peer with the lowest added time on driver `d` and thread count `t`: its name's first
-/// word and its added ns.
-fn fastest_peer(all: &[Contender], ns: &Grid, d: usize, t: usize) -> (String, f64) {
-    all.iter()
-        .enumerate()
-        .filter(|(_, c)| c.role == Role::Peer)
-        .map(|(p, c)| {
-            let word = c.name.split(' ').next().unwrap_or(&c.name);
-            (word.to_string(), added(all, ns, p, d, t))
+/// Of the `peers`, the one with the lowest added time on driver `d` and thread count `t`: its
+/// name (the crate's, and "+ timeout" if under `tokio::time::timeout`) and its added ns.
+fn fastest_peer(
+    all: &[Contender],
+    peers: &[usize],
+    ns: &Grid,
+    d: usize,
+    t: usize,
+) -> (String, f64) {
+    peers
+        .iter()
+        .map(|&p| {
+            let name = &all[p].name;
+            let word = name.split(' ').next().unwrap_or(name);
+            let timed = if name.contains("timeout") {
+                " + timeout"
+            } else {
+                ""
+            };
+            (format!("{word}{timed}"), added(all, ns, p, d, t))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .expect("there are peers")
@@ -395,21 +439,40 @@ fn closed_path(lock: &str, plan: &Plan) {
     );
 
     outln!(
-        "### Goal: our added time is at most 1/5 of the fastest peer's, on the worst driver \
-         (medians)\n"
+        "### Goal: our added time is at most 1/{GOAL_RATIO} of the fastest peer's (1/{GOAL_TIMEOUT_RATIO} \
+         with `timeout`), on the worst driver (medians)\n"
     );
     outln!(
         "For each rule and thread count, the driver on which our added time is the largest share \
-         of the fastest peer's (on that driver).\n"
+         of the fastest peer's (on that driver): for the rules without `timeout`, of the peers \
+         called plainly; with `timeout`, of the peers under `tokio::time::timeout(1s)` (the \
+         count rule's goal {GOAL_TIMEOUT_RATIO}x, the rate rule's its own {GOAL_RATIO}x).\n"
     );
     outln!("| rule | threads | worst driver | ours added | fastest peer | its added | ratio | goal | result |");
     outln!("|---|---:|---|---:|---|---:|---:|---:|---|");
-    for (c, rule) in [(COUNT, "count"), (RATE, "rate")] {
+    let plain_peers = [RECLOSER, FAILSAFE, RESILIENCE];
+    let timed_peers = [RECLOSER_TIMEOUT, FAILSAFE_TIMEOUT];
+    for (c, rule, peers, goal) in [
+        (COUNT, "count", &plain_peers[..], GOAL_RATIO),
+        (RATE, "rate", &plain_peers[..], GOAL_RATIO),
+        (
+            COUNT_TIMEOUT,
+            "count, `timeout`",
+            &timed_peers[..],
+            GOAL_TIMEOUT_RATIO,
+        ),
+        (
+            RATE_TIMEOUT,
+            "rate, `timeout`",
+            &timed_peers[..],
+            GOAL_RATIO,
+        ),
+    ] {
         for (t, threads) in [1, 2].into_iter().enumerate() {
             let worst = (0..2)
                 .map(|d| {
                     let ours = added(&all, &medians, c, d, t);
-                    let (peer, theirs) = fastest_peer(&all, &medians, d, t);
+                    let (peer, theirs) = fastest_peer(&all, peers, &medians, d, t);
                     let ratio = if ours > 0.0 {
                         theirs / ours
                     } else {
@@ -421,23 +484,27 @@ fn closed_path(lock: &str, plan: &Plan) {
                 .expect("two drivers");
             let (d, ours, peer, theirs, ratio) = worst;
             outln!(
-                "| {rule} | {threads} | {} | {ours:+.1} | {peer} | {theirs:+.1} | {} | >= {GOAL_RATIO}x | {} |",
+                "| {rule} | {threads} | {} | {ours:+.1} | {peer} | {theirs:+.1} | {} | >= {goal}x | {} |",
                 Driver::ALL[d].name(),
                 if ratio.is_finite() { format!("{ratio:.1}x") } else { "∞".into() },
-                pass(ours <= theirs / GOAL_RATIO)
+                pass(ours <= theirs / goal)
             );
         }
     }
     outln!();
 
-    outln!("### Goal: added instructions per call, on the worst driver\n");
+    outln!("### Goal: added instructions per call of the count rule, on each driver\n");
+    outln!(
+        "The other rules' figures for reference: what the rate rule's window, and a timeout's \
+         deadline and timer check, add to the count rule's path.\n"
+    );
     outln!("| contender | inlined | polled | worst | goal | result |");
     outln!("|---|---:|---:|---:|---:|---|");
     for (c, limit) in [
-        (COUNT, GOAL_COUNT_INSTRUCTIONS),
-        (COUNT_TIMEOUT, GOAL_OTHER_INSTRUCTIONS),
-        (RATE, GOAL_OTHER_INSTRUCTIONS),
-        (RATE_TIMEOUT, GOAL_OTHER_INSTRUCTIONS),
+        (COUNT, Some(GOAL_COUNT_INSTRUCTIONS)),
+        (COUNT_TIMEOUT, None),
+        (RATE, None),
+        (RATE_TIMEOUT, None),
     ] {
         let per_driver = [0, 1].map(|d| instructions.added(&all, c, d));
         let worst = match per_driver {
@@ -445,12 +512,17 @@ fn closed_path(lock: &str, plan: &Plan) {
             _ => None,
         };
         outln!(
-            "| {} | {} | {} | {} | <= {limit} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             all[c].name,
             or_dash(per_driver[0], |n| format!("{n:+.1}")),
             or_dash(per_driver[1], |n| format!("{n:+.1}")),
             or_dash(worst, |n| format!("{n:+.1}")),
-            worst.map_or("not counted", |n| pass(n <= limit)),
+            limit.map_or("—".to_string(), |limit| format!("<= {limit}")),
+            match (limit, worst) {
+                (None, _) => "—",
+                (Some(_), None) => "not counted",
+                (Some(limit), Some(n)) => pass(n <= limit),
+            },
         );
     }
     outln!();
@@ -627,7 +699,8 @@ fn keyed_registry() {
 
 /// `BENCH_PROFILE=list` prints the contenders' numbers (table order: 0 = plain, 1 = count rule,
 /// 2 = count rule with `timeout`, 3 = rate rule, 4 = rate rule with `timeout`, 5 = recloser,
-/// 6 = failsafe, 7 = plain `service_fn`, 8 = tower-resilience). `BENCH_PROFILE=<number>` builds
+/// 6 = failsafe, 7 and 8 = the two under `tokio::time::timeout`, 9 = plain `service_fn`,
+/// 10 = the nested reference, 11 = tower-resilience). `BENCH_PROFILE=<number>` builds
 /// every breaker on this unpinned thread (one call each), then runs that contender alone on
 /// `BENCH_DRIVER` (`inlined` or `polled`) for exactly `BENCH_CALLS` calls (default 10M) on each of
 /// `BENCH_THREADS` threads (default 1) sharing one breaker, as the measurement does (a

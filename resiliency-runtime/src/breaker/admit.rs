@@ -18,13 +18,20 @@ impl Breaker {
     // callgrind).
     #[inline]
     pub(crate) fn admit(&self) -> Result<Permit, Rejected> {
+        match self.admit_closed() {
+            Some(permit) => Ok(permit),
+            None => self.admit_other(),
+        }
+    }
+
+    /// Admits a call if the breaker is closed (and not forced), with one load of the state word
+    /// and no write; `None` in every other state, for [`admit`](Self::admit) to decide.
+    #[inline(always)]
+    pub(crate) fn admit_closed(&self) -> Option<Permit> {
         // Acquire: a call admitted under the rate rule writes to the window, which must see the
         // clear made before the breaker closed.
         let word = self.state.load(Ordering::Acquire);
-        if word & (PHASE | FORCED) == CLOSED {
-            return Ok(Permit::Closed(word));
-        }
-        self.admit_other()
+        (word & (PHASE | FORCED) == CLOSED).then(|| Permit::closed(word))
     }
 
     /// Admission in every state but closed: forced, bypassed, open (the first call after the open
@@ -35,14 +42,14 @@ impl Breaker {
         let mut word = self.state.load(Ordering::Acquire);
         loop {
             match (word & FORCED, word & PHASE) {
-                (BYPASS, _) => return Ok(Permit::Bypass),
+                (BYPASS, _) => return Ok(Permit::BYPASS),
                 (FORCED_OPEN, _) => {
                     return Err(Rejected::new(Reason::ForcedOpen {
                         circuit: self.circuit(),
                     }))
                 }
-                (FORCED_CLOSED, _) => return Ok(Permit::Unchecked),
-                (_, CLOSED) => return Ok(Permit::Closed(word)),
+                (FORCED_CLOSED, _) => return Ok(Permit::UNCHECKED),
+                (_, CLOSED) => return Ok(Permit::closed(word)),
                 (_, OPEN) => {
                     let now = self.now();
                     let until = self
@@ -56,7 +63,7 @@ impl Breaker {
                         }));
                     }
                     match self.swap(word, enter(word, HALF_OPEN) + PROBE) {
-                        Ok(full) => return Ok(Permit::Probe(full)),
+                        Ok(full) => return Ok(Permit::probe(full)),
                         Err(seen) => word = seen,
                     }
                 }
@@ -72,7 +79,7 @@ impl Breaker {
                         Ordering::AcqRel,
                         Ordering::Acquire,
                     ) {
-                        Ok(_) => return Ok(Permit::Probe(lift(floor, epoch(word)))),
+                        Ok(_) => return Ok(Permit::probe(lift(floor, epoch(word)))),
                         Err(seen) => word = seen,
                     }
                 }
@@ -96,10 +103,10 @@ impl Breaker {
     /// when its body first waits: none for a closed call whose word says no time applies, nor
     /// for a forced-closed or bypassed call, which count nothing.
     pub(crate) fn slow_after(&self, permit: Permit) -> Option<Duration> {
-        match permit {
-            Permit::Closed(word) if word & TIMED == 0 => None,
-            Permit::Closed(_) | Permit::Probe(_) => read(&self.slow_call_ns),
-            Permit::Unchecked | Permit::Bypass => None,
+        match permit.admitted() {
+            Admitted::Closed(word) if word & TIMED == 0 => None,
+            Admitted::Closed(_) | Admitted::Probe(_) => read(&self.slow_call_ns),
+            Admitted::Unchecked | Admitted::Bypass => None,
         }
     }
 }
@@ -109,14 +116,16 @@ impl Breaker {
     #[inline(always)]
     pub(crate) fn limit_ns(&self, permit: Permit) -> u64 {
         let ns = |setting: &std::sync::atomic::AtomicU64| setting.load(Ordering::Relaxed);
-        match permit {
-            Permit::Closed(word) if word & TIMED == 0 => 0,
-            Permit::Closed(_) | Permit::Unchecked => ns(&self.timeout_ns),
-            Permit::Probe(_) => match ns(&self.half_open_timeout_ns) {
+        if permit.untimed() {
+            return 0;
+        }
+        match permit.admitted() {
+            Admitted::Closed(_) | Admitted::Unchecked => ns(&self.timeout_ns),
+            Admitted::Probe(_) => match ns(&self.half_open_timeout_ns) {
                 0 => ns(&self.timeout_ns),
                 ns => ns,
             },
-            Permit::Bypass => 0,
+            Admitted::Bypass => 0,
         }
     }
 }

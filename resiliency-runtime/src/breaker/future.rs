@@ -11,6 +11,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
@@ -45,8 +46,6 @@ pin_project! {
         hint: H,
         #[pin]
         body: F,
-        // Started at the body's first wait, if a timeout applies to the call.
-        timer: Timer,
         // When the call becomes slow (ns on the breaker's clock), noted at the body's first
         // wait if `slow_call_duration` applies; 0 for never.
         slow_at: u64,
@@ -68,31 +67,7 @@ enum Stage {
     Done,
 }
 
-/// A call's timer, on the heap: made only when a timeout applies and the body waits, so that a
-/// call that answers at once (or has no timeout) stays small and makes none.
-#[derive(Debug, Default)]
-struct Timer(Option<Pin<Box<Sleep>>>);
-
-impl Drop for Timer {
-    // `#[inline]` here and `#[inline(never)]` on `stop`: the call's drop glue then tests one
-    // word and folds away for a call that never waited; without them it stays out of line, and a
-    // closed call through `#[breaker]` costs about 20 more instructions (breaker benchmark,
-    // callgrind).
-    #[inline]
-    fn drop(&mut self) {
-        if let Some(sleep) = self.0.take() {
-            stop(sleep);
-        }
-    }
-}
-
-/// Frees a timer, out of line.
-#[inline(never)]
-fn stop(sleep: Pin<Box<Sleep>>) {
-    drop(sleep);
-}
-
-/// The call's breaker and stage: what must be undone if the call ends without an outcome.
+/// The call's breaker, stage and timer: what must be undone if the call ends without an outcome.
 ///
 /// A field of its own, declared after the body, so that Rust drops it after the body: a call
 /// dropped while running (cancelled, or abandoned by a caller's own timeout) frees its probe slot
@@ -100,14 +75,30 @@ fn stop(sleep: Pin<Box<Sleep>>) {
 struct Admission<B: Deref<Target = Breaker>> {
     breaker: B,
     stage: Stage,
+    /// Started at the body's first wait, if a timeout applies to the call; on the heap, so that
+    /// a call that answers at once (or has no timeout) stays small and makes none. Only a
+    /// running call holds one (a call that ends frees it then), so the drop below, which tests
+    /// the stage alone, frees it: a call that never waited pays for one test when dropped.
+    timer: ManuallyDrop<Option<Pin<Box<Sleep>>>>,
 }
 
 impl<B: Deref<Target = Breaker>> Drop for Admission<B> {
+    // `#[inline]` here and `#[inline(never)]` on `abandon`: a call that ended is dropped with
+    // one test, where it is dropped; without them the drop stays out of line, and a closed call
+    // through `#[breaker]` costs about 10 more instructions (breaker benchmark, callgrind).
+    #[inline]
     fn drop(&mut self) {
         if let Stage::Running { permit, .. } = self.stage {
-            self.breaker.release(permit);
+            abandon(&self.breaker, permit, &mut self.timer);
         }
     }
+}
+
+/// A running call dropped: its timer freed, its slot (if a probe's) handed back. Out of line.
+#[inline(never)]
+fn abandon(breaker: &Breaker, permit: Permit, timer: &mut Option<Pin<Box<Sleep>>>) {
+    drop(timer.take());
+    breaker.release(permit);
 }
 
 impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P, H> BreakerCall<B, F, E, P, H> {
@@ -119,11 +110,11 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P, H> BreakerCall<B, F, E
             count_if,
             hint,
             body,
-            timer: Timer::default(),
             slow_at: 0,
             admission: Admission {
                 breaker,
                 stage: Stage::New,
+                timer: ManuallyDrop::new(None),
             },
         }
     }
@@ -146,6 +137,7 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P, H> BreakerCall<B, F, E
                         permit,
                         waited: false,
                     },
+                    timer: ManuallyDrop::new(None),
                 };
                 // The body is made under the call's deadline, as it is polled: a service's
                 // `call` that reads the time left (for a header) starts the clock there.
@@ -154,13 +146,12 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P, H> BreakerCall<B, F, E
                     ns => Some(Scope::lazy(ns)),
                 };
                 let body = body();
-                let mut timer = Timer::default();
                 let mut slow_at = 0;
                 if let Some(started) = scope.and_then(Scope::close) {
                     start_clock(
                         &admission.breaker,
                         permit,
-                        &mut timer.0,
+                        &mut admission.timer,
                         &mut slow_at,
                         Some(started),
                     );
@@ -174,7 +165,6 @@ impl<B: Deref<Target = Breaker>, F, E: From<Rejected>, P, H> BreakerCall<B, F, E
                     count_if,
                     hint,
                     body,
-                    timer,
                     slow_at,
                     admission,
                 })
@@ -201,15 +191,16 @@ where
     #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.as_mut().project();
-        let Admission { breaker, stage } = this.admission;
+        let Admission { breaker, stage, .. } = this.admission;
         // Admitted now, the permit stays in a local until the body waits: nothing between here
         // and the end of the poll unwinds past it (the body and `count_if` run under
         // `catch_unwind`), so the stage is written once, `Done` or `Running`.
         let (permit, waited) = match *stage {
             Stage::Running { permit, waited } => (permit, waited),
-            Stage::New => match breaker.admit() {
-                Ok(permit) => (permit, false),
-                Err(rejected) => return refuse(breaker, stage, *this.reject, rejected, cx),
+            // A closed breaker admits here; its other states, out of line.
+            Stage::New => match breaker.admit_closed() {
+                Some(permit) => (permit, false),
+                None => return self.poll_admitting(cx),
             },
             Stage::Done => panic!("a breaker call was polled after it completed"),
         };
@@ -217,18 +208,21 @@ where
         // reads its deadline (`resiliency::deadline`) while it is polled. (Polled here under a
         // scope, a closed call without a timeout would cost about 30 more instructions: breaker
         // benchmark, callgrind.)
-        if this.timer.0.is_some() || !permit.untimed() {
+        if !permit.untimed() {
             *stage = Stage::Running { permit, waited };
             return self.poll_timed(cx);
         }
         let polled = poll_body(this.body, this.count_if, cx);
+        // An untimed call never has a timer, nor is it ever slow (`slow_call_duration` makes
+        // the word timed too): locals say so, and the checks fold away.
+        let (mut no_timer, mut never_slow) = (None, 0);
         let call = Running {
             breaker,
             stage,
             permit,
             waited,
-            timer: &mut this.timer.0,
-            slow_at: this.slow_at,
+            timer: &mut no_timer,
+            slow_at: &mut never_slow,
             reject: *this.reject,
         };
         call.settle(polled, None, this.hint, cx)
@@ -242,17 +236,40 @@ where
     P: FnMut(&E) -> bool,
     H: FnMut(&E) -> Option<Duration>,
 {
+    /// The first poll of a call that a closed breaker did not admit at once: admission in the
+    /// breaker's other states (refused, or admitted as a probe, a forced-closed or bypassed call,
+    /// or a closed one after all), then the poll of a call a time limit may apply to.
+    #[inline(never)]
+    fn poll_admitting(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
+        let this = self.as_mut().project();
+        let Admission { breaker, stage, .. } = this.admission;
+        match breaker.admit() {
+            Ok(permit) => {
+                *stage = Stage::Running {
+                    permit,
+                    waited: false,
+                };
+                self.poll_timed(cx)
+            }
+            Err(rejected) => refuse(breaker, stage, *this.reject, rejected, cx),
+        }
+    }
+
     /// The poll of a running call a time limit may apply to: its body polled under its deadline
     /// (the timer's once the body has waited; before that, the limit counted from when the body
     /// first reads it, if it does, and the timer then starts from there).
     #[inline(never)]
     fn poll_timed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
         let this = self.project();
-        let Admission { breaker, stage } = this.admission;
+        let Admission {
+            breaker,
+            stage,
+            timer,
+        } = this.admission;
         let Stage::Running { permit, waited } = *stage else {
             unreachable!("a timed poll follows admission")
         };
-        let scope = match &this.timer.0 {
+        let scope = match &**timer {
             Some(sleep) => Some(Scope::at(Some(sleep.deadline()))),
             None => match breaker.limit_ns(permit) {
                 0 => None,
@@ -266,7 +283,7 @@ where
             stage,
             permit,
             waited,
-            timer: &mut this.timer.0,
+            timer,
             slow_at: this.slow_at,
             reject: *this.reject,
         };
@@ -312,6 +329,7 @@ impl<E> Running<'_, E> {
         match polled {
             Ok(Poll::Ready((output, outcome))) => {
                 *stage = Stage::Done;
+                *timer = None;
                 let slow = *slow_at != 0 && breaker.now() >= *slow_at;
                 match outcome {
                     Outcome::Success if slow => breaker.record(permit, Outcome::Slow),
@@ -332,6 +350,7 @@ impl<E> Running<'_, E> {
             }
             Err(payload) => {
                 *stage = Stage::Done;
+                *timer = None;
                 breaker.record(permit, Outcome::Error);
                 panic::resume_unwind(payload)
             }

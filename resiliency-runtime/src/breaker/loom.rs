@@ -14,7 +14,7 @@ use loom::thread;
 
 use super::breaker::Breaker;
 use super::record::Outcome;
-use super::word::Permit;
+use super::word::Admitted;
 use super::State;
 use crate::Rejected;
 
@@ -36,7 +36,7 @@ fn open_breaker(half_open_calls: u32, success_threshold: u32) -> Arc<Breaker> {
         .unwrap();
     let b = Arc::new(Breaker::new(Arc::new(config), None));
     let permit = b.admit().unwrap();
-    assert!(matches!(permit, Permit::Closed(_)));
+    assert!(matches!(permit.admitted(), Admitted::Closed(_)));
     b.record(permit, Outcome::Error);
     std::thread::sleep(Duration::from_nanos(10));
     b
@@ -59,7 +59,7 @@ fn loom_half_open_admits_at_most_half_open_calls_probes() {
             .map(|_| {
                 let (b, probing) = (b.clone(), probing.clone());
                 thread::spawn(move || match b.admit() {
-                    Ok(permit @ Permit::Probe(_)) => {
+                    Ok(permit) if matches!(permit.admitted(), Admitted::Probe(_)) => {
                         assert_eq!(probing.fetch_add(1, SeqCst), 0, "two probes at once");
                         probing.fetch_sub(1, SeqCst);
                         b.record(permit, Outcome::Success);
@@ -144,7 +144,10 @@ fn loom_dropped_probes_give_their_slots_back() {
         }
         settled(&b);
         for _ in 0..2 {
-            assert!(matches!(b.admit(), Ok(Permit::Probe(_))), "a slot was lost");
+            assert!(
+                matches!(b.admit().map(|p| p.admitted()), Ok(Admitted::Probe(_))),
+                "a slot was lost"
+            );
         }
     });
 }

@@ -32,12 +32,16 @@ impl Breaker {
     // benchmark, callgrind).
     #[inline]
     pub(crate) fn record(&self, permit: Permit, outcome: Outcome) {
-        if let (Permit::Closed(word), Outcome::Success) = (permit, outcome) {
-            if word & RATE != 0 {
-                self.rate_success(epoch(word));
+        if let Outcome::Success = outcome {
+            if permit.success_uncounted() {
+                self.meter.success();
+                return;
             }
-            self.meter.success();
-            return;
+            if let Admitted::Closed(word) = permit.admitted() {
+                self.rate_success(epoch(word));
+                self.meter.success();
+                return;
+            }
         }
         self.record_other(permit, outcome);
     }
@@ -53,7 +57,7 @@ impl Breaker {
     /// Hands back the slot of a probe that ended without an outcome (dropped while it ran):
     /// nothing is counted. Runs no user code: freeing a slot never changes the state.
     pub(crate) fn release(&self, permit: Permit) {
-        if let Permit::Probe(_) = permit {
+        if let Admitted::Probe(_) = permit.admitted() {
             self.probe_done(permit, false);
         }
     }
@@ -99,7 +103,7 @@ impl Breaker {
     /// live probe's re-opens it. With a `hint` (the wait the upstream asked for), the last error's
     /// time moves further, so that an open time counted from it lasts at least the hint.
     fn error(&self, permit: Permit, hint: Option<Duration>) {
-        if matches!(permit, Permit::Unchecked | Permit::Bypass) {
+        if matches!(permit.admitted(), Admitted::Unchecked | Admitted::Bypass) {
             return;
         }
         let now = self.now();
@@ -116,8 +120,8 @@ impl Breaker {
         };
         // Set before the state below, so that a call that sees the breaker open sees how long.
         self.last_error.fetch_max(until, Ordering::AcqRel);
-        match permit {
-            Permit::Closed(admitted) if counts_in_window(admitted, word) => {
+        match permit.admitted() {
+            Admitted::Closed(admitted) if counts_in_window(admitted, word) => {
                 let window = &self.window;
                 let trips = match self.config.load().rule {
                     Rule::Count { .. } => window.count.record_error(now, self.window_floor(now)),
@@ -137,7 +141,7 @@ impl Breaker {
                     window.clear();
                 }
             }
-            Permit::Probe(_) => {
+            Admitted::Probe(_) => {
                 let mut word = word;
                 while live(permit, floor, word) {
                     let streak = if word & STREAKS == STREAKS { 0 } else { STREAK };
@@ -160,7 +164,7 @@ impl Breaker {
     /// when slow calls reach that share of the window's calls (and `min_calls`); otherwise it
     /// counts as an error (a slow probe re-opens the breaker either way).
     fn slow(&self, permit: Permit) {
-        if matches!(permit, Permit::Unchecked | Permit::Bypass) {
+        if matches!(permit.admitted(), Admitted::Unchecked | Admitted::Bypass) {
             return;
         }
         let now = self.now();
@@ -169,13 +173,13 @@ impl Breaker {
         // Noted only in the window of the closed state that admitted it: a call admitted before
         // the breaker opened (or was reset) that ends slow after it closed belongs to no window
         // of the new state, as its errors and successes do not.
-        let counts = matches!(permit, Permit::Closed(admitted) if counts_in_window(admitted, word));
+        let counts = matches!(permit.admitted(), Admitted::Closed(admitted) if counts_in_window(admitted, word));
         let slow_window = self.window.slow(nanos(config.window));
         if counts {
             slow_window.record_slow(now);
         }
-        let (Permit::Closed(_), Some(slow_rate), Rule::Rate { min_calls, .. }) =
-            (permit, config.slow_call_rate, config.rule)
+        let (Admitted::Closed(_), Some(slow_rate), Rule::Rate { min_calls, .. }) =
+            (permit.admitted(), config.slow_call_rate, config.rule)
         else {
             return self.error(permit, None);
         };
@@ -266,5 +270,5 @@ fn counts_in_window(admitted: u64, word: u64) -> bool {
 /// True when `word` is the half-open round that admitted the probe `permit`, with `floor` a full
 /// epoch read before `word`.
 fn live(permit: Permit, floor: u64, word: u64) -> bool {
-    matches!(permit, Permit::Probe(e) if word & PHASE == HALF_OPEN && e == lift(floor, epoch(word)))
+    matches!(permit.admitted(), Admitted::Probe(e) if word & PHASE == HALF_OPEN && e == lift(floor, epoch(word)))
 }

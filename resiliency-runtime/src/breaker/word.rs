@@ -1,8 +1,12 @@
-//! The breaker's state word, the one bit layout of the breaker: phase, forcing, probes in flight,
-//! half-open successes, re-open streak, the two settings a closed call must see (a timeout
-//! applies; the rate rule), and the epoch (the low bits of the count of state changes). And
+//! The breaker's state word, the one bit layout of the breaker: phase, forcing, the two settings
+//! a closed call must see (a timeout applies; the rate rule), probes in flight, half-open
+//! successes, re-open streak, and the epoch (the low bits of the count of state changes). And
 //! [`Permit`], what admission hands a call: the word that admitted a closed call, or a probe's
-//! full epoch.
+//! full epoch, in one word whose low bits say which.
+//!
+//! The phase, the forcing and the two settings share the low byte: a closed call's admission,
+//! the test that no time applies to it and the test that its success needs no recording are each
+//! one test of an 8-bit mask.
 
 use super::breaker::State;
 
@@ -18,20 +22,20 @@ pub(super) const FORCED_CLOSED: u64 = 2 << 2;
 /// `RESILIENCY_DISABLED`: set once at creation, kept by every change, so that admission needs no
 /// second check.
 pub(super) const BYPASS: u64 = 3 << 2;
-/// One probe in flight, and the field that counts them.
-pub(super) const PROBE: u64 = 1 << 4;
-pub(super) const PROBES: u64 = 0xFFFF << 4;
-/// One half-open success, and the field that counts them.
-pub(super) const SUCCESS: u64 = 1 << 20;
-pub(super) const SUCCESSES: u64 = 0xFFFF << 20;
-/// One consecutive re-open, and the field that counts them (for `backoff`).
-pub(super) const STREAK: u64 = 1 << 36;
-pub(super) const STREAKS: u64 = 0xFF << 36;
 /// A time applies (`timeout`, `half_open_timeout` or `slow_call_duration` is set): a closed call
 /// without it never reads the clock nor the settings of time.
-pub(super) const TIMED: u64 = 1 << 44;
+pub(super) const TIMED: u64 = 1 << 4;
 /// The rate rule is in force: a closed call's success is recorded in its window.
-pub(super) const RATE: u64 = 1 << 45;
+pub(super) const RATE: u64 = 1 << 5;
+/// One probe in flight, and the field that counts them.
+pub(super) const PROBE: u64 = 1 << 6;
+pub(super) const PROBES: u64 = 0xFFFF << 6;
+/// One half-open success, and the field that counts them.
+pub(super) const SUCCESS: u64 = 1 << 22;
+pub(super) const SUCCESSES: u64 = 0xFFFF << 22;
+/// One consecutive re-open, and the field that counts them (for `backoff`).
+pub(super) const STREAK: u64 = 1 << 38;
+pub(super) const STREAKS: u64 = 0xFF << 38;
 /// The settings kept in the word, set by `Breaker::hot_settings`.
 pub(super) const FLAGS: u64 = TIMED | RATE;
 const EPOCH_SHIFT: u32 = 46;
@@ -71,9 +75,16 @@ pub(super) fn state_of(word: u64) -> State {
     }
 }
 
-/// Admission to run one call, handed back with its outcome.
+/// Admission to run one call, handed back with its outcome: one word, whose phase and forcing
+/// bits say which kind of call it admits (see [`Admitted`]). A closed call's permit is the word
+/// that admitted it, flags included, so that the two questions its every call asks (does a time
+/// apply? is a success recorded?) are one test each.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub(crate) struct Permit(u64);
+
+/// What a [`Permit`] admits.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Permit {
+pub(crate) enum Admitted {
     /// Closed: the state word that admitted the call. Its epoch says which window the outcome
     /// counts in, its flags whether a timeout applies ([`TIMED`]) and whether a success is
     /// recorded ([`RATE`]).
@@ -88,15 +99,52 @@ pub(crate) enum Permit {
 }
 
 impl Permit {
-    /// Whether no time limit can apply to the call (a closed call whose word says none applies,
-    /// or a bypassed one): known without reading a setting.
+    /// A closed call, admitted by `word` (closed, not forced).
+    #[inline(always)]
+    pub(crate) fn closed(word: u64) -> Self {
+        debug_assert_eq!(word & (PHASE | FORCED), CLOSED);
+        Permit(word)
+    }
+
+    /// A half-open probe of the round whose full epoch is `full`.
+    pub(crate) fn probe(full: u64) -> Self {
+        Permit((full << 4) | HALF_OPEN)
+    }
+
+    /// A forced-closed call.
+    pub(crate) const UNCHECKED: Self = Permit(FORCED_CLOSED);
+
+    /// A bypassed call (`RESILIENCY_DISABLED`).
+    pub(crate) const BYPASS: Self = Permit(BYPASS);
+
+    /// What the permit admits.
+    pub(crate) fn admitted(self) -> Admitted {
+        match self.0 & (PHASE | FORCED) {
+            CLOSED => Admitted::Closed(self.0),
+            HALF_OPEN => Admitted::Probe(self.0 >> 4),
+            FORCED_CLOSED => Admitted::Unchecked,
+            _ => Admitted::Bypass,
+        }
+    }
+
+    /// Whether the permit admits a closed call no time limit applies to: known without reading
+    /// a setting, in one test.
     #[inline(always)]
     pub(crate) fn untimed(self) -> bool {
-        match self {
-            Permit::Closed(word) => word & TIMED == 0,
-            Permit::Bypass => true,
-            Permit::Probe(_) | Permit::Unchecked => false,
-        }
+        self.0 & (PHASE | FORCED | TIMED) == 0
+    }
+
+    /// Whether the permit admits a closed call whose success is recorded only in the meter (the
+    /// count rule): one test.
+    #[inline(always)]
+    pub(crate) fn success_uncounted(self) -> bool {
+        self.0 & (PHASE | FORCED | RATE) == 0
+    }
+}
+
+impl std::fmt::Debug for Permit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.admitted().fmt(f)
     }
 }
 
@@ -112,6 +160,25 @@ mod tests {
                 let full = floor + ahead;
                 assert_eq!(lift(floor, (full % turn) as u32), full, "{floor} + {ahead}");
             }
+        }
+    }
+
+    #[test]
+    fn a_permit_says_what_it_admits() {
+        let closed = CLOSED | TIMED | RATE | (5 * EPOCH);
+        assert_eq!(Permit::closed(closed).admitted(), Admitted::Closed(closed));
+        for full in [0, 1, 1 << 40, (1 << 60) - 1] {
+            assert_eq!(Permit::probe(full).admitted(), Admitted::Probe(full));
+        }
+        assert_eq!(Permit::UNCHECKED.admitted(), Admitted::Unchecked);
+        assert_eq!(Permit::BYPASS.admitted(), Admitted::Bypass);
+        // Only a closed permit is untimed or has its success uncounted, each by its own flag.
+        assert!(Permit::closed(CLOSED | RATE).untimed());
+        assert!(!Permit::closed(CLOSED | TIMED).untimed());
+        assert!(Permit::closed(CLOSED | TIMED).success_uncounted());
+        assert!(!Permit::closed(CLOSED | RATE).success_uncounted());
+        for other in [Permit::probe(3), Permit::UNCHECKED, Permit::BYPASS] {
+            assert!(!other.untimed() && !other.success_uncounted(), "{other:?}");
         }
     }
 
