@@ -209,8 +209,7 @@ where
         // scope, a closed call without a timeout would cost about 30 more instructions: breaker
         // benchmark, callgrind.)
         if !permit.untimed() {
-            *stage = Stage::Running { permit, waited };
-            return self.poll_timed(cx);
+            return self.poll_timed(permit, waited, cx);
         }
         let polled = poll_body(this.body, this.count_if, cx);
         // An untimed call never has a timer, nor is it ever slow (`slow_call_duration` makes
@@ -244,31 +243,29 @@ where
         let this = self.as_mut().project();
         let Admission { breaker, stage, .. } = this.admission;
         match breaker.admit() {
-            Ok(permit) => {
-                *stage = Stage::Running {
-                    permit,
-                    waited: false,
-                };
-                self.poll_timed(cx)
-            }
+            Ok(permit) => self.poll_timed(permit, false, cx),
             Err(rejected) => refuse(breaker, stage, *this.reject, rejected, cx),
         }
     }
 
-    /// The poll of a running call a time limit may apply to: its body polled under its deadline
-    /// (the timer's once the body has waited; before that, the limit counted from when the body
-    /// first reads it, if it does, and the timer then starts from there).
+    /// The poll of a call admitted with `permit` (its body has `waited` before) that a time
+    /// limit may apply to: its body polled under its deadline (the timer's once the body has
+    /// waited; before that, the limit counted from when the body first reads it, if it does, and
+    /// the timer then starts from there). The stage is written when the poll settles: nothing
+    /// before that unwinds (the body runs under `catch_unwind`).
     #[inline(never)]
-    fn poll_timed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
+    fn poll_timed(
+        self: Pin<&mut Self>,
+        permit: Permit,
+        waited: bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<T, E>> {
         let this = self.project();
         let Admission {
             breaker,
             stage,
             timer,
         } = this.admission;
-        let Stage::Running { permit, waited } = *stage else {
-            unreachable!("a timed poll follows admission")
-        };
         let scope = match &**timer {
             Some(sleep) => Some(Scope::at(Some(sleep.deadline()))),
             None => match breaker.limit_ns(permit) {

@@ -1,5 +1,6 @@
 //! The rate rule's window: calls and errors in time buckets, one stripe of buckets per thread
-//! group, successes placed in batches without a clock read.
+//! (the first threads to record have one each, later ones share one), successes placed in batches
+//! without a clock read.
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
@@ -12,7 +13,9 @@ const COUNT_MAX: u64 = (1 << TAG_SHIFT) - 1;
 const TAG_MASK: u64 = (1 << 22) - 1;
 
 /// Calls and errors in `BUCKETS` time buckets that together span the window. Each thread writes to
-/// its own stripe, so two threads completing calls at once do not fight over one cache line.
+/// its own stripe, so two threads completing calls at once do not fight over one cache line: the
+/// first `stripe_count()` threads of the process to record have a stripe each, of which they are
+/// the only writers of successes; every later thread writes to one more stripe, shared.
 pub(crate) struct RateWindow {
     bucket_ns: AtomicU64,
     stripes: OnceLock<Box<[Stripe]>>,
@@ -30,14 +33,18 @@ pub(crate) struct RateWindow {
 /// skipped, and the first write after such an idle clears its stale buckets. Every word a reader
 /// trusts is thus less than two windows old, far from any wrap of the tag.
 ///
-/// Successes are counted without a clock read: `pending` successes since bucket `since` are
-/// attributed to the buckets in a batch (every `BATCH` successes, and whenever the window is
-/// read), spread evenly over the buckets from `since` to the moment of the flush.
+/// Successes are counted without a clock read: the `successes` beyond those `taken` (pending,
+/// since bucket `since`) are attributed to the buckets in a batch (every `BATCH` successes, and
+/// whenever the window is read), spread evenly over the buckets from `since` to the moment of
+/// the flush. `successes` only grows, and on a stripe of its own a thread adds to it with a load
+/// and a store, no locked add (it is its only writer); a flush takes what is pending by moving
+/// `taken` up to it, so that two flushes never take the same successes and none is lost.
 #[repr(align(128))]
 struct Stripe {
     buckets: [Bucket; BUCKETS as usize],
     latest: AtomicU64,
-    pending: AtomicU64,
+    successes: AtomicU64,
+    taken: AtomicU64,
     since: AtomicU64,
 }
 
@@ -107,6 +114,7 @@ thread_local! {
 // `#[inline(always)]` here and on `stripes`, `stripe` and `record_success`, and `#[cold]` with
 // `#[inline(never)]` on `batch_edge`: together 4 fewer instructions per success under the rate
 // rule (breaker benchmark, callgrind).
+/// This thread's number: taken at its first record, one per thread, never reused.
 #[inline(always)]
 fn stripe_of_this_thread() -> usize {
     STRIPE.with(|s| {
@@ -119,8 +127,9 @@ fn stripe_of_this_thread() -> usize {
     })
 }
 
-/// Stripes per rate window: decided once per process, and never below 4, because
-/// `available_parallelism` of a thread pinned to one CPU (thread-per-core runtimes) says 1.
+/// Stripes of their own per rate window (one more is shared): decided once per process, and never
+/// below 4, because `available_parallelism` of a thread pinned to one CPU (thread-per-core
+/// runtimes) says 1.
 fn stripe_count() -> usize {
     static STRIPES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *STRIPES.get_or_init(|| {
@@ -159,42 +168,57 @@ impl RateWindow {
     #[inline(always)]
     fn stripes(&self) -> &[Stripe] {
         self.stripes.get_or_init(|| {
-            (0..stripe_count())
+            (0..=stripe_count())
                 .map(|_| Stripe {
                     buckets: Default::default(),
                     latest: AtomicU64::new(0),
-                    pending: AtomicU64::new(0),
+                    successes: AtomicU64::new(0),
+                    taken: AtomicU64::new(0),
                     since: AtomicU64::new(0),
                 })
                 .collect()
         })
     }
 
+    /// This thread's stripe, and whether it is its own (else the one later threads share).
     #[inline(always)]
-    fn stripe(&self) -> &Stripe {
+    fn stripe(&self) -> (&Stripe, bool) {
         let stripes = self.stripes();
-        &stripes[stripe_of_this_thread() & (stripes.len() - 1)]
+        let shared = stripes.len() - 1;
+        match stripe_of_this_thread() {
+            own if own < shared => (&stripes[own], true),
+            _ => (&stripes[shared], false),
+        }
     }
 
     /// Records one success; reads the clock (`clock.now()`, ns since the breaker's base) only
     /// when this thread starts or completes a batch, out of line.
     #[inline(always)]
     pub(crate) fn record_success(&self, clock: &impl Clock) {
-        let stripe = self.stripe();
-        let before = stripe.pending.fetch_add(1, Relaxed);
-        // A batch starts (`before == 0`) or is complete (`before + 1 >= BATCH`), in one test.
-        if before.wrapping_sub(1) >= BATCH - 2 {
-            self.batch_edge(stripe, before, clock);
+        let (stripe, own) = self.stripe();
+        let successes = if own {
+            // Its only writer: no locked add.
+            let successes = stripe.successes.load(Relaxed) + 1;
+            stripe.successes.store(successes, Relaxed);
+            successes
+        } else {
+            stripe.successes.fetch_add(1, Relaxed) + 1
+        };
+        // Pending with this one: a flush may have taken it already (0), it may start a batch
+        // (1), or complete one (`BATCH`), each out of line, found in one test.
+        let pending = successes.saturating_sub(stripe.taken.load(Relaxed));
+        if pending.wrapping_sub(2) >= BATCH - 2 {
+            self.batch_edge(stripe, pending, clock);
         }
     }
 
-    /// A batch starts (`before == 0`) or is complete: where its successes begin, or where they
-    /// go.
+    /// A batch starts (`pending` is 1, or 0: taken by a flush at once) or is complete: where its
+    /// successes begin, or where they go.
     #[cold]
     #[inline(never)]
-    fn batch_edge(&self, stripe: &Stripe, before: u64, clock: &impl Clock) {
+    fn batch_edge(&self, stripe: &Stripe, pending: u64, clock: &impl Clock) {
         let index = clock.now() / self.bucket_ns();
-        if before == 0 {
+        if pending <= 1 {
             stripe.since.store(index, Relaxed);
         } else {
             self.flush(stripe, index);
@@ -203,20 +227,21 @@ impl RateWindow {
 
     /// Records one call at `now`, exactly (a slow success, counted as a call with its clock).
     pub(crate) fn record_call(&self, now: u64) {
-        self.add(self.stripe(), now / self.bucket_ns(), 1, 0);
+        self.add(self.stripe().0, now / self.bucket_ns(), 1, 0);
     }
 
     /// Records one error at `now`, exactly.
     pub(crate) fn record_error(&self, now: u64) {
-        self.add(self.stripe(), now / self.bucket_ns(), 1, 1);
+        self.add(self.stripe().0, now / self.bucket_ns(), 1, 1);
     }
 
     /// Attributes a stripe's pending successes, spread evenly from their first bucket to `index`.
     fn flush(&self, stripe: &Stripe, index: u64) {
-        let n = stripe.pending.swap(0, Relaxed);
-        if n == 0 {
+        let successes = stripe.successes.load(Relaxed);
+        let taken = stripe.taken.fetch_max(successes, Relaxed);
+        let Some(n) = successes.checked_sub(taken).filter(|&n| n > 0) else {
             return;
-        }
+        };
         let since = stripe.since.load(Relaxed).min(index);
         let span = index - since + 1;
         let (share, extra) = (n / span, n % span);
@@ -276,7 +301,7 @@ impl RateWindow {
 
     /// Records one slow call at `now` (a window of slow calls counts them as its errors).
     pub(crate) fn record_slow(&self, now: u64) {
-        self.add(self.stripe(), now / self.bucket_ns(), 0, 1);
+        self.add(self.stripe().0, now / self.bucket_ns(), 0, 1);
     }
 
     /// Forgets every call: done when the breaker opens or is reset, so that it closes with a clean
@@ -287,7 +312,10 @@ impl RateWindow {
                 bucket.clear();
             }
             stripe.latest.store(0, Relaxed);
-            stripe.pending.store(0, Relaxed);
+            // Pending successes are dropped by taking them, leaving the count to its writer.
+            stripe
+                .taken
+                .fetch_max(stripe.successes.load(Relaxed), Relaxed);
         }
     }
 }
@@ -335,8 +363,50 @@ mod tests {
             2,
             "one read to start the batch, one to flush it"
         );
-        assert_eq!(w.stripe().pending.load(Relaxed), 0);
+        let (stripe, _) = w.stripe();
+        assert_eq!(stripe.successes.load(Relaxed), BATCH);
+        assert_eq!(stripe.taken.load(Relaxed), BATCH, "all taken");
         assert_eq!(w.totals(MS), (BATCH, 0));
+    }
+
+    #[test]
+    fn successes_flushed_while_they_are_recorded_are_each_counted_once() {
+        // More writers than stripes of their own, so that the shared stripe is written too, and
+        // readers flushing all along: every success is counted, none twice.
+        let w = RateWindow::new(10 * MS);
+        let writers = stripe_count() + 2;
+        let per_writer = 20_000;
+        std::thread::scope(|scope| {
+            for _ in 0..writers {
+                scope.spawn(|| {
+                    for _ in 0..per_writer {
+                        w.record_success(&|| MS);
+                    }
+                });
+            }
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    for _ in 0..2_000 {
+                        std::hint::black_box(w.totals(MS));
+                    }
+                });
+            }
+        });
+        assert_eq!(w.totals(MS), (writers as u64 * per_writer, 0));
+    }
+
+    #[test]
+    fn clearing_drops_pending_successes_and_later_ones_count() {
+        let w = RateWindow::new(10 * MS);
+        for _ in 0..5 {
+            w.record_success(&|| MS);
+        }
+        w.clear();
+        assert_eq!(w.totals(MS), (0, 0));
+        for _ in 0..3 {
+            w.record_success(&|| MS);
+        }
+        assert_eq!(w.totals(MS), (3, 0));
     }
 
     #[test]
@@ -352,7 +422,7 @@ mod tests {
     #[test]
     fn a_bucket_counts_far_beyond_millions_of_calls() {
         let w = RateWindow::new(10 * MS);
-        w.add(w.stripe(), 3, 3_000_000_000, 1_000_000_000);
+        w.add(w.stripe().0, 3, 3_000_000_000, 1_000_000_000);
         for _ in 0..BATCH * 2 {
             w.record_success(&|| 3 * MS);
         }
@@ -366,7 +436,7 @@ mod tests {
     #[test]
     fn a_full_bucket_takes_no_more_errors_than_calls() {
         let w = RateWindow::new(10 * MS);
-        w.add(w.stripe(), 3, COUNT_MAX - 1, 0);
+        w.add(w.stripe().0, 3, COUNT_MAX - 1, 0);
         w.record_error(3 * MS);
         // Full: the next error counts neither as a call nor as an error.
         w.record_error(3 * MS);
