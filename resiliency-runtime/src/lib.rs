@@ -42,6 +42,7 @@ mod rejected;
 pub mod retry_hint;
 pub mod settings;
 mod sync;
+mod thread_number;
 pub mod too_busy;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]

@@ -1,14 +1,13 @@
 //! Counts kept where they do not bounce between cores: a value split into stripes, each alone on
 //! its cache line, a thread adding to its own stripe and a reader summing them all.
 //!
-//! A thread takes its stripe number once, at its first update, from a counter handed out round
-//! robin, so the first threads of a process (a runtime's workers) each have a stripe of their
+//! A thread's stripe is its number (`crate::thread_number`, taken at its first use) modulo the
+//! stripes, so the first threads of a process (a runtime's workers) each have a stripe of their
 //! own; threads beyond the number of stripes share them, which costs contention, never a count.
 //! The number of stripes is the next power of two of the CPUs available, from 4 to 16.
 
-use std::cell::Cell;
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 /// A value alone on its cache line (128 bytes: x86's adjacent-line prefetch pairs lines of 64).
@@ -24,15 +23,6 @@ static STRIPES: LazyLock<usize> = LazyLock::new(|| {
         .clamp(4, 16)
 });
 
-/// The stripe number the next thread takes.
-static NEXT: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// This thread's stripe number (not yet reduced to a count of stripes), `usize::MAX` until
-    /// its first update.
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
 /// `n` fresh stripes, `n` the stripe count.
 fn stripes<T: Default>() -> Box<[Padded<T>]> {
     (0..*STRIPES).map(|_| Padded::default()).collect()
@@ -41,21 +31,8 @@ fn stripes<T: Default>() -> Box<[Padded<T>]> {
 /// The stripe of `stripes` this thread updates.
 #[inline(always)]
 fn mine<T>(stripes: &[Padded<T>]) -> &T {
-    let number = STRIPE.with(|stripe| match stripe.get() {
-        usize::MAX => take(stripe),
-        number => number,
-    });
     // A power of two long, so the mask keeps every stripe in use.
-    &stripes[number & (stripes.len() - 1)].0
-}
-
-/// This thread's first update: it takes the next stripe number.
-#[cold]
-fn take(stripe: &Cell<usize>) -> usize {
-    // Never `usize::MAX`, the mark of a thread without a stripe.
-    let number = NEXT.fetch_add(1, Relaxed) & (usize::MAX >> 1);
-    stripe.set(number);
-    number
+    &stripes[crate::thread_number::this_thread() & (stripes.len() - 1)].0
 }
 
 /// A count that only grows: an add is one atomic add on the thread's own stripe.

@@ -2,9 +2,8 @@
 //! (the first threads to record have one each, later ones share one), successes placed in batches
 //! without a clock read.
 
-use std::cell::Cell;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::OnceLock;
 
 const BUCKETS: u64 = 10;
@@ -105,28 +104,6 @@ impl<F: Fn() -> u64> Clock for F {
 /// Successes per thread between two clock reads under the rate rule.
 const BATCH: u64 = 64;
 
-static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-// `#[inline(always)]` here and on `stripes`, `stripe` and `record_success`, and `#[cold]` with
-// `#[inline(never)]` on `batch_edge`: together 4 fewer instructions per success under the rate
-// rule (breaker benchmark, callgrind).
-/// This thread's number: taken at its first record, one per thread, never reused.
-#[inline(always)]
-fn stripe_of_this_thread() -> usize {
-    STRIPE.with(|s| {
-        let mut v = s.get();
-        if v == usize::MAX {
-            v = NEXT_STRIPE.fetch_add(1, Relaxed);
-            s.set(v);
-        }
-        v
-    })
-}
-
 /// Stripes of their own per rate window (one more is shared): decided once per process, and never
 /// below 4, because `available_parallelism` of a thread pinned to one CPU (thread-per-core
 /// runtimes) says 1.
@@ -185,7 +162,7 @@ impl RateWindow {
     fn stripe(&self) -> (&Stripe, bool) {
         let stripes = self.stripes();
         let shared = stripes.len() - 1;
-        match stripe_of_this_thread() {
+        match crate::thread_number::this_thread() {
             own if own < shared => (&stripes[own], true),
             _ => (&stripes[shared], false),
         }
@@ -323,6 +300,7 @@ impl RateWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
 
     const MS: u64 = 1_000_000;
 
