@@ -6,8 +6,9 @@
 //! call of one trivial `async fn` returning `Result<u64, E>` called plainly, under `#[breaker]`
 //! (count rule, defaults; closed, every call a success), `#[too_busy]` (defaults: the runtime's
 //! lag; every call admitted) and `#[race_retry(retries = 2, after = "150ms", total = "450ms")]`
-//! (the first attempt answers at once), on 1 thread and on 2 OS threads calling the same fn, in
-//! two phases of one run:
+//! (the first attempt answers at once), on each of the two drivers of the other cost benchmarks
+//! (`inlined` and `polled`, `common::drive`), on 1 thread and on 2 OS threads calling the same
+//! fn, in two phases of one run:
 //!
 //! 1. **No recorder**: `metrics`' no-op, as in a program that enables the feature and installs
 //!    nothing. The sites' handles are empty; a call adds to its site's counts all the same.
@@ -27,13 +28,18 @@
 //!
 //! # How calls are driven and timed
 //!
-//! As in `too_busy_cost.rs`: each call's future is polled to completion by [`block_on`], a tiny
-//! loop on the calling thread, one fresh future per call, on plain OS threads pinned to their own
-//! CPUs, with the stack shifted between rounds; each worker runs its calls inside a
-//! current-thread tokio runtime of its own (the lag monitor of `#[too_busy]` runs on it) and
-//! yields to it between chunks of `CHUNK` calls. A sample runs a contender for `SAMPLE` and
-//! divides the time by the calls made; samples are taken round-robin over the contenders
-//! (`SAMPLES` rounds), and the tables show medians.
+//! Each call's future is made in place and polled to completion on the calling thread by one of
+//! the two drivers of `common::drive` (`inlined`: an inlined loop; `polled`: through a
+//! non-inlined `poll_in_place`, as an executor polls a task), one fresh future per call, on plain
+//! OS threads pinned to their own CPUs, with the stack shifted between rounds; each worker runs
+//! its calls inside a current-thread tokio runtime of its own (the lag monitor of `#[too_busy]`
+//! runs on it) and yields to it between chunks of `CHUNK` calls. A sample runs a contender on one
+//! driver for `SAMPLE` and divides the time by the calls made; samples are taken round-robin over
+//! the contenders and drivers (`SAMPLES` rounds), and the tables show medians.
+//!
+//! The goals, with the Prometheus recorder: a metered closed breaker adds under 10 ns per call,
+//! and each attribute on 2 threads sharing its site costs within 5 ns of the same on 1 thread, on
+//! each driver.
 //!
 //! `BENCH_PROFILE=<contender>` runs one contender alone, for `valgrind --tool=callgrind`: see
 //! [`profile`].
@@ -46,9 +52,10 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use resiliency::{breaker, race_retry, too_busy};
 
 mod common;
+use common::drive::{calls, Driver};
 use common::outln;
 use common::{
-    block_on, current_thread_runtime, group, load_average, plain, profile_calls, rounds,
+    current_thread_runtime, group, load_average, pass, plain, profile_calls, rounds,
     sample_threads, thread_waker, work, CallError, Rounds,
 };
 
@@ -58,6 +65,11 @@ const SAMPLE: Duration = Duration::from_millis(150);
 const SAMPLES: usize = 9;
 /// Calls between two looks at the stop flag (and two yields to the runtime).
 const CHUNK: u64 = 4096;
+/// Goal: a metered closed breaker adds under this many ns per call (Prometheus recorder).
+const GOAL_BREAKER_NS: f64 = 10.0;
+/// Goal: 2 threads on one site cost within this many ns per call of 1 thread (Prometheus
+/// recorder).
+const GOAL_THREADS_NS: f64 = 5.0;
 
 // ---------------------------------------------------------------------------------------------
 // The calls under test: each attribute twice, one site per phase.
@@ -84,8 +96,8 @@ macro_rules! sites {
 sites!(breaker_noop, too_busy_noop, race_noop);
 sites!(breaker_prometheus, too_busy_prometheus, race_prometheus);
 
-/// A contender: its name, and what makes `n` calls.
-type Contender = (&'static str, fn(u64));
+/// A contender: its name, and what makes `n` calls on a driver.
+type Contender = (&'static str, fn(Driver, u64));
 
 const NAMES: [&str; 4] = [
     "plain `async fn`",
@@ -96,27 +108,25 @@ const NAMES: [&str; 4] = [
 
 /// The contenders of phase 1 (no recorder), in table order.
 const NOOP: [Contender; 4] = [
-    (NAMES[0], |n| run(n, plain)),
-    (NAMES[1], |n| run(n, breaker_noop)),
-    (NAMES[2], |n| run(n, too_busy_noop)),
-    (NAMES[3], |n| run(n, race_noop)),
+    (NAMES[0], |d, n| run(d, n, plain)),
+    (NAMES[1], |d, n| run(d, n, breaker_noop)),
+    (NAMES[2], |d, n| run(d, n, too_busy_noop)),
+    (NAMES[3], |d, n| run(d, n, race_noop)),
 ];
 
 /// The contenders of phase 2 (the Prometheus recorder), in table order.
 const PROMETHEUS: [Contender; 4] = [
-    (NAMES[0], |n| run(n, plain)),
-    (NAMES[1], |n| run(n, breaker_prometheus)),
-    (NAMES[2], |n| run(n, too_busy_prometheus)),
-    (NAMES[3], |n| run(n, race_prometheus)),
+    (NAMES[0], |d, n| run(d, n, plain)),
+    (NAMES[1], |d, n| run(d, n, breaker_prometheus)),
+    (NAMES[2], |d, n| run(d, n, too_busy_prometheus)),
+    (NAMES[3], |d, n| run(d, n, race_prometheus)),
 ];
 
-/// `n` calls of `call`, each polled to completion by [`block_on`].
+/// `n` calls of `call`, each made in place and polled to completion by `driver`.
 #[inline(always)]
-fn run<E, F: Future<Output = Result<u64, E>>>(n: u64, call: impl Fn(u64) -> F) {
+fn run<E, F: Future<Output = Result<u64, E>>>(driver: Driver, n: u64, call: impl Fn(u64) -> F) {
     let waker = thread_waker();
-    for i in 0..n {
-        let _ = black_box(block_on(&waker, call(black_box(i))));
-    }
+    calls(driver, &waker, n, |i| call(black_box(i)));
 }
 
 /// Builds the Prometheus recorder and installs it as the global one.
@@ -130,16 +140,16 @@ fn install_prometheus() -> PrometheusHandle {
 // ---------------------------------------------------------------------------------------------
 // Measuring.
 
-/// ns per call of one sample of `contender` on `threads` threads; `round` picks the stack shift.
-/// Also returns the calls made.
-fn sample(contender: fn(u64), threads: usize, round: usize) -> (f64, u64) {
+/// ns per call of one sample of `contender` on `driver` and `threads` threads; `round` picks
+/// the stack shift. Also returns the calls made.
+fn sample(contender: fn(Driver, u64), driver: Driver, threads: usize, round: usize) -> (f64, u64) {
     sample_threads(threads, round, SAMPLE, |timing| {
         current_thread_runtime().block_on(async {
-            contender(CHUNK); // warm up; creates the sites, starts this runtime's monitor
+            contender(driver, CHUNK); // warm up; creates the sites, starts this runtime's monitor
             tokio::task::yield_now().await;
             timing
                 .timed_async(CHUNK, || async {
-                    contender(CHUNK);
+                    contender(driver, CHUNK);
                     tokio::task::yield_now().await;
                 })
                 .await
@@ -147,9 +157,11 @@ fn sample(contender: fn(u64), threads: usize, round: usize) -> (f64, u64) {
     })
 }
 
+/// Every contender on every driver: the rounds' entry `2 * c + d` is contender `c` on driver
+/// `Driver::ALL[d]`.
 fn phase(contenders: &[Contender]) -> Rounds {
-    rounds(contenders.len(), SAMPLES, |c, threads, round| {
-        sample(contenders[c].1, threads, round)
+    rounds(contenders.len() * 2, SAMPLES, |cd, threads, round| {
+        sample(contenders[cd / 2].1, Driver::ALL[cd % 2], threads, round)
     })
 }
 
@@ -182,30 +194,60 @@ fn measure() {
         SAMPLE.as_millis(),
         group(noop.fewest_calls.min(prometheus.fewest_calls)),
     );
-    for (t, threads) in ["1 thread", "2 threads"].into_iter().enumerate() {
-        outln!("### {threads}\n");
-        outln!(
-            "| contender | no recorder ns/call | added | Prometheus ns/call | added | recorder |"
-        );
-        outln!("|---|---:|---:|---:|---:|---:|");
-        for (c, name) in NAMES.iter().enumerate() {
-            let (a, b) = (noop.medians[c][t], prometheus.medians[c][t]);
-            let added = |ns: f64, base: f64| {
-                if c == 0 {
-                    "—".to_string()
-                } else {
-                    format!("{:+.1}", ns - base)
-                }
-            };
+    // Median ns of contender `c` on driver `d`, `t` threads, in a phase.
+    let ns = |rounds: &Rounds, c: usize, d: usize, t: usize| rounds.medians[2 * c + d][t];
+    for (d, driver) in Driver::ALL.into_iter().enumerate() {
+        for (t, threads) in ["1 thread", "2 threads"].into_iter().enumerate() {
+            outln!("### `{}` driver, {threads}\n", driver.name());
             outln!(
-                "| {name} | {a:.1} | {} | {b:.1} | {} | {:+.1} |",
-                added(a, noop.medians[0][t]),
-                added(b, prometheus.medians[0][t]),
-                b - a
+                "| contender | no recorder ns/call | added | Prometheus ns/call | added | recorder |"
+            );
+            outln!("|---|---:|---:|---:|---:|---:|");
+            for (c, name) in NAMES.iter().enumerate() {
+                let (a, b) = (ns(&noop, c, d, t), ns(&prometheus, c, d, t));
+                let added = |ns: f64, base: f64| {
+                    if c == 0 {
+                        "—".to_string()
+                    } else {
+                        format!("{:+.1}", ns - base)
+                    }
+                };
+                outln!(
+                    "| {name} | {a:.1} | {} | {b:.1} | {} | {:+.1} |",
+                    added(a, ns(&noop, 0, d, t)),
+                    added(b, ns(&prometheus, 0, d, t)),
+                    b - a
+                );
+            }
+            outln!();
+        }
+    }
+
+    outln!("### Goals, with the Prometheus recorder (medians)\n");
+    outln!("| goal | contender | driver | measured | bound | result |");
+    outln!("|---|---|---|---:|---:|---|");
+    for (d, driver) in Driver::ALL.into_iter().enumerate() {
+        for (t, threads) in ["1 thread", "2 threads"].into_iter().enumerate() {
+            let added = ns(&prometheus, 1, d, t) - ns(&prometheus, 0, d, t);
+            outln!(
+                "| a metered closed breaker adds under {GOAL_BREAKER_NS} ns ({threads}) | {} | {} | {added:+.1} ns | < {GOAL_BREAKER_NS} ns | {} |",
+                NAMES[1],
+                driver.name(),
+                pass(added < GOAL_BREAKER_NS)
             );
         }
-        outln!();
     }
+    for (c, name) in NAMES.iter().enumerate().skip(1) {
+        for (d, driver) in Driver::ALL.into_iter().enumerate() {
+            let gap = ns(&prometheus, c, d, 1) - ns(&prometheus, c, d, 0);
+            outln!(
+                "| 2 threads on one site within {GOAL_THREADS_NS} ns of 1 thread | {name} | {} | {gap:+.1} ns | <= {GOAL_THREADS_NS} ns | {} |",
+                driver.name(),
+                pass(gap <= GOAL_THREADS_NS)
+            );
+        }
+    }
+    outln!();
 
     outln!(
         "A call adds to its thread's stripe of the site's counts (one cache line per stripe, \
@@ -259,9 +301,10 @@ fn measure() {
 /// `BENCH_PROFILE=<contender number>` (0 = plain, 1 = `#[breaker]`, 2 = `#[too_busy]`,
 /// 3 = `#[race_retry]`, each without a recorder; 4 to 7 the same with the Prometheus recorder
 /// installed first) runs just that contender for `BENCH_CALLS` calls (default 10M, rounded up to
-/// whole chunks) on each of `BENCH_THREADS` threads (default 1), in the same setting as the
-/// measurement (a current-thread runtime per thread, a yield per chunk), and prints one line: a
-/// target for `valgrind --tool=callgrind` or `perf`.
+/// whole chunks) on `BENCH_DRIVER` (`inlined` or `polled`, default `inlined`) on each of
+/// `BENCH_THREADS` threads (default 1), in the same setting as the measurement (a current-thread
+/// runtime per thread, a yield per chunk), and prints one line: a target for
+/// `valgrind --tool=callgrind` or `perf`.
 fn profile(which: &str) {
     let n = which
         .parse::<usize>()
@@ -279,14 +322,22 @@ fn profile(which: &str) {
     } else {
         "Prometheus recorder"
     };
-    profile_calls(&format!("{name}, {recorder}"), CHUNK, |calls| {
-        current_thread_runtime().block_on(async {
-            for _ in 0..calls / CHUNK {
-                contender(CHUNK);
-                tokio::task::yield_now().await;
-            }
-        })
-    });
+    let driver = std::env::var("BENCH_DRIVER")
+        .ok()
+        .map(|name| Driver::parse(&name).expect("BENCH_DRIVER is `inlined` or `polled`"))
+        .unwrap_or(Driver::Inlined);
+    profile_calls(
+        &format!("{name}, {recorder}, {}", driver.name()),
+        CHUNK,
+        |calls| {
+            current_thread_runtime().block_on(async {
+                for _ in 0..calls / CHUNK {
+                    contender(driver, CHUNK);
+                    tokio::task::yield_now().await;
+                }
+            })
+        },
+    );
 }
 
 fn main() {
