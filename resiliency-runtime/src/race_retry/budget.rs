@@ -9,7 +9,8 @@
 //! the share is a true bound there.
 //!
 //! Deposits are batched per thread (`BATCH` calls, or until the thread calls another raced
-//! function or takes a token), so that calls on many threads do not all write one shared counter:
+//! function or takes a token; counted as calls, at the share in force when they are written), so
+//! that calls on many threads do not all write one shared counter:
 //! a thread's withdrawal sees its own deposits at once, other threads' after at most `BATCH` of
 //! their calls (under a token and a half each at a 10% share), which only makes the bound tighter
 //! (as do the pending deposits of a thread that ends, which are lost). The counter they are
