@@ -113,19 +113,24 @@ pub(crate) struct Scope {
     kind: Kind,
 }
 
+// A tag of its own (not a niche in an outer scope's words), so that a lazy scope outside any
+// other is one byte the compiler keeps track of across the poll it wraps.
 #[derive(Debug)]
+#[repr(u8)]
 enum Kind {
     /// Put back: nothing.
     Done,
     /// A guard with a known deadline: `AT` as it was.
     At { before: Option<Instant> },
-    /// A guard with a lazy limit: `LAZY` as it was, and an outer guard's start and saved `AT` if
-    /// its limit was read already (`LAZY` was `FIXED`).
-    Lazy {
-        before: u64,
-        outer: Option<(Option<Instant>, Option<Instant>)>,
-    },
+    /// A guard with a lazy limit, under no other lazy one: `LAZY` was `NONE`.
+    Lazy,
+    /// A guard with a lazy limit inside another guard's, whose limit is read by then (`LAZY` was
+    /// `FIXED`): that guard's saved `AT` and start.
+    NestedLazy { outer: Outer },
 }
+
+/// An outer lazy scope's saved `AT` and start.
+type Outer = (Option<Instant>, Option<Instant>);
 
 impl Scope {
     /// Code polled under a guard whose deadline is `at` (`None`: never, the outer one holds).
@@ -149,34 +154,27 @@ impl Scope {
     /// [`close`](Self::close) says when.
     #[inline]
     pub(crate) fn lazy(limit_ns: u64) -> Scope {
-        let Ok(before) = LAZY.try_with(|lazy| lazy.replace(limit_ns.clamp(1, FIXED - 1))) else {
-            return Scope { kind: Kind::Done };
-        };
-        if before == NONE {
-            return Scope {
-                kind: Kind::Lazy {
-                    before,
-                    outer: None,
-                },
-            };
+        // Without this thread's thread-locals (a destructor at its exit) nothing is put back.
+        match LAZY.try_with(|lazy| lazy.replace(limit_ns.clamp(1, FIXED - 1))) {
+            Ok(NONE) => Scope { kind: Kind::Lazy },
+            Ok(before) => Scope::nested_lazy(before),
+            Err(_) => Scope { kind: Kind::Done },
         }
-        Scope::nested_lazy(before)
     }
 
-    /// A lazy scope inside another guard's lazy scope.
+    /// A lazy scope inside another guard's lazy scope (`LAZY` was `before`).
     #[cold]
-    fn nested_lazy(mut before: u64) -> Scope {
+    fn nested_lazy(before: u64) -> Scope {
         if before != FIXED {
             // Read the outer limit now (this one is measured against it): `fix` works on the
             // innermost, so the outer is put back for it, then this one in again.
             let mine = LAZY.with(|lazy| lazy.replace(before));
             fix(before);
             LAZY.with(|lazy| lazy.set(mine));
-            before = FIXED;
         }
-        let outer = Some((SAVED.with(Cell::get), STARTED.with(Cell::get)));
+        let outer = (SAVED.with(Cell::get), STARTED.with(Cell::get));
         Scope {
-            kind: Kind::Lazy { before, outer },
+            kind: Kind::NestedLazy { outer },
         }
     }
 
@@ -193,33 +191,40 @@ impl Scope {
     /// by a read of its deadline, if it was.
     #[inline]
     pub(crate) fn close(mut self) -> Option<Instant> {
-        self.restore()
+        let started = self.restore();
+        // Put back above: nothing is left for the drop to do.
+        std::mem::forget(self);
+        started
     }
 
-    /// Puts the deadline back as it was; for a lazy scope whose limit was read, its start.
+    /// Puts the deadline back as it was; for a lazy scope whose limit was read, its start. Reads
+    /// only the words it puts back: an outer lazy scope's, only if this one's limit was read.
     #[inline]
     fn restore(&mut self) -> Option<Instant> {
-        match std::mem::replace(&mut self.kind, Kind::Done) {
-            Kind::Done => None,
+        let started = match self.kind {
+            Kind::Done => return None,
             Kind::At { before } => {
                 let _ = AT.try_with(|at| at.set(before));
                 None
             }
-            Kind::Lazy { before, outer } => {
-                let mine = LAZY.try_with(|lazy| lazy.replace(before)).ok()?;
-                if mine == FIXED {
-                    return Some(unfix(outer));
-                }
-                None
-            }
-        }
+            Kind::Lazy => match LAZY.try_with(|lazy| lazy.replace(NONE)) {
+                Ok(FIXED) => Some(unfix(None)),
+                _ => None,
+            },
+            Kind::NestedLazy { outer } => match LAZY.try_with(|lazy| lazy.replace(FIXED)) {
+                Ok(FIXED) => Some(unfix(Some(outer))),
+                _ => None,
+            },
+        };
+        self.kind = Kind::Done;
+        started
     }
 }
 
 /// A lazy scope whose limit was read ends: `AT` goes back to what it was before, an outer lazy
 /// scope's own start and saved `AT` (if it was read before) back in place. Returns the start.
 #[cold]
-fn unfix(outer: Option<(Option<Instant>, Option<Instant>)>) -> Instant {
+fn unfix(outer: Option<Outer>) -> Instant {
     let started = STARTED.with(Cell::get);
     AT.with(|at| at.set(SAVED.with(Cell::get)));
     if let Some((saved, outer_started)) = outer {

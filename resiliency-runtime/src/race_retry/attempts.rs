@@ -259,6 +259,19 @@ where
         poll
     }
 
+    /// As [`poll_first`](Self::poll_first), under `scope` (the deadline of a call whose clock
+    /// started before, or none): apart, so that the common case keeps its inlined one.
+    #[inline(never)]
+    pub(super) fn poll_first_under(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        scope: Option<Scope>,
+    ) -> Poll<Result<T, E>> {
+        let poll = self.poll_first(cx);
+        drop(scope);
+        poll
+    }
+
     /// Polls the attempts running from `cursor` on, up to the first that is ready: returns its
     /// number, when it started (attempt 1 at `start`) and its output, the cursor past it.
     pub(super) fn poll_next(

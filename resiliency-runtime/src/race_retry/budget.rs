@@ -9,7 +9,8 @@
 //! the share is a true bound there.
 //!
 //! Deposits are batched per thread (`BATCH` calls, or until the thread calls another raced
-//! function or takes a token), so that calls on many threads do not all write one shared counter:
+//! function or takes a token; counted as calls, at the share in force when they are written), so
+//! that calls on many threads do not all write one shared counter:
 //! a thread's withdrawal sees its own deposits at once, other threads' after at most `BATCH` of
 //! their calls (under a token and a half each at a 10% share), which only makes the bound tighter
 //! (as do the pending deposits of a thread that ends, which are lost). The counter they are
@@ -33,9 +34,11 @@ const FLOOR_BITS: u32 = 20;
 const BATCH: u32 = 16;
 
 thread_local! {
-    /// This thread's deposits not yet written: to which budget, how many milli-tokens, from how
-    /// many calls.
-    static PENDING: Cell<(Option<&'static Budget>, u64, u32)> = const { Cell::new((None, 0, 0)) };
+    /// This thread's deposits not yet written: the budget they are for, and how many calls
+    /// made them (a call's deposit is one word written, the count; the share is read when they
+    /// are written).
+    static PENDING_FOR: Cell<Option<&'static Budget>> = const { Cell::new(None) };
+    static PENDING: Cell<u32> = const { Cell::new(0) };
 }
 
 /// A value alone on its cache line (128 bytes: two lines, for the CPUs that fetch lines in
@@ -85,38 +88,53 @@ impl Budget {
 
     #[inline]
     pub(crate) fn deposit(&'static self) {
-        let deposit = self.deposit.load(Relaxed);
-        if deposit == 0 {
+        if self.deposit.load(Relaxed) == 0 {
             return;
         }
-        PENDING.with(|pending| match pending.get() {
-            (Some(budget), milli, calls) if std::ptr::eq(budget, self) => {
-                if calls + 1 >= BATCH {
-                    self.deposited.fetch_add(milli + deposit, Relaxed);
-                    pending.set((Some(self), 0, 0));
-                } else {
-                    pending.set((Some(self), milli + deposit, calls + 1));
-                }
-            }
-            (other, milli, _) => {
+        let mine =
+            PENDING_FOR.try_with(|pending| pending.get().is_some_and(|b| std::ptr::eq(b, self)));
+        match PENDING.try_with(|calls| (mine == Ok(true)).then(|| calls.replace(calls.get() + 1))) {
+            Ok(Some(calls)) if calls + 1 < BATCH => {}
+            // A full batch, or the first deposit for this budget: written now.
+            _ => self.write_pending(),
+        }
+    }
+
+    /// Writes this thread's pending deposits: a full batch of this budget's, this call's
+    /// included; or another budget's, this one's becoming the pending ones (this call's first).
+    #[inline(never)]
+    fn write_pending(&'static self) {
+        let before = PENDING_FOR.try_with(|pending| pending.replace(Some(self)));
+        let calls = PENDING.try_with(|calls| calls.replace(0)).unwrap_or(0);
+        match before {
+            Ok(Some(budget)) if std::ptr::eq(budget, self) => self.add(calls),
+            Ok(other) => {
                 if let Some(other) = other {
-                    other.deposited.fetch_add(milli, Relaxed);
+                    other.add(calls);
                 }
-                pending.set((Some(self), deposit, 1));
+                let _ = PENDING.try_with(|calls| calls.set(1));
             }
-        });
+            // No thread-locals (a destructor at the thread's exit): written at once.
+            Err(_) => self.add(1),
+        }
+    }
+
+    /// Adds the deposits of `calls` calls.
+    fn add(&self, calls: u32) {
+        let milli = u64::from(calls) * self.deposit.load(Relaxed);
+        if milli > 0 {
+            self.deposited.fetch_add(milli, Relaxed);
+        }
     }
 
     /// Writes this thread's pending deposits to this budget, if they are for it.
     fn flush(&'static self) {
-        PENDING.with(|pending| {
-            if let (Some(budget), milli, _) = pending.get() {
-                if std::ptr::eq(budget, self) && milli > 0 {
-                    self.deposited.fetch_add(milli, Relaxed);
-                    pending.set((Some(self), 0, 0));
-                }
-            }
-        });
+        let mine =
+            PENDING_FOR.try_with(|pending| pending.get().is_some_and(|b| std::ptr::eq(b, self)));
+        if mine == Ok(true) {
+            let calls = PENDING.try_with(|calls| calls.replace(0)).unwrap_or(0);
+            self.add(calls);
+        }
     }
 
     /// Takes a token for an extra attempt, `now` being the time since the floor's time base.

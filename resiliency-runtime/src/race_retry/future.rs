@@ -57,6 +57,19 @@ enum Phase {
     Done,
 }
 
+pin_project! {
+    /// What only a call that goes on racing after its first poll needs: a call answered at once
+    /// never makes it.
+    #[project = RacingProj]
+    struct Racing<E> {
+        // The one timer, made on the first wait.
+        #[pin]
+        timer: Option<Sleep>,
+        schedule: Schedule,
+        last_error: Option<E>,
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn polled_after_done() -> ! {
@@ -91,43 +104,60 @@ pin_project! {
         policy: &'static RaceRetry,
         #[pin]
         attempts: Attempts<M, Fut, P>,
+        phase: Phase,
+        // From the first poll on, if attempt 1 did not end the call then.
         #[pin]
-        timer: Option<Sleep>,
-        schedule: Schedule,
+        racing: Option<Racing<E>>,
         // Set at the first poll when attempts are timed, else when the first attempt waits.
         start: Option<Instant>,
-        phase: Phase,
         // This call's attempt latencies are recorded (`after = "pNN"`, a sample of the calls).
         record: bool,
-        last_error: Option<E>,
     }
 
     impl<M, Fut, E, P> PinnedDrop for Race<M, Fut, E, P> {
         // Dropped by its caller (an outer timeout, a `select!`, a client gone) while attempts
-        // run, or after a poll panicked: they are cancelled with it, and reported as abandoned
-        // (the attempt whose code panicked, as panicked).
+        // run, or after a poll panicked: they are cancelled with it (`abandon`). A call that
+        // ended, or was never polled, holds none.
         fn drop(this: Pin<&mut Self>) {
-            let mut this = this.project();
-            let panicked = match this.attempts.as_mut().take_busy() {
-                IDLE | ENGINE => None,
-                number => Some(number),
-            };
-            let Some(start) = *this.start else {
-                return;
-            };
-            if this.attempts.running == 0 && panicked.is_none() {
-                return;
+            if this.attempts.running > 0 || this.attempts.busy != IDLE {
+                this.abandon();
             }
-            let reporter = Reporter { policy: this.policy, record: *this.record, start };
-            if !reporter.timed() {
-                return; // the attempts are dropped with the fields, unreported
-            }
-            let now = Instant::now();
-            if let Some(number) = panicked {
-                this.attempts.as_mut().panicked(number, reporter, now);
-            }
-            this.attempts.as_mut().cancel(reporter, true, now, Outcome::Abandoned);
         }
+    }
+}
+
+impl<M, Fut, E, P> Race<M, Fut, E, P> {
+    /// The drop of a race whose attempts run, or whose poll panicked: the attempts are
+    /// cancelled, and reported as abandoned (the attempt whose code panicked, as panicked).
+    #[cold]
+    #[inline(never)]
+    fn abandon(self: Pin<&mut Self>) {
+        let mut this = self.project();
+        let panicked = match this.attempts.as_mut().take_busy() {
+            IDLE | ENGINE => None,
+            number => Some(number),
+        };
+        let Some(start) = *this.start else {
+            return;
+        };
+        if this.attempts.running == 0 && panicked.is_none() {
+            return;
+        }
+        let reporter = Reporter {
+            policy: this.policy,
+            record: *this.record,
+            start,
+        };
+        if !reporter.timed() {
+            return; // the attempts are dropped with the fields, unreported
+        }
+        let now = Instant::now();
+        if let Some(number) = panicked {
+            this.attempts.as_mut().panicked(number, reporter, now);
+        }
+        this.attempts
+            .as_mut()
+            .cancel(reporter, true, now, Outcome::Abandoned);
     }
 }
 
@@ -146,12 +176,10 @@ impl<M, Fut, E, P> Race<M, Fut, E, P> {
         Race {
             policy,
             attempts: Attempts::new(make, retryable),
-            timer: None,
-            schedule: Schedule::default(),
-            start: None,
             phase: Phase::New,
+            racing: None,
+            start: None,
             record: false,
-            last_error: None,
         }
     }
 }
@@ -184,10 +212,30 @@ where
         };
         let mut this = self.project();
         this.attempts.as_mut().set_busy(ENGINE);
-        let poll = this.race(cx, first);
+        let RacingProj {
+            timer,
+            schedule,
+            last_error,
+        } = this
+            .racing
+            .as_mut()
+            .as_pin_mut()
+            .expect("set at the first poll")
+            .project();
+        let mut racer = Racer {
+            policy: this.policy,
+            attempts: this.attempts.as_mut(),
+            timer,
+            schedule,
+            last_error,
+            record: *this.record,
+            start: this.start.expect("set at the first poll"),
+        };
+        let poll = racer.race(cx, first);
         this.attempts.as_mut().set_busy(IDLE);
         if poll.is_ready() {
             *this.phase = Phase::Done;
+            this.racing.set(None);
         }
         poll
     }
@@ -216,13 +264,21 @@ where
         }
         // Attempt 1 reads its deadline (`resiliency::deadline`) from the start, which the clock
         // gives when it is first read, if it was not read above.
-        let scope = match (*this.start, policy.first_limit_ns()) {
-            (_, 0) => None,
-            (Some(start), ns) => Some(Scope::at(start.checked_add(Duration::from_nanos(ns)))),
-            (None, ns) => Some(Scope::lazy(ns)),
+        let limit = policy.first_limit_ns();
+        let (poll, read_at) = match *this.start {
+            None if limit > 0 => {
+                let scope = Scope::lazy(limit);
+                let poll = this.attempts.as_mut().poll_first(cx);
+                (poll, scope.close())
+            }
+            start => {
+                let deadline = |start: Instant| start.checked_add(Duration::from_nanos(limit));
+                let scope = start
+                    .filter(|_| limit > 0)
+                    .map(|start| Scope::at(deadline(start)));
+                (this.attempts.as_mut().poll_first_under(cx, scope), None)
+            }
         };
-        let poll = this.attempts.as_mut().poll_first(cx);
-        let read_at = scope.and_then(Scope::close);
         if let Poll::Ready(Ok(_)) = &poll {
             policy.meter().won(1);
             if let Some(start) = *this.start {
@@ -236,16 +292,33 @@ where
             }
             return poll;
         }
-        *this.phase = Phase::Racing;
         let start = *this
             .start
             .get_or_insert_with(|| read_at.unwrap_or_else(Instant::now));
-        this.schedule.next_at = (policy.retries() > 0).then(|| at(start, policy.after()));
+        let mut schedule = Schedule::default();
+        schedule.next_at = (policy.retries() > 0).then(|| at(start, policy.after()));
+        *this.phase = Phase::Racing;
+        this.racing.set(Some(Racing {
+            timer: None,
+            schedule,
+            last_error: None,
+        }));
         poll
     }
 }
 
-impl<M, Fut, T, E, P> RaceProj<'_, M, Fut, E, P>
+/// A poll of a call that races: its attempts, and its racing state.
+struct Racer<'a, M, Fut, E, P> {
+    policy: &'static RaceRetry,
+    attempts: Pin<&'a mut Attempts<M, Fut, P>>,
+    timer: Pin<&'a mut Option<Sleep>>,
+    schedule: &'a mut Schedule,
+    last_error: &'a mut Option<E>,
+    record: bool,
+    start: Instant,
+}
+
+impl<M, Fut, T, E, P> Racer<'_, M, Fut, E, P>
 where
     M: MakeAttempt<Fut>,
     Fut: Future<Output = Result<T, E>>,
@@ -256,10 +329,10 @@ where
     /// start the next attempt when due, else wait for an attempt or the next timed event.
     #[inline(never)]
     fn race(&mut self, cx: &mut Context<'_>, mut first: First<E>) -> Poll<Result<T, E>> {
-        let start = self.start.expect("set at the first poll");
+        let start = self.start;
         let reporter = Reporter {
             policy: self.policy,
-            record: *self.record,
+            record: self.record,
             start,
         };
         let deadline_at = at(start, self.policy.total());
@@ -431,7 +504,7 @@ where
             return None;
         }
         let launched = self.attempts.launched;
-        let policy = *self.policy;
+        let policy = self.policy;
         let error = self.last_error.take();
         policy.meter().failed(error.is_none());
         Some(error.unwrap_or_else(|| E::from(reporter::deadline(policy, launched))))

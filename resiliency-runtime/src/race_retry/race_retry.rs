@@ -99,6 +99,9 @@ pub struct RaceRetry {
     quantile_ppb: AtomicU64,
     total_ns: AtomicU64,
     each_ns: AtomicU64,
+    /// Attempt 1's time limit in ns, 0 for none: the sooner of `total` (none when zero) and
+    /// `each`, kept apart so that a call reads one word for it.
+    first_limit_ns: AtomicU64,
     /// The backoff given at construction, and the one run-time settings put in its place.
     backoff: Backoff,
     backoff_live: ArcSwapOption<Backoff>,
@@ -152,6 +155,7 @@ impl RaceRetry {
             quantile_ppb: AtomicU64::new(0),
             total_ns: AtomicU64::new(0),
             each_ns: AtomicU64::new(0),
+            first_limit_ns: AtomicU64::new(0),
             backoff: Backoff::OFF,
             backoff_live: ArcSwapOption::const_empty(),
             budget: Budget::new(None),
@@ -209,17 +213,7 @@ impl RaceRetry {
     /// (none when zero) and `each`. What its deadline counts from.
     #[inline]
     pub(crate) fn first_limit_ns(&self) -> u64 {
-        let total = self.total_ns.load(Relaxed);
-        let each = match self.each_ns.load(Relaxed) {
-            0 => 0,
-            u64::MAX => u64::MAX,
-            each => each - 1,
-        };
-        match (total, each) {
-            (0, each) => each,
-            (total, 0) => total,
-            (total, each) => total.min(each),
-        }
+        self.first_limit_ns.load(Relaxed)
     }
 
     /// The bound on one attempt, if any (`each`).
@@ -265,6 +259,9 @@ impl RaceRetry {
             self.total_ns.store(ns(total), Relaxed);
         }
         self.each_ns.store(each_word(options.each), Relaxed);
+        let total = self.total_ns.load(Relaxed);
+        self.first_limit_ns
+            .store(first_limit(total, options.each), Relaxed);
         self.budget.set_share(match options.budget() {
             resiliency_rules::Budget::Off => None,
             resiliency_rules::Budget::Share(given) => Some(share(given)),
@@ -312,6 +309,8 @@ impl RaceRetry {
         }
     }
 
+    /// The percentile `after` is learned at, or `None` for a fixed `after`.
+    #[inline]
     pub(crate) fn quantile(&self) -> Option<f64> {
         match self.quantile_ppb.load(Relaxed) {
             0 => None,
@@ -479,6 +478,16 @@ const fn each_word(each: Option<Duration>) -> u64 {
     match each {
         Some(each) => ns(each).saturating_add(1),
         None => 0,
+    }
+}
+
+/// Attempt 1's time limit in ns for a `total` of `total_ns` and `each`: the sooner of the two,
+/// either one ignored when zero, 0 for none.
+fn first_limit(total_ns: u64, each: Option<Duration>) -> u64 {
+    match (total_ns, each.map_or(0, ns)) {
+        (0, each) => each,
+        (total, 0) => total,
+        (total, each) => total.min(each),
     }
 }
 

@@ -16,6 +16,7 @@ const TARGET: &str = "resiliency::race_retry";
 /// Whether attempts are reported (to an observer, or to a subscriber that may want debug
 /// events). The global level hint, not a per-callsite `enabled!`: that one's cached interest can
 /// be stale for scoped subscribers on other threads, and a wrong "yes" costs only a clock read.
+#[inline]
 pub(super) fn reporting() -> bool {
     observe::active() || tracing::level_filters::LevelFilter::current() >= tracing::Level::DEBUG
 }
@@ -32,13 +33,11 @@ const RECORD_EVERY: u32 = 8;
 pub(super) fn open(policy: &'static RaceRetry) -> bool {
     policy.budget.deposit();
     policy.meter().started();
-    sampled(policy)
+    policy.quantile().is_some() && sampled(policy)
 }
 
+/// Whether a call of `policy`, which learns `after` from its latencies, records them.
 fn sampled(policy: &RaceRetry) -> bool {
-    if policy.quantile().is_none() {
-        return false;
-    }
     if !policy.warmed.load(Relaxed) {
         if policy.latencies.samples() < ALWAYS_RECORDED {
             return true;
