@@ -16,6 +16,7 @@ use super::disabled::disabled;
 use super::events;
 use super::window::Window;
 use super::word::*;
+use super::Key;
 use crate::rejected::Circuit;
 use crate::sync::{AtomicU32, AtomicU64};
 
@@ -122,7 +123,8 @@ pub struct Snapshot {
 /// ```
 pub struct Breaker {
     name: Arc<str>,
-    key: Option<Arc<str>>,
+    /// A keyed family's breakers: the key, which the family's lookups compare.
+    pub(crate) key: Option<Key>,
     /// The options in force, swapped whole when the settings change.
     pub(super) config: ArcSwap<Config>,
     base: Instant,
@@ -160,14 +162,14 @@ impl Breaker {
         BreakerBuilder::new(name)
     }
 
-    pub(crate) fn new(config: Arc<Config>, key: Option<Arc<str>>) -> Self {
+    pub(crate) fn new(config: Arc<Config>, key: Option<Key>) -> Self {
         Self::of_family(config, key, None)
     }
 
     /// A breaker of `family` (its handles shared), or a breaker of its own.
     pub(crate) fn of_family(
         config: Arc<Config>,
-        key: Option<Arc<str>>,
+        key: Option<Key>,
         family: Option<&super::keyed::Family>,
     ) -> Self {
         let window = Window::new(config.rule, nanos(config.window));

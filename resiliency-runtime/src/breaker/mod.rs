@@ -203,5 +203,6 @@ pub(crate) use builder::capacity_error_timeout;
 pub use builder::BreakerBuilder;
 pub use disabled::disabled;
 pub use events::{subscribe, unsubscribe, OpenCause, StateChange, SubscriptionId};
+pub(crate) use keyed::Key;
 pub use keyed::{BreakerKey, KeyedBreaker};
 pub use registry::{get, get_keyed, names};
