@@ -552,8 +552,8 @@ fn concurrent_inserts_never_exceed_max_keys() {
 
 /// A full family that keeps taking new keys (each evicting old ones to make room) stays as fast
 /// as it started: 16 times its `max_keys` in new keys, each key's insert well under a millisecond
-/// on average. (Evicted keys leave tombstones in the map's table; without fresh copies of the
-/// table, inserts came to probe all of it and a churning family stopped.)
+/// on average. (Evicted keys leave tombstones in the family's table; without fresh copies of
+/// the table, inserts came to probe all of it and a churning family stopped.)
 #[test]
 fn a_full_family_taking_new_keys_for_ever_stays_fast() {
     let family = resiliency::Breaker::builder("keyed::churn")
@@ -737,7 +737,7 @@ fn lookups_racing_table_copies_keep_each_held_key_on_its_breaker() {
             while !stop.load(Ordering::Relaxed) {
                 n += 1;
                 drop(family.breaker(&format_args!("churn-{n}")));
-                if n % 256 == 0 {
+                if n.is_multiple_of(256) {
                     family.evict_idle();
                 }
                 assert!(family.len() <= MAX_KEYS, "{} keys", family.len());

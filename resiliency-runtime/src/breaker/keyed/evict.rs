@@ -135,8 +135,8 @@ impl Inner {
     /// A breaker that anything outside the table still holds is never evicted: a call in flight
     /// holds its breaker, and its outcome must land on the breaker that the key's next calls use.
     /// The table is swept in chunks of slots, each under the writer lock, so that an insert waits
-    /// for one chunk at most; a sweep that finds the table replaced stops (the copy holds no
-    /// evicted key, and the next sweep goes through it).
+    /// for one chunk at most; a sweep that finds the table replaced by a copy (which holds no
+    /// evicted key) starts again on the copy, a few times at most.
     fn sweep(&self, advance: u32, mode: Sweep<'_>, queued: Option<Queued>) -> usize {
         let _one_at_a_time = lock(&self.sweeping);
         // From here on, a tick that moves the generation queues the next sweep.
@@ -182,13 +182,22 @@ impl Inner {
         };
         let mut evicted = 0;
         let mut gone = Vec::new();
-        let version = lock(&self.writer).version;
+        let mut version = lock(&self.writer).version;
+        let mut restarts = 0;
         let mut at = 0;
         loop {
             {
                 let writer = lock(&self.writer);
                 let table = self.table.load();
-                if writer.version != version || at >= table.slots() {
+                if writer.version != version {
+                    if restarts == MAX_RESTARTS {
+                        break;
+                    }
+                    restarts += 1;
+                    version = writer.version;
+                    at = 0;
+                }
+                if at >= table.slots() {
                     break;
                 }
                 for (_, breaker) in table.entries_in(at..at + SWEEP_CHUNK) {
@@ -260,6 +269,8 @@ impl Inner {
 
 /// Slots swept under one hold of the writer lock.
 const SWEEP_CHUNK: usize = 4096;
+/// Times a sweep starts again on a copy of the table made meanwhile.
+const MAX_RESTARTS: u32 = 4;
 
 #[cfg(test)]
 mod tests {
