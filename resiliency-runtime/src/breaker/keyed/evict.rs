@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::breaker::breaker::Breaker;
+use super::table::Entry;
 
 use super::{lock, retire, Inner, KeyedBreaker, IDLE_GENERATIONS, ROOM_RECHECK};
 
@@ -145,19 +145,19 @@ impl Inner {
             .generation
             .fetch_add(advance, Ordering::Relaxed)
             .wrapping_add(advance);
-        let age = |breaker: &Breaker| generation.wrapping_sub(breaker.seen.load(Ordering::Relaxed));
+        let age = |entry: &Entry| entry.age(generation);
         // The youngest age that goes, and how many of that age may go (older ones all go).
         let (min_age, mut of_min_age) = match mode {
             Sweep::Idle => (IDLE_GENERATIONS, usize::MAX),
             Sweep::Room { target, next } => {
                 let mut ages = [0usize; AGES];
-                for (_, breaker) in self.table.load_full().entries() {
-                    if breaker.evicted.load(Ordering::Relaxed) {
+                for entry in self.table.load_full().entries() {
+                    if entry.is_evicted() {
                         continue;
                     }
-                    match breaker.idle_in() {
-                        Some(Duration::ZERO) if Arc::strong_count(breaker) == 1 => {
-                            ages[(age(breaker) as usize).min(AGES - 1)] += 1;
+                    match entry.breaker.idle_in() {
+                        Some(Duration::ZERO) if Arc::strong_count(&entry.breaker) == 1 => {
+                            ages[(age(entry) as usize).min(AGES - 1)] += 1;
                         }
                         // Held by a call (it may end at any time), or forced.
                         Some(Duration::ZERO) | None => {}
@@ -200,30 +200,30 @@ impl Inner {
                 if at >= table.slots() {
                     break;
                 }
-                for (_, breaker) in table.entries_in(at..at + SWEEP_CHUNK) {
+                for entry in table.entries_in(at..at + SWEEP_CHUNK) {
                     // A tombstone: evicted already.
-                    if breaker.evicted.load(Ordering::Relaxed) {
+                    if entry.is_evicted() {
                         continue;
                     }
-                    let a = age(breaker);
+                    let a = age(entry);
                     let goes = a >= min_age
                         && (a != min_age || of_min_age > 0)
-                        && Arc::strong_count(breaker) == 1
-                        && breaker.idle_in() == Some(Duration::ZERO);
+                        && Arc::strong_count(&entry.breaker) == 1
+                        && entry.breaker.idle_in() == Some(Duration::ZERO);
                     if !goes {
                         continue;
                     }
-                    breaker.evicted.store(true, Ordering::Relaxed);
+                    entry.mark();
                     fence(Ordering::SeqCst);
-                    if Arc::strong_count(breaker) != 1 {
+                    if Arc::strong_count(&entry.breaker) != 1 {
                         // A lookup took it meanwhile: it stays.
-                        breaker.evicted.store(false, Ordering::Relaxed);
+                        entry.unmark();
                         continue;
                     }
                     if a == min_age {
                         of_min_age -= 1;
                     }
-                    gone.push(breaker.clone());
+                    gone.push(entry.breaker.clone());
                 }
                 self.live.fetch_sub(gone.len(), Ordering::Relaxed);
             }
@@ -257,7 +257,7 @@ impl Inner {
                 return;
             }
             let old = self.table.load_full();
-            let copy = Arc::new(old.copy(live, self.config.load().max_keys));
+            let copy = Arc::new(old.copy(live, self.config.load().max_keys, &self.hasher));
             self.table.store(copy);
             writer.set = live;
             writer.version += 1;

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use crate::breaker::breaker::Breaker;
 use crate::breaker::builder::Config;
-use table::Table;
+use table::{Entry, Table};
 
 /// A family of breakers with one configuration and one breaker per key.
 ///
@@ -128,16 +128,20 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `breaker`, unless a sweep is evicting it. The fence pairs with the one in [`Inner::sweep`]:
-/// either the sweep sees this holder (and keeps the breaker) or this sees the sweep's mark.
-fn unless_evicted(breaker: &Arc<Breaker>) -> Option<Arc<Breaker>> {
-    let breaker = breaker.clone();
+/// `entry`'s breaker, unless a sweep is evicting it. The fence pairs with the one in
+/// [`Inner::sweep`]: either the sweep sees this holder (and keeps the breaker) or this sees the
+/// sweep's mark.
+#[inline]
+fn unless_evicted(entry: &Entry) -> Option<Arc<Breaker>> {
+    let breaker = entry.breaker.clone();
     fence(Ordering::SeqCst);
-    (!breaker.evicted.load(Ordering::Relaxed)).then_some(breaker)
+    (!entry.is_evicted()).then_some(breaker)
 }
 
 /// Drops a table that was replaced, once the lookups still reading it are done (they hold it
 /// for one probe), so that the references it holds are dropped here rather than on their path.
+/// A reader that holds it longer (an iteration over [`KeyedBreaker::breakers`], say) drops it
+/// instead; until then its breakers count one holder more, so no sweep evicts them.
 fn retire(old: Arc<Table>) {
     for _ in 0..1_000 {
         if Arc::strong_count(&old) == 1 {
@@ -193,11 +197,7 @@ impl KeyedBreaker {
     fn breaker_for(&self, key: &str) -> Arc<Breaker> {
         let inner = &*self.inner;
         let hash = inner.hasher.hash_one(key.as_bytes());
-        if let Some(breaker) = self.held(hash, key.as_bytes()) {
-            let generation = inner.generation.load(Ordering::Relaxed);
-            if breaker.seen.load(Ordering::Relaxed) != generation {
-                breaker.seen.store(generation, Ordering::Relaxed);
-            }
+        if let Some(breaker) = self.held(hash, key.as_bytes(), true) {
             let hits = HITS.with(|h| {
                 let n = h.get().wrapping_add(1);
                 h.set(n);
@@ -211,29 +211,46 @@ impl KeyedBreaker {
         self.insert(key, hash)
     }
 
-    /// The breaker the family holds for `key` (of hash `hash`), if any. Lock-free, unless a
-    /// breaker of the key carries an eviction mark that a sweep may yet lift: then the writer
-    /// lock, under which no mark changes, settles it.
+    /// The breaker the family holds for `key` (of hash `hash`), if any, recorded as used now
+    /// when `use_it`. Lock-free, unless an entry of the key carries an eviction mark that a
+    /// sweep may yet lift: then the writer lock, under which no mark changes, settles it.
     #[inline]
-    fn held(&self, hash: u64, key: &[u8]) -> Option<Arc<Breaker>> {
+    fn held(&self, hash: u64, key: &[u8], use_it: bool) -> Option<Arc<Breaker>> {
         let inner = &*self.inner;
         let mut marked = false;
-        if let Some(breaker) = inner.table.load().find(hash, key, &mut marked) {
-            match unless_evicted(breaker) {
-                Some(breaker) => return Some(breaker),
-                None => marked = true,
+        {
+            let table = inner.table.load();
+            if let Some(entry) = table.find(hash, key, &mut marked) {
+                if let Some(breaker) = unless_evicted(entry) {
+                    if use_it {
+                        entry.used_in(inner.generation.load(Ordering::Relaxed));
+                    }
+                    return Some(breaker);
+                }
+                marked = true;
             }
         }
         if !marked {
             return None;
         }
         let _writer = lock(&inner.writer);
-        inner.table.load().find(hash, key, &mut marked).cloned()
+        let table = inner.table.load();
+        let entry = table.find(hash, key, &mut marked)?;
+        if use_it {
+            entry.used_in(inner.generation.load(Ordering::Relaxed));
+        }
+        Some(entry.breaker.clone())
     }
 
     /// The breaker for `key` if it exists, without creating one.
     pub fn get<K: BreakerKey + ?Sized>(&self, key: &K) -> Option<Arc<Breaker>> {
-        key.with_text(|key| self.held(self.inner.hasher.hash_one(key.as_bytes()), key.as_bytes()))
+        key.with_text(|key| {
+            self.held(
+                self.inner.hasher.hash_one(key.as_bytes()),
+                key.as_bytes(),
+                false,
+            )
+        })
     }
 
     /// The family's name.
@@ -246,9 +263,9 @@ impl KeyedBreaker {
     pub(crate) fn reconfigure(&self, config: Arc<Config>) {
         let max_keys = config.max_keys;
         self.inner.config.store(config.clone());
-        for (_, breaker) in self.inner.table.load_full().entries() {
-            if !breaker.evicted.load(Ordering::Relaxed) {
-                breaker.reconfigure(config.clone());
+        for entry in self.inner.table.load_full().entries() {
+            if !entry.is_evicted() {
+                entry.breaker.reconfigure(config.clone());
             }
         }
         // A lowered `max_keys` holds at once for the keys that hold nothing worth keeping; the
@@ -279,9 +296,9 @@ impl KeyedBreaker {
             .table
             .load_full()
             .entries()
-            .filter(|(_, b)| !b.evicted.load(Ordering::Relaxed))
-            .filter_map(|(_, b)| {
-                let b = unless_evicted(b)?;
+            .filter(|entry| !entry.is_evicted())
+            .filter_map(|entry| {
+                let b = unless_evicted(entry)?;
                 Some((b.key.as_ref()?.to_arc(), b))
             })
             .collect()
@@ -331,7 +348,8 @@ impl KeyedBreaker {
         let mut table = inner.table.load_full();
         // Under the lock no sweep marks a breaker: a marked one is evicted.
         if let Some(held) = table.find(hash, key.as_bytes(), &mut false) {
-            return Insert::Held(held.clone());
+            held.used_in(inner.generation.load(Ordering::Relaxed));
+            return Insert::Held(held.breaker.clone());
         }
         let live = inner.live.load(Ordering::Relaxed);
         if live >= config.max_keys {
@@ -339,16 +357,17 @@ impl KeyedBreaker {
         }
         let mut old = None;
         if !table.has_room(writer.set) {
-            let copy = Arc::new(table.copy(live + 1, config.max_keys));
+            let copy = Arc::new(table.copy(live + 1, config.max_keys, &inner.hasher));
             inner.table.store(copy.clone());
             writer.set = live;
             writer.version += 1;
             old = Some(std::mem::replace(&mut table, copy));
         }
-        fresh
-            .seen
-            .store(inner.generation.load(Ordering::Relaxed), Ordering::Relaxed);
-        table.place(hash, fresh.clone());
+        table.place(
+            hash,
+            fresh.clone(),
+            inner.generation.load(Ordering::Relaxed),
+        );
         writer.set += 1;
         inner.live.store(live + 1, Ordering::Relaxed);
         Insert::Placed(old)
