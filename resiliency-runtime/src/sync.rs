@@ -2,6 +2,6 @@
 //! that the loom models (`breaker/loom.rs`) explore every interleaving of them.
 
 #[cfg(resiliency_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64};
+pub(crate) use loom::sync::atomic::AtomicU64;
 #[cfg(not(resiliency_loom))]
-pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64};
+pub(crate) use std::sync::atomic::AtomicU64;

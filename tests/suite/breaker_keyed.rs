@@ -552,8 +552,8 @@ fn concurrent_inserts_never_exceed_max_keys() {
 
 /// A full family that keeps taking new keys (each evicting old ones to make room) stays as fast
 /// as it started: 16 times its `max_keys` in new keys, each key's insert well under a millisecond
-/// on average. (Evicted keys leave tombstones in the map's table; without fresh copies of the
-/// table, inserts came to probe all of it and a churning family stopped.)
+/// on average. (Evicted keys leave tombstones in the family's table; without fresh copies of
+/// the table, inserts came to probe all of it and a churning family stopped.)
 #[test]
 fn a_full_family_taking_new_keys_for_ever_stays_fast() {
     let family = resiliency::Breaker::builder("keyed::churn")
@@ -574,4 +574,197 @@ fn a_full_family_taking_new_keys_for_ever_stays_fast() {
         .expect("16 x 4096 new keys in a full family within 30 s");
     let per_key = took / (16 * 4096);
     assert!(per_key < Duration::from_millis(1), "{per_key:?} per key");
+}
+
+/// What a family was asked, for the model below.
+#[derive(Clone, Debug)]
+enum KeyOp {
+    /// `breaker(key)`; the breaker is kept (as a call in flight holds it) when `hold`.
+    Lookup { key: usize, hold: bool },
+    /// `get(key)`.
+    Get { key: usize },
+    /// Drops the breakers held for `key`.
+    Release { key: usize },
+    /// `evict_idle()` twice, with no lookup in between: every key not held goes.
+    EvictIdle,
+}
+
+fn key_op(keys: usize) -> impl proptest::strategy::Strategy<Value = KeyOp> {
+    use proptest::prelude::*;
+    prop_oneof![
+        6 => (0..keys, any::<bool>()).prop_map(|(key, hold)| KeyOp::Lookup { key, hold }),
+        2 => (0..keys).prop_map(|key| KeyOp::Get { key }),
+        2 => (0..keys).prop_map(|key| KeyOp::Release { key }),
+        1 => Just(KeyOp::EvictIdle),
+    ]
+}
+
+/// Keys of any bytes, around the length a breaker keeps in place and far past it, under any
+/// mix of lookups, holds and evictions, in a family small enough to fill: no panic, a key's
+/// breaker names it, a key keeps one breaker until it is evicted, a held breaker is never evicted
+/// (its key's lookups keep getting it), and the family holds at most `max_keys` keys, each once.
+#[test]
+fn keyed_lookups_and_evictions_follow_the_model_for_any_keys() {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Weak};
+
+    // Same breaker: `kept` holds `Weak`s, which leave the strong count (that eviction reads)
+    // alone and keep the address from being reused.
+    let same = |a: &Arc<resiliency::Breaker>, b: &Weak<resiliency::Breaker>| {
+        std::ptr::eq(Arc::as_ptr(a), b.as_ptr())
+    };
+
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    const MAX_KEYS: usize = 6;
+    let key = prop_oneof![
+        "\\PC{0,30}",
+        any::<String>(),
+        "[a-z.-]{20,24}",
+        prop::collection::vec(any::<u8>(), 0..40)
+            .prop_map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+    ];
+    let case = prop::collection::vec(key, 1..12).prop_flat_map(|keys| {
+        let n = keys.len();
+        (Just(keys), prop::collection::vec(key_op(n), 1..80))
+    });
+    let mut runner = TestRunner::new(Config {
+        cases: 512,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&case, |(keys, ops)| {
+            let family = resiliency::Breaker::builder("keyed.model")
+                .max_keys(MAX_KEYS)
+                .build_keyed()
+                .unwrap();
+            // The breaker the family holds for a key, as last seen, and the ones held by "calls".
+            let mut kept: HashMap<&str, Weak<resiliency::Breaker>> = HashMap::new();
+            let mut held: HashMap<&str, Vec<Arc<resiliency::Breaker>>> = HashMap::new();
+            for op in &ops {
+                match *op {
+                    KeyOp::Lookup { key, hold } => {
+                        let key = keys[key].as_str();
+                        let got = family.breaker(key);
+                        prop_assert_eq!(got.key(), Some(key));
+                        if let Some(before) = kept.get(key) {
+                            prop_assert!(same(&got, before), "{:?} changed breaker", key);
+                        }
+                        // Kept, unless the family was full with nothing to evict.
+                        if family.get(key).is_some_and(|b| Arc::ptr_eq(&b, &got)) {
+                            kept.insert(key, Arc::downgrade(&got));
+                        }
+                        if hold {
+                            held.entry(key).or_default().push(got);
+                        }
+                    }
+                    KeyOp::Get { key } => {
+                        let key = keys[key].as_str();
+                        let got = family.get(key);
+                        prop_assert_eq!(got.is_some(), kept.contains_key(key), "{:?}", key);
+                        if let (Some(got), Some(before)) = (got, kept.get(key)) {
+                            prop_assert!(same(&got, before), "{:?}", key);
+                        }
+                    }
+                    KeyOp::Release { key } => {
+                        held.remove(keys[key].as_str());
+                    }
+                    KeyOp::EvictIdle => {
+                        family.evict_idle();
+                        family.evict_idle();
+                        for (key, breaker) in &kept {
+                            let in_call = held
+                                .get(key)
+                                .is_some_and(|calls| calls.iter().any(|call| same(call, breaker)));
+                            prop_assert_eq!(family.get(*key).is_some(), in_call, "{:?}", key);
+                        }
+                    }
+                }
+                // A key may go when room is made for another, or by `evict_idle`; never while a
+                // call holds its breaker.
+                let mut lost_in_call = None;
+                kept.retain(|key, breaker| {
+                    let still = family.get(*key).is_some_and(|b| same(&b, breaker));
+                    let in_call = held
+                        .get(key)
+                        .is_some_and(|calls| calls.iter().any(|call| same(call, breaker)));
+                    if !still && in_call {
+                        lost_in_call = Some(key.to_string());
+                    }
+                    still
+                });
+                prop_assert_eq!(lost_in_call, None, "a breaker held by a call was evicted");
+                prop_assert!(family.len() <= MAX_KEYS, "{} keys", family.len());
+                prop_assert_eq!(family.len(), kept.len());
+                let all = family.breakers();
+                prop_assert_eq!(all.len(), kept.len());
+                for (key, breaker) in &all {
+                    prop_assert_eq!(breaker.key(), Some(&**key));
+                    prop_assert!(
+                        kept.get(&**key).is_some_and(|b| same(breaker, b)),
+                        "{:?} held but not in the model",
+                        key
+                    );
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// Lookups of held keys racing inserts that copy the table again and again (a small family
+/// taking new keys for ever, evicting to make room) and sweeps: a held key's lookups always get
+/// its breaker, and the family stays within `max_keys`.
+#[test]
+fn lookups_racing_table_copies_keep_each_held_key_on_its_breaker() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    const MAX_KEYS: usize = 64;
+    let family = Arc::new(
+        resiliency::Breaker::builder("keyed.race_copy")
+            .max_keys(MAX_KEYS)
+            .build_keyed()
+            .unwrap(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let (family, stop) = (family.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                drop(family.breaker(&format_args!("churn-{n}")));
+                if n.is_multiple_of(256) {
+                    family.evict_idle();
+                }
+                assert!(family.len() <= MAX_KEYS, "{} keys", family.len());
+            }
+            n
+        })
+    };
+    let held: Vec<_> = (0..8)
+        .map(|i| {
+            let key = format!("held-{i}-{}", "x".repeat(i * 4));
+            let breaker = family.breaker(key.as_str());
+            (key, breaker)
+        })
+        .collect();
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(1500) {
+        for (key, breaker) in &held {
+            let got = family.breaker(key.as_str());
+            assert!(Arc::ptr_eq(&got, breaker), "{key} got another breaker");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let inserted = churn.join().unwrap();
+    assert!(inserted > 1000, "only {inserted} churned keys");
+    for (key, breaker) in &held {
+        assert!(family
+            .get(key.as_str())
+            .is_some_and(|b| Arc::ptr_eq(&b, breaker)));
+    }
 }

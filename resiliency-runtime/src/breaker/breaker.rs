@@ -4,7 +4,7 @@
 //! layout in `word.rs`.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64 as Setting, AtomicU64 as Counter, Ordering};
+use std::sync::atomic::{AtomicU64 as Setting, AtomicU64 as Counter, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,8 +16,9 @@ use super::disabled::disabled;
 use super::events;
 use super::window::Window;
 use super::word::*;
+use super::Key;
 use crate::rejected::Circuit;
-use crate::sync::{AtomicU32, AtomicU64};
+use crate::sync::AtomicU64;
 
 /// The state of a breaker, as [`Breaker::state`] reports it and [`StateChange`](super::StateChange)
 /// events carry it.
@@ -122,7 +123,8 @@ pub struct Snapshot {
 /// ```
 pub struct Breaker {
     name: Arc<str>,
-    key: Option<Arc<str>>,
+    /// A keyed family's breakers: the key, which the family's lookups compare.
+    pub(crate) key: Option<Key>,
     /// The options in force, swapped whole when the settings change.
     pub(super) config: ArcSwap<Config>,
     base: Instant,
@@ -146,11 +148,6 @@ pub struct Breaker {
     pub(super) half_open_timeout_ns: Setting,
     /// `slow_call_duration` in ns, 0 for none: read with the time limits.
     pub(super) slow_call_ns: Setting,
-    /// Keyed breakers: the eviction generation in which this breaker was last used.
-    pub(crate) seen: AtomicU32,
-    /// Keyed breakers: set by a sweep about to evict this breaker (and cleared again if a
-    /// lookup holds it); a lookup that sees it set looks again.
-    pub(crate) evicted: AtomicBool,
     pub(crate) meter: super::meter::Meter,
 }
 
@@ -160,14 +157,14 @@ impl Breaker {
         BreakerBuilder::new(name)
     }
 
-    pub(crate) fn new(config: Arc<Config>, key: Option<Arc<str>>) -> Self {
+    pub(crate) fn new(config: Arc<Config>, key: Option<Key>) -> Self {
         Self::of_family(config, key, None)
     }
 
     /// A breaker of `family` (its handles shared), or a breaker of its own.
     pub(crate) fn of_family(
         config: Arc<Config>,
-        key: Option<Arc<str>>,
+        key: Option<Key>,
         family: Option<&super::keyed::Family>,
     ) -> Self {
         let window = Window::new(config.rule, nanos(config.window));
@@ -187,8 +184,6 @@ impl Breaker {
             epochs: Counter::new(0),
             last_error: AtomicU64::new(0),
             window,
-            seen: AtomicU32::new(0),
-            evicted: AtomicBool::new(false),
         };
         breaker.hot_settings(&config);
         breaker

@@ -196,7 +196,7 @@ pub(crate) fn changed(breaker: &Breaker, from: State, to: State, cause: Option<O
     let circuit = breaker.circuit();
     let change = StateChange {
         name: circuit.name,
-        key: circuit.key,
+        key: circuit.key.map(|key| key.to_arc()),
         from,
         to,
         cause,

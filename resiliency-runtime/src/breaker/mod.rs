@@ -144,9 +144,10 @@
 //!   re-opens, its slot comes back) and the panic goes on. `timeout` and `half_open_timeout`
 //!   cannot interrupt them and do not apply to them.
 //! * **Keyed families** never evict a breaker that calls in flight still hold: their outcomes land
-//!   on the breaker that the key's later calls use. A lookup racing a sweep never gets a breaker
-//!   the family no longer holds, and concurrent inserts never take it past `max_keys`. At most
-//!   one eviction sweep waits at a time.
+//!   on the breaker that the key's later calls use. A lookup racing a sweep, or inserts that copy
+//!   the family's table, never gets a breaker the family no longer holds, and concurrent inserts
+//!   never take it past `max_keys`. Keys of any text never panic. At most one eviction sweep
+//!   waits at a time.
 //! * **Settings**: `error_threshold`, `success_threshold` and `half_open_calls` are at most 65535;
 //!   the count rule's ring of error times (8 bytes per unit of `error_threshold`) is allocated at a
 //!   breaker's first error.
@@ -203,5 +204,6 @@ pub(crate) use builder::capacity_error_timeout;
 pub use builder::BreakerBuilder;
 pub use disabled::disabled;
 pub use events::{subscribe, unsubscribe, OpenCause, StateChange, SubscriptionId};
+pub(crate) use keyed::Key;
 pub use keyed::{BreakerKey, KeyedBreaker};
 pub use registry::{get, get_keyed, names};

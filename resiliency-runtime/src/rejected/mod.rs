@@ -126,7 +126,7 @@ impl BusySignal {
 #[derive(Clone, Debug)]
 pub(crate) struct Circuit {
     pub(crate) name: Arc<str>,
-    pub(crate) key: Option<Arc<str>>,
+    pub(crate) key: Option<crate::breaker::Key>,
 }
 
 impl fmt::Display for Circuit {

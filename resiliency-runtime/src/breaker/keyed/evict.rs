@@ -1,7 +1,7 @@
 //! Eviction in a keyed family: the generation that advances as time passes, the sweeps that
 //! evict idle keys (on the blocking pool when a tokio runtime is at hand, one queued at a time),
-//! room made when the family is full, and the map replaced by a smaller copy when eviction leaves
-//! it mostly empty.
+//! room made when the family is full, and the table replaced by a copy without the evicted keys
+//! when they outnumber the live ones.
 
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
@@ -9,11 +9,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::breaker::breaker::Breaker;
+use super::table::Entry;
 
-use super::{
-    new_map, Inner, KeyedBreaker, IDLE_GENERATIONS, ROOM_RECHECK, SHRINK_BELOW, SHRINK_FROM,
-};
+use super::{lock, retire, Inner, KeyedBreaker, IDLE_GENERATIONS, ROOM_RECHECK};
 
 impl KeyedBreaker {
     /// Evicts, now, every key unused since the sweep before the previous one whose breaker
@@ -30,8 +28,10 @@ impl KeyedBreaker {
     pub(super) fn tick(&self, now: Instant) {
         let period = self.inner.period();
         let elapsed = {
-            let Ok(mut clock) = self.inner.clock.try_lock() else {
-                return;
+            let mut clock = match self.inner.clock.try_lock() {
+                Ok(clock) => clock,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return,
             };
             let last = *clock.tick.get_or_insert(now);
             let periods = now.saturating_duration_since(last).as_nanos() / period.as_nanos();
@@ -65,7 +65,7 @@ impl KeyedBreaker {
     /// key may have become evictable.
     pub(super) fn make_room(&self, now: Instant) {
         {
-            let clock = self.inner.clock.lock().unwrap_or_else(|e| e.into_inner());
+            let clock = lock(&self.inner.clock);
             if clock.next_room.is_some_and(|at| now < at) {
                 return;
             }
@@ -79,7 +79,7 @@ impl KeyedBreaker {
         let inner = &*self.inner;
         let max_keys = inner.config.load().max_keys;
         // A lowered `max_keys`: the keys past it go too, so that the bound holds again.
-        let excess = inner.held.load(Ordering::Acquire).saturating_sub(max_keys);
+        let excess = inner.live.load(Ordering::Relaxed).saturating_sub(max_keys);
         let target = (max_keys / 32).max(1) + excess;
         let mut next = None;
         let evicted = inner.sweep(
@@ -95,8 +95,7 @@ impl KeyedBreaker {
                 .unwrap_or(ROOM_RECHECK)
                 .min(ROOM_RECHECK)
                 .min(inner.period());
-            let mut clock = inner.clock.lock().unwrap_or_else(|e| e.into_inner());
-            clock.next_room = Some(now + recheck);
+            lock(&inner.clock).next_room = Some(now + recheck);
         }
     }
 }
@@ -133,28 +132,32 @@ impl Inner {
 
     /// Moves the generation on by `advance` and evicts what `mode` says.
     ///
-    /// A breaker that anything outside the map still holds is never evicted: a call in flight
+    /// A breaker that anything outside the table still holds is never evicted: a call in flight
     /// holds its breaker, and its outcome must land on the breaker that the key's next calls use.
+    /// The table is swept in chunks of slots, each under the writer lock, so that an insert waits
+    /// for one chunk at most; a sweep that finds the table replaced by a copy (which holds no
+    /// evicted key) starts again on the copy, a few times at most.
     fn sweep(&self, advance: u32, mode: Sweep<'_>, queued: Option<Queued>) -> usize {
-        let _one_at_a_time = self.sweeping.lock().unwrap_or_else(|e| e.into_inner());
+        let _one_at_a_time = lock(&self.sweeping);
         // From here on, a tick that moves the generation queues the next sweep.
         drop(queued);
         let generation = self
             .generation
             .fetch_add(advance, Ordering::Relaxed)
             .wrapping_add(advance);
-        let age = |breaker: &Breaker| generation.wrapping_sub(breaker.seen.load(Ordering::Relaxed));
-        let map = self.map.load_full();
-        let map = map.pin();
+        let age = |entry: &Entry| entry.age(generation);
         // The youngest age that goes, and how many of that age may go (older ones all go).
         let (min_age, mut of_min_age) = match mode {
             Sweep::Idle => (IDLE_GENERATIONS, usize::MAX),
             Sweep::Room { target, next } => {
                 let mut ages = [0usize; AGES];
-                for (_, breaker) in map.iter() {
-                    match breaker.idle_in() {
-                        Some(Duration::ZERO) if Arc::strong_count(breaker) == 1 => {
-                            ages[(age(breaker) as usize).min(AGES - 1)] += 1;
+                for entry in self.table.load_full().entries() {
+                    if entry.is_evicted() {
+                        continue;
+                    }
+                    match entry.breaker.idle_in() {
+                        Some(Duration::ZERO) if Arc::strong_count(&entry.breaker) == 1 => {
+                            ages[(age(entry) as usize).min(AGES - 1)] += 1;
                         }
                         // Held by a call (it may end at any time), or forced.
                         Some(Duration::ZERO) | None => {}
@@ -178,77 +181,96 @@ impl Inner {
             }
         };
         let mut evicted = 0;
-        map.retain(|_, breaker| {
-            // Marked by this sweep already: a resize made the map offer it again.
-            if breaker.evicted.load(Ordering::Relaxed) {
-                return false;
+        let mut gone = Vec::new();
+        let mut version = lock(&self.writer).version;
+        let mut restarts = 0;
+        let mut at = 0;
+        loop {
+            {
+                let writer = lock(&self.writer);
+                let table = self.table.load();
+                if writer.version != version {
+                    if restarts == MAX_RESTARTS {
+                        break;
+                    }
+                    restarts += 1;
+                    version = writer.version;
+                    at = 0;
+                }
+                if at >= table.slots() {
+                    break;
+                }
+                for entry in table.entries_in(at..at + SWEEP_CHUNK) {
+                    // A tombstone: evicted already.
+                    if entry.is_evicted() {
+                        continue;
+                    }
+                    let a = age(entry);
+                    let goes = a >= min_age
+                        && (a != min_age || of_min_age > 0)
+                        && Arc::strong_count(&entry.breaker) == 1
+                        && entry.breaker.idle_in() == Some(Duration::ZERO);
+                    if !goes {
+                        continue;
+                    }
+                    entry.mark();
+                    fence(Ordering::SeqCst);
+                    if Arc::strong_count(&entry.breaker) != 1 {
+                        // A lookup took it meanwhile: it stays.
+                        entry.unmark();
+                        continue;
+                    }
+                    if a == min_age {
+                        of_min_age -= 1;
+                    }
+                    gone.push(entry.breaker.clone());
+                }
+                self.live.fetch_sub(gone.len(), Ordering::Relaxed);
             }
-            let a = age(breaker);
-            let goes = a >= min_age
-                && (a != min_age || of_min_age > 0)
-                && Arc::strong_count(breaker) == 1
-                && breaker.idle_in() == Some(Duration::ZERO);
-            if !goes {
-                return true;
+            // Out of the lock: the metrics recorder runs here.
+            evicted += gone.len();
+            for breaker in gone.drain(..) {
+                breaker.uncount();
             }
-            breaker.evicted.store(true, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
-            if Arc::strong_count(breaker) != 1 {
-                // A lookup took it meanwhile: it stays.
-                breaker.evicted.store(false, Ordering::Relaxed);
-                return true;
-            }
-            if a == min_age {
-                of_min_age -= 1;
-            }
-            breaker.uncount();
-            evicted += 1;
-            false
-        });
-        self.held.fetch_sub(evicted, Ordering::AcqRel);
-        self.removed.fetch_add(evicted, Ordering::Relaxed);
+            at += SWEEP_CHUNK;
+        }
         if evicted > 0 {
             let name = self.name.clone();
             // Emitted once no lock is held (a change of settings sweeps under the store's).
             crate::later::emit(
                 move || tracing::debug!(target: "resiliency::breaker", name = &*name, evicted, "evicted idle keys"),
             );
-            drop(map);
-            self.shrink();
+            self.compact();
         }
         evicted
     }
 
-    /// Replaces the map by a copy sized for what it holds, when eviction left it holding at
-    /// most 1/`SHRINK_BELOW` of its peak (a map keeps the table of its peak otherwise), or when
-    /// the keys removed since the last copy reach half its peak: a removed key leaves a
-    /// tombstone in papaya's table, and a family that keeps evicting to make room for new keys
-    /// would otherwise fill its table with them until every insert probes the whole table. The
-    /// caller holds `sweeping`.
-    fn shrink(&self) {
-        let len = self.map.load().len();
-        let peak = self.peak.load(Ordering::Relaxed);
-        let small = peak >= SHRINK_FROM && len <= peak / SHRINK_BELOW;
-        let tombstones = self.removed.load(Ordering::Relaxed) >= peak.max(SHRINK_FROM) / 2;
-        if !small && !tombstones {
-            return;
-        }
-        let _no_insert = self.inserting.write().unwrap_or_else(|e| e.into_inner());
-        let old = self.map.load_full();
-        let fresh = new_map();
-        {
-            let (old, pinned) = (old.pin(), fresh.pin());
-            for (key, breaker) in old.iter() {
-                if !breaker.evicted.load(Ordering::Relaxed) {
-                    pinned.insert(key.clone(), breaker.clone());
-                }
+    /// Replaces the table by a copy without the evicted keys' tombstones, sized for the live
+    /// ones, when the evicted keys outnumber the live ones: a tombstone keeps its breaker's
+    /// memory, and lengthens the probes that pass it, until the table is copied. The caller holds
+    /// `sweeping`.
+    fn compact(&self) {
+        let old = {
+            let mut writer = lock(&self.writer);
+            let live = self.live.load(Ordering::Relaxed);
+            if writer.set - live < live.max(1) {
+                return;
             }
-        }
-        self.peak.store(fresh.len(), Ordering::Relaxed);
-        self.removed.store(0, Ordering::Relaxed);
-        self.map.store(Arc::new(fresh));
+            let old = self.table.load_full();
+            let copy = Arc::new(old.copy(live, self.config.load().max_keys, &self.hasher));
+            self.table.store(copy);
+            writer.set = live;
+            writer.version += 1;
+            old
+        };
+        retire(old);
     }
 }
+
+/// Slots swept under one hold of the writer lock.
+const SWEEP_CHUNK: usize = 4096;
+/// Times a sweep starts again on a copy of the table made meanwhile.
+const MAX_RESTARTS: u32 = 4;
 
 #[cfg(test)]
 mod tests {

@@ -160,3 +160,97 @@ impl fmt::Write for KeyText {
         Ok(())
     }
 }
+
+/// A key as a breaker of a family holds it: in place when it is short (most host names,
+/// addresses and ids), so that a lookup compares it on the line it reads anyway; behind an
+/// `Arc<str>` otherwise.
+#[derive(Clone)]
+pub(crate) struct Key(Repr);
+
+/// Bytes a key keeps in place: a `Key` is then as large as an `Option<Arc<str>>` and a word.
+const INLINE: usize = 22;
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Shared(Arc<str>),
+}
+
+impl Key {
+    pub(crate) fn new(text: &str) -> Key {
+        match u8::try_from(text.len()) {
+            Ok(len) if text.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..text.len()].copy_from_slice(text.as_bytes());
+                Key(Repr::Inline { len, bytes })
+            }
+            _ => Key(Repr::Shared(Arc::from(text))),
+        }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Shared(text) => text.as_bytes(),
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        match &self.0 {
+            // Only whole `&str`s are ever copied in, so the bytes are UTF-8.
+            Repr::Inline { .. } => std::str::from_utf8(self.as_bytes()).unwrap_or_default(),
+            Repr::Shared(text) => text,
+        }
+    }
+
+    pub(crate) fn to_arc(&self) -> Arc<str> {
+        match &self.0 {
+            Repr::Inline { .. } => Arc::from(self.as_str()),
+            Repr::Shared(text) => text.clone(),
+        }
+    }
+}
+
+impl From<&str> for Key {
+    fn from(text: &str) -> Key {
+        Key::new(text)
+    }
+}
+
+impl std::ops::Deref for Key {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_three_words_and_keeps_its_text_whatever_its_length() {
+        assert_eq!(std::mem::size_of::<Key>(), 24);
+        for len in [0, 1, INLINE - 1, INLINE, INLINE + 1, 300] {
+            let text: String = "é-".repeat(len).chars().take(len).collect();
+            let key = Key::new(&text);
+            assert_eq!(key.as_str(), text);
+            assert_eq!(key.as_bytes(), text.as_bytes());
+            assert_eq!(&*key.to_arc(), text);
+            assert_eq!(key.to_string(), text);
+        }
+    }
+}
