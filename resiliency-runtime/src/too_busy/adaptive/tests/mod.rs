@@ -447,3 +447,101 @@ fn matrix() {
         eprintln!("{r}");
     }
 }
+
+/// The mean of the limits published from `a` to `b` s (each window's, weighted by how long it
+/// stood).
+fn mean_limit(run: &Run, (a, b): (f64, f64)) -> f64 {
+    let mut at = a;
+    let mut current = run
+        .limits
+        .iter()
+        .take_while(|(t, _)| *t < a)
+        .last()
+        .map_or(f64::from(default_bounds().initial), |&(_, l)| f64::from(l));
+    let mut sum = 0.0;
+    for &(t, l) in run.limits.iter().filter(|(t, _)| (a..b).contains(t)) {
+        sum += current * (t - at);
+        (at, current) = (t, f64::from(l));
+    }
+    (sum + current * (b - at)) / (b - a)
+}
+
+/// A development aid: the shapes the HTTP benchmark runs, over its windows, worst of three
+/// seeds: `cargo test -p resiliency-runtime --lib adaptive::tests::shapes -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn shapes() {
+    let mut rows = Vec::new();
+    let mut row = |what: String, sc: &Scenario, window: (f64, f64), capacity: f64, slots: f64| {
+        let (mut g, mut p, mut l) = (f64::MAX, 0.0f64, 0.0f64);
+        for seed in SEEDS {
+            let run = simulate(sc, true, seed);
+            g = g.min(run.goodput(window.0, window.1) / capacity);
+            p = p.max(run.p99(window.0, window.1) / sc.shape.p99());
+            l = l.max(mean_limit(&run, window) / slots);
+        }
+        rows.push(format!(
+            "{what:28} goodput {:5.1}% p99 {p:5.2}x limit {l:5.2}x slots",
+            g * 100.0
+        ));
+    };
+    let lognormal = Shape::Lognormal {
+        median: 50.0,
+        sigma: 1.0,
+    };
+    for (name, shape, load) in [
+        ("constant", Shape::Constant(100.0), 2.0),
+        ("constant", Shape::Constant(100.0), 5.0),
+        ("bimodal", BIMODAL, 2.0),
+        ("bimodal", BIMODAL, 3.0),
+        ("bimodal", BIMODAL, 5.0),
+        ("lognormal50", lognormal, 3.0),
+    ] {
+        let (mut sc, cap) = pool(shape, load);
+        sc.secs = 8.0;
+        row(format!("pool {name} {load}x"), &sc, (1.0, 8.0), cap, 20.0);
+    }
+    for slots in [1, 2, 4] {
+        for load in [3.0, 5.0] {
+            let mut sc = Scenario::new(Shape::Constant(100.0), Some(slots), 0.0);
+            let cap = sc.capacity();
+            sc.rate = cap * load;
+            sc.secs = 8.0;
+            row(
+                format!("small {slots} slots {load}x"),
+                &sc,
+                (1.0, 8.0),
+                cap,
+                slots as f64,
+            );
+        }
+    }
+    let mut sc = Scenario::new(Shape::Constant(20.0), Some(4), 0.0);
+    sc.callers = Some(32);
+    sc.secs = 8.0;
+    let cap = sc.capacity();
+    row(
+        "blocking 4x20ms 32 callers".into(),
+        &sc,
+        (2.0, 8.0),
+        cap,
+        4.0,
+    );
+    for load in [2.0, 5.0] {
+        let (mut sc, cap) = pool(Shape::Constant(100.0), load);
+        sc.secs = 11.0;
+        sc.changes = vec![(4.0, Change::Slots(10)), (8.0, Change::Slots(20))];
+        row(format!("halving {load}x A"), &sc, (1.0, 4.0), cap, 20.0);
+        row(
+            format!("halving {load}x B"),
+            &sc,
+            (6.0, 8.0),
+            cap / 2.0,
+            10.0,
+        );
+        row(format!("halving {load}x C"), &sc, (9.0, 11.0), cap, 20.0);
+    }
+    for r in rows {
+        eprintln!("{r}");
+    }
+}

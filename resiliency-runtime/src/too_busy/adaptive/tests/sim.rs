@@ -109,7 +109,13 @@ pub(super) struct Scenario {
     pub(super) fail_fast: f64,
     pub(super) secs: f64,
     pub(super) changes: Vec<(f64, Change)>,
+    /// `Some(n)`: a closed loop of `n` callers instead of Poisson arrivals (`rate` unused), each
+    /// calling again as its call ends, or [`RETRY_NS`] after a refusal (blocking callers).
+    pub(super) callers: Option<usize>,
 }
+
+/// How long a closed-loop caller waits after a refusal before it calls again.
+pub(super) const RETRY_NS: u64 = 1_000_000;
 
 impl Scenario {
     pub(super) fn new(shape: Shape, slots: Option<usize>, rate: f64) -> Self {
@@ -120,6 +126,7 @@ impl Scenario {
             fail_fast: 0.0,
             secs: 20.0,
             changes: Vec::new(),
+            callers: None,
         }
     }
 
@@ -207,7 +214,10 @@ pub(super) fn simulate_within(scenario: &Scenario, bounds: Option<Bounds>, seed:
         seq += 1;
         events.push(Reverse((at, seq, EventBox(event))));
     };
-    push(&mut events, 1, Event::Arrive);
+    for caller in 0..scenario.callers.unwrap_or(1) {
+        push(&mut events, 1 + caller as u64, Event::Arrive);
+    }
+    let closed = scenario.callers.is_some();
     for &(at, change) in &scenario.changes {
         push(&mut events, (at * S) as u64, Event::Change(change));
     }
@@ -220,7 +230,7 @@ pub(super) fn simulate_within(scenario: &Scenario, bounds: Option<Bounds>, seed:
     while let Some(Reverse((now, _, EventBox(event)))) = events.pop() {
         match event {
             Event::Arrive => {
-                if now < end {
+                if now < end && !closed {
                     let gap = -rng.unit().ln() / rate * S;
                     push(&mut events, now + gap.max(1.0) as u64, Event::Arrive);
                 }
@@ -232,6 +242,9 @@ pub(super) fn simulate_within(scenario: &Scenario, bounds: Option<Bounds>, seed:
                         adaptive.refused();
                     }
                     run.refused.push(now as f64 / S);
+                    if closed && now < end {
+                        push(&mut events, now + RETRY_NS, Event::Arrive);
+                    }
                     continue;
                 }
                 in_flight += 1;
@@ -263,6 +276,9 @@ pub(super) fn simulate_within(scenario: &Scenario, bounds: Option<Bounds>, seed:
                     }
                 }
                 in_flight -= 1;
+                if closed && now < end {
+                    push(&mut events, now, Event::Arrive);
+                }
                 if c.failed {
                     continue;
                 }
