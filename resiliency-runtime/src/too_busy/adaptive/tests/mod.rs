@@ -545,3 +545,34 @@ fn shapes() {
         eprintln!("{r}");
     }
 }
+
+#[test]
+fn a_small_pool_started_near_its_slots_stays_within_three_times_them() {
+    // 1, 2 and 4 slots of 100 ms, offered 3 and 5 times what they serve, with `auto_min = 1` and
+    // `auto_initial` at the slots (what the docs advise where the capacity is known): the limit
+    // stays within 3 times the slots, and the slots stay busy (85%: a limit of one call on one
+    // slot leaves it idle from each call's end to the next arrival).
+    for slots in [1, 2, 4] {
+        for load in [3.0, 5.0] {
+            for seed in SEEDS {
+                let mut scenario = Scenario::new(Shape::Constant(100.0), Some(slots), 0.0);
+                let capacity = scenario.capacity();
+                scenario.rate = capacity * load;
+                let bounds = Bounds {
+                    min: 1,
+                    max: 1000,
+                    initial: slots as u32,
+                };
+                let run = simulate_within(&scenario, Some(bounds), seed);
+                let limit = mean_limit(&run, (2.0, 20.0));
+                let goodput = run.goodput(2.0, 20.0);
+                assert!(
+                    limit <= 3.0 * slots as f64 && goodput >= 0.85 * capacity,
+                    "{slots} slots at {load}x, seed {seed}: mean limit {limit:.1}, goodput \
+                     {goodput:.1}/s of {capacity:.1}, limits {:?}",
+                    run.limits(2.0, 20.0)
+                );
+            }
+        }
+    }
+}
