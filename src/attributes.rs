@@ -443,10 +443,14 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         ///
         /// A limit that starts above the dependency's capacity is brought down by the queue it makes,
         /// but the latency measured first then already held a queue: where service times are even and
-        /// the slots few (4 slots of exactly 20 ms below, started at 20), the limit settles around three
-        /// times the slots, a queue of a few holds, until probes (a window at a lower limit: after the
-        /// first 10 windows that pressed against the limit, then one in 50) find lower. Set
-        /// `auto_initial` near the capacity where it is known. A window
+        /// the slots few, the limit stays above them, a queue of a few holds, until probes (a window at
+        /// a lower limit: after the first 10 windows that pressed against the limit, then one in 50)
+        /// find lower. The fewer the slots, the longer that takes: a window needs calls to complete,
+        /// so on a pool of 1 or 2 slots each lasts seconds, and a limit started at the default 20
+        /// stays at many times the slots for many of them (4 slots of exactly 20 ms below, started at
+        /// 20, come down within a few seconds). Set `auto_initial` near the capacity where it is
+        /// known, and `auto_min` at or below it: started there, pools of 1 to 4 slots keep a limit
+        /// within three times their slots. A window
         /// whose calls stayed below half the limit never takes it below `auto_initial`, so a quiet
         /// service is never starved. The limit stays between `auto_min` and `auto_max`, and is read from
         /// code with
