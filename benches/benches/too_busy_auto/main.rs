@@ -47,8 +47,11 @@
 //! * `nocap-failing`: no capacity limit, lognormal holds, and a fifth of calls fail at once (502):
 //!   failures that are fast and unrelated to load must not be read as overload.
 //! * `pool-constant`: 20 slots held 100 ms (200/s), at 0.5x, 2x and 5x. `pool-bimodal`: 20 slots,
-//!   bimodal holds (146/s), at 2x and 5x. `pool-lognormal`: 20 slots, lognormal holds of median
-//!   50 ms (243/s), at 3x.
+//!   bimodal holds (146/s), at 2x, 3x and 5x. `pool-lognormal`: 20 slots, lognormal holds of
+//!   median 50 ms (243/s), at 3x.
+//! * `pool-1-slot`, `pool-2-slots` (both at 5x) and `pool-4-slots` (at 3x): a pool of a few slots
+//!   held 100 ms (10/s, 20/s, 40/s), where the default `auto_initial` (20) starts far above the
+//!   capacity and every window is long (few calls complete in it).
 //! * `pool-halving`: 20 slots held 100 ms, halved to 10 slots from 4 s to 8 s of an 11 s run, at
 //!   2x and 5x; phases A (measured 1–4 s), B (6–8 s: 2 s to adapt) and C (9–11 s).
 //! * `pool-slowdown`: 20 slots whose holds go from 100 ms to 200 ms at 4 s, for good, in a 10 s
@@ -56,6 +59,9 @@
 //!   calls in flight, but half the calls per second; phases A (measured 1–4 s) and B (7–10 s: 3 s
 //!   to adapt).
 //! * `pool-failing`: 20 slots held 100 ms, a fifth of calls fail at once, at 2x.
+//! * `pool-growing`: 10 slots held 100 ms that become 20 at 4 s, for good, in a 10 s run at 4x of
+//!   the first phase (2x of the grown one); phases A (measured 1–4 s) and B (6–10 s: 2 s to
+//!   adapt). A limit that only learned to cut would leave half the slots idle.
 //!
 //! # The server and the contenders
 //!
@@ -162,7 +168,8 @@
 //! * (a) no capacity limit, any shape, at most 500 req/s: goodput at least 95% of the unguarded
 //!   run's;
 //! * (b) pools of constant or mixed (bimodal) holds overloaded 2x to 5x (`pool-constant`,
-//!   `pool-bimodal`, `pool-halving`, `pool-slowdown`, `pool-failing`), in every phase: goodput
+//!   `pool-bimodal`, the small pools, `pool-halving`, `pool-slowdown`, `pool-failing`,
+//!   `pool-growing`), in every phase: goodput
 //!   at least 90% of capacity, accepted p99 at most 2.5x the unloaded p99, and at most the
 //!   accepted p99 of tower-acc's best in that phase (the algorithm with the highest goodput, within
 //!   2% of capacity the lowest p99);
@@ -170,7 +177,10 @@
 //!   the calls the unguarded run answered 200 (request by request, over the whole run; ours'
 //!   refusals in all are printed beside);
 //! * (d) permanent slowdown: back to 90% of the slowed capacity within 3 s of the change;
-//! * (e) capacity halving: followed within 2 s.
+//! * (e) capacity halving: followed within 2 s;
+//! * (f) pools of 1, 2 and 4 slots: the limit, its mean over the measured window, at most 3 times
+//!   the slots (goal (b) applies to them too);
+//! * (g) capacity grown: back to 90% of the grown capacity within 2 s.
 //!
 //! Then the checks per run (requests sent, how late the generator was, how long the run took to
 //! drain, the mean in flight and mean limit per phase window, tower-acc's one-limiter check), and

@@ -10,7 +10,7 @@ use crate::figures::{
     acc_best, mean_in, reference, reference_name, settled, Figures, LoadRuns, ScenarioRuns, TIE,
 };
 use crate::run::{Run, Sample, SAMPLE_EVERY, TIMEOUT, UNLOADED_LANES, UNLOADED_REQUESTS};
-use crate::scenario::{Change, Phase, Plan, Regime, Scenario};
+use crate::scenario::{Change, Phase, Plan, Regime, Scenario, SMALL_POOL_LIMIT_TIMES};
 use crate::server::{Contender, CONTENDERS, FIXED_HEADROOM};
 use crate::SEED;
 
@@ -252,6 +252,7 @@ pub(crate) fn goals(results: &[ScenarioRuns<'_>]) {
             goal_overload(result, runs, &mut rows);
             goal_false_refusals(result, runs, &mut rows);
             goal_change(result, runs, &mut rows);
+            goal_small_pool(result, runs, &mut rows);
         }
     }
     outln!("### Goals: `ours auto`\n");
@@ -394,6 +395,7 @@ fn goal_change(result: &ScenarioRuns<'_>, runs: &LoadRuns, rows: &mut Vec<Goal>)
     let time = settle_time(result, &change, runs.find(Contender::OursAuto));
     let goal = match s.regime {
         Regime::Slowdown => "(d) permanent slowdown: back to 90% of the slowed capacity",
+        Regime::Growing => "(g) capacity grown: back to 90% of the grown capacity",
         _ => "(e) capacity halved: goodput and p99 followed",
     };
     rows.push(Goal {
@@ -406,6 +408,35 @@ fn goal_change(result: &ScenarioRuns<'_>, runs: &LoadRuns, rows: &mut Vec<Goal>)
         ),
         bound: format!("<= {}", seconds(allowance)),
         ok: time.is_some_and(|t| t <= allowance),
+    });
+}
+
+/// (f) A pool of 1, 2 or 4 slots: the learned limit, its mean over the measured window, within
+/// `SMALL_POOL_LIMIT_TIMES` its slots.
+fn goal_small_pool(result: &ScenarioRuns<'_>, runs: &LoadRuns, rows: &mut Vec<Goal>) {
+    let s = result.scenario;
+    let Some(slots) = s.small_pool() else {
+        return;
+    };
+    let phase = s.first();
+    let limit = mean_in(runs.find(Contender::OursAuto), phase, |x| {
+        x.limit.map(f64::from)
+    });
+    let most = SMALL_POOL_LIMIT_TIMES * f64::from(slots);
+    rows.push(Goal {
+        goal: "(f) pools of 1, 2 and 4 slots: limit within 3x the slots",
+        case: case(s, runs, None),
+        measured: limit.map_or_else(
+            || "no limit sampled".into(),
+            |l| {
+                format!(
+                    "mean limit {l:.1} ({:.1}x {slots} slots)",
+                    l / f64::from(slots)
+                )
+            },
+        ),
+        bound: format!("<= {most:.0}"),
+        ok: limit.is_some_and(|l| l <= most),
     });
 }
 

@@ -6,8 +6,13 @@ use std::time::Duration;
 
 use crate::dependency::Shape;
 
-/// The slots of every pool (in its first phase).
+/// The slots of every pool (in its first phase), but the small ones.
 pub(crate) const POOL_SLOTS: u32 = 20;
+/// The slots of the small pools: each its own scenario, `pool-<n>-slots`.
+pub(crate) const SMALL_POOLS: [u32; 3] = [1, 2, 4];
+/// A small pool's learned limit, at most this many times its slots (its mean over the measured
+/// window).
+pub(crate) const SMALL_POOL_LIMIT_TIMES: f64 = 3.0;
 /// The share of calls that fail at once in the fast-failure scenarios.
 const FAIL_SHARE: f64 = 0.2;
 
@@ -33,6 +38,8 @@ pub(crate) enum Regime {
     Halving,
     /// A pool whose holds double mid-run, for good.
     Slowdown,
+    /// A pool whose slots double mid-run, for good.
+    Growing,
 }
 
 /// A stretch of a run with one state of the dependency; its figures are taken over the requests
@@ -140,6 +147,12 @@ impl Scenario {
         &self.phases[0]
     }
 
+    /// The slots of a small pool (goal (f)), `None` for the others.
+    pub(crate) fn small_pool(&self) -> Option<u32> {
+        let slots = self.first().slots?;
+        (self.regime == Regime::Pool && SMALL_POOLS.contains(&slots)).then_some(slots)
+    }
+
     /// Goal (b) applies: an overloaded pool (2x to 5x) of constant or mixed holds.
     pub(crate) fn overload_goal(&self, load: Load) -> bool {
         let even_or_mixed = matches!(self.shape, Shape::Constant(_) | Shape::Bimodal { .. });
@@ -228,6 +241,11 @@ fn matrix(k: f64, quick: bool) -> Vec<Scenario> {
     let lognormal = |median| Shape::LogNormal { median, sigma: 1.0 };
     let hundred = Shape::Constant(ms(100));
     let (x2, x3, x5) = (Load::Times(2.0), Load::Times(3.0), Load::Times(5.0));
+    // A pool of a few slots held 100 ms, at one load.
+    let small = |name, slots, load| Scenario {
+        loads: vec![load],
+        ..base(name, Regime::Pool, hundred, steady(Some(slots)))
+    };
     vec![
         unlimited("nocap-constant", Shape::Constant(ms(20))),
         Scenario {
@@ -254,8 +272,11 @@ fn matrix(k: f64, quick: bool) -> Vec<Scenario> {
         pooled("pool-constant", hundred, &[Load::Times(0.5), x2, x5], &[x2]),
         Scenario {
             plotted: Some(x5),
-            ..pooled("pool-bimodal", BIMODAL, &[x2, x5], &[x5])
+            ..pooled("pool-bimodal", BIMODAL, &[x2, x3, x5], &[x3, x5])
         },
+        small("pool-1-slot", SMALL_POOLS[0], x5),
+        small("pool-2-slots", SMALL_POOLS[1], x5),
+        small("pool-4-slots", SMALL_POOLS[2], x3),
         pooled("pool-lognormal", lognormal(ms(50)), &[x3], &[x3]),
         Scenario {
             phases: vec![
@@ -290,6 +311,21 @@ fn matrix(k: f64, quick: bool) -> Vec<Scenario> {
             fail_share: FAIL_SHARE,
             plotted: Some(x2),
             ..pooled("pool-failing", hundred, &[x2], &[x2])
+        },
+        Scenario {
+            phases: vec![
+                phase("A", 0.0, 4.0, 1.0, Some(POOL_SLOTS / 2), 1.0),
+                phase("B", 4.0, 10.0, 2.0, pool, 1.0),
+            ],
+            // 4x the first phase's capacity, 2x the grown one's.
+            loads: vec![Load::Times(4.0)],
+            plotted: Some(Load::Times(4.0)),
+            // 5 holds, as after a halving.
+            change: Some(Change {
+                phase: 1,
+                bin: ms(500),
+            }),
+            ..base("pool-growing", Regime::Growing, hundred, Vec::new())
         },
     ]
 }

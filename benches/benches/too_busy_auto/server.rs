@@ -146,7 +146,8 @@ macro_rules! run_slots {
 
 #[rustfmt::skip]
 run_slots!((max_in_flight = "auto");
-    s01 s02 s03 s04 s05 s06 s07 s08 s09 s10 s11 s12 s13 s14 s15 s16);
+    s01 s02 s03 s04 s05 s06 s07 s08 s09 s10 s11 s12 s13 s14 s15 s16
+    s17 s18 s19 s20 s21 s22);
 
 /// What tower-acc's algorithm did, as `Observed` records it.
 #[derive(Debug, Default)]
