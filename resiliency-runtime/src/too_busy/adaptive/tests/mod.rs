@@ -167,6 +167,39 @@ fn a_dependency_slower_for_good_is_followed_within_three_seconds() {
     }
 }
 
+/// Not met yet: where a queue stood as the holds doubled, the cut takes the queue away (the
+/// rate stays), so the window after it is no evidence of slower calls; each later window shows
+/// a queue against the old `base`, and the limit is cut below the slots window after window
+/// (lognormal 2x seed 1: 15.8 of 20 slots busy). Ignored until the rule meets it:
+/// `cargo test -p resiliency-runtime --lib adaptive::tests::a_skewed -- --ignored`.
+#[test]
+#[ignore]
+fn a_skewed_dependency_slower_for_good_keeps_its_slots_busy() {
+    // Lognormal and Pareto holds twice as long from 10 s on, with a queue in front of the
+    // slots as they slow: a cut on that queue must not be read as calls becoming slower, nor
+    // the next rise as a queue, window after window. From 13 s the slots are kept busy (how
+    // many calls they complete varies with the holds drawn, whatever the limit).
+    for (name, shape, load) in [
+        ("lognormal", POOL_SHAPES[2].1, 2.0),
+        ("lognormal", POOL_SHAPES[2].1, 5.0),
+        ("pareto", POOL_SHAPES[3].1, 5.0),
+    ] {
+        for seed in SEEDS {
+            let (mut scenario, capacity) = pool(shape, load);
+            scenario.changes = vec![(10.0, Change::Slower(2.0))];
+            let run = simulate(&scenario, true, seed);
+            let slowed = capacity / 2.0;
+            let (busy, goodput) = (run.busy(13.0, 20.0), run.goodput(13.0, 20.0));
+            assert!(
+                busy >= 0.9 * 20.0 && goodput >= 0.85 * slowed,
+                "{name} at {load}x, seed {seed}: {busy:.1} of 20 slots busy, {goodput:.1}/s of \
+                 {slowed:.1} from 13 s, limits {:?}",
+                run.limits(9.0, 20.0),
+            );
+        }
+    }
+}
+
 #[test]
 fn fast_failures_are_not_a_fast_dependency() {
     // A fifth of calls fail at once; the others are healthy. Nothing queues, so nothing the
