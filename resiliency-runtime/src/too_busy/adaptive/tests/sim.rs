@@ -145,6 +145,8 @@ pub(super) struct Run {
     /// The limit after each window (s, limit).
     pub(super) limits: Vec<(f64, u32)>,
     pub(super) whys: Vec<(f64, Why)>,
+    /// Slot-seconds held in each second of the run.
+    pub(super) busy: Vec<f64>,
 }
 
 impl Run {
@@ -172,6 +174,13 @@ impl Run {
             .collect();
         v.sort_by(f64::total_cmp);
         v[(v.len() * 99).div_ceil(100).max(1) - 1]
+    }
+
+    /// The mean number of busy slots from `a` to `b` s (whole seconds).
+    pub(super) fn busy(&self, a: f64, b: f64) -> f64 {
+        let seconds =
+            &self.busy[(a as usize).min(self.busy.len())..(b as usize).min(self.busy.len())];
+        seconds.iter().sum::<f64>() / (b - a)
     }
 
     pub(super) fn limits(&self, a: f64, b: f64) -> Vec<u32> {
@@ -227,7 +236,13 @@ pub(super) fn simulate_within(scenario: &Scenario, bounds: Option<Bounds>, seed:
     let (mut in_flight, mut busy) = (0u32, 0usize);
     let mut run = Run::default();
     let end = (scenario.secs * S) as u64;
+    run.busy = vec![0.0; scenario.secs.ceil() as usize + 1];
+    let mut last = 0u64;
     while let Some(Reverse((now, _, EventBox(event)))) = events.pop() {
+        // Slots held since the last event, counted in the second it started in.
+        let second = ((last as f64 / S) as usize).min(run.busy.len() - 1);
+        run.busy[second] += busy as f64 * (now - last) as f64 / S;
+        last = now;
         match event {
             Event::Arrive => {
                 if now < end && !closed {
