@@ -946,6 +946,32 @@ async fn raced(script: &Script) -> Result<u32, BoxError> {
     script.attempt().await
 }
 
+#[race_retry(retries = 2, after = "100ms", total = "450ms")]
+async fn raced_at_once(panics: bool) -> Result<u32, BoxError> {
+    assert!(!panics, "attempt 1 panics");
+    Ok(1)
+}
+
+/// A call whose attempt 1 answers at its first poll counts as an attempt, a success and a win of
+/// attempt 1 (one count on its path, in three series); one whose attempt 1 panics there, as an
+/// attempt alone.
+#[tokio::test(start_paused = true)]
+async fn race_counts_calls_answered_at_once_and_an_attempt_that_panics_at_once() {
+    install();
+    let name = format!("{}::raced_at_once", module_path!());
+    for _ in 0..3 {
+        assert_eq!(raced_at_once(false).await.unwrap(), 1);
+    }
+    let panicked = AssertUnwindSafe(raced_at_once(true)).catch_unwind().await;
+    assert!(panicked.is_err());
+    let seen = Seen::now();
+    assert_eq!(race_calls(&seen, &name, "success"), 3);
+    assert_eq!(race_calls(&seen, &name, "error"), 0);
+    assert_eq!(wins(&seen, &name, "1"), 3);
+    let attempts = seen.value(series::RACE_ATTEMPTS, &[("name", &name)]) as u64;
+    assert_eq!(attempts, 4);
+}
+
 fn race_calls(seen: &Seen, name: &str, outcome: &str) -> u64 {
     seen.value(series::RACE_CALLS, &[("name", name), ("outcome", outcome)]) as u64
 }

@@ -253,8 +253,9 @@ fn measure() {
         "A call adds to its thread's stripe of the site's counts (one cache line per stripe, \
          one stripe per thread here), never to the recorder's handles, which the exporter sets \
          from the stripes' sums once per `resiliency::metrics::EXPORT_PERIOD`: one add under \
-         `#[breaker]` and `#[too_busy]` (admitted, no `max_in_flight`), three under \
-         `#[race_retry]` (attempts, calls, wins by attempt 1), with or without a recorder.\n"
+         `#[breaker]` and `#[too_busy]` (admitted, no `max_in_flight`) and `#[race_retry]` \
+         (attempt 1 answered at its first poll, exported as an attempt, a success and a win of \
+         attempt 1), with or without a recorder.\n"
     );
     resiliency::metrics::flush();
     let rendered = handle.render();

@@ -1,6 +1,6 @@
 //! The time a guarded call has left, readable by its body: [`deadline`] and [`time_left`].
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -77,6 +77,11 @@ thread_local! {
     static STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
     /// ... and `AT` as it was before the limit was folded into it.
     static SAVED: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The `SAVED` and `STARTED` of the outer lazy scopes of nested ones, innermost last: kept
+    /// here rather than in the [`Scope`], so that a lazy scope is one byte the compiler keeps in
+    /// a register across the poll it wraps (scopes end in the reverse order they begin: each
+    /// lives within one poll).
+    static OUTERS: RefCell<Vec<Outer>> = const { RefCell::new(Vec::new()) };
 }
 
 /// No lazy limit.
@@ -113,8 +118,8 @@ pub(crate) struct Scope {
     kind: Kind,
 }
 
-// A tag of its own (not a niche in an outer scope's words), so that a lazy scope outside any
-// other is one byte the compiler keeps track of across the poll it wraps.
+// A tag of its own (not a niche in an outer scope's words), so that a lazy scope is one byte the
+// compiler keeps track of across the poll it wraps.
 #[derive(Debug)]
 #[repr(u8)]
 enum Kind {
@@ -125,8 +130,8 @@ enum Kind {
     /// A guard with a lazy limit, under no other lazy one: `LAZY` was `NONE`.
     Lazy,
     /// A guard with a lazy limit inside another guard's, whose limit is read by then (`LAZY` was
-    /// `FIXED`): that guard's saved `AT` and start.
-    NestedLazy { outer: Outer },
+    /// `FIXED`): that guard's saved `AT` and start are the last in `OUTERS`.
+    NestedLazy,
 }
 
 /// An outer lazy scope's saved `AT` and start.
@@ -157,27 +162,38 @@ impl Scope {
         // Without this thread's thread-locals (a destructor at its exit) nothing is put back.
         match LAZY.try_with(|lazy| lazy.replace(limit_ns.clamp(1, FIXED - 1))) {
             Ok(NONE) => Scope { kind: Kind::Lazy },
-            Ok(before) => Scope::nested_lazy(before),
-            Err(_) => Scope { kind: Kind::Done },
+            // Built here from a flag, rather than returned by the cold path: a `Scope` returned
+            // would come back through memory, and be read back after the poll it wraps.
+            Ok(before) if nested_lazy(before) => Scope {
+                kind: Kind::NestedLazy,
+            },
+            _ => Scope { kind: Kind::Done },
         }
     }
+}
 
-    /// A lazy scope inside another guard's lazy scope (`LAZY` was `before`).
-    #[cold]
-    fn nested_lazy(before: u64) -> Scope {
-        if before != FIXED {
-            // Read the outer limit now (this one is measured against it): `fix` works on the
-            // innermost, so the outer is put back for it, then this one in again.
-            let mine = LAZY.with(|lazy| lazy.replace(before));
-            fix(before);
-            LAZY.with(|lazy| lazy.set(mine));
-        }
-        let outer = (SAVED.with(Cell::get), STARTED.with(Cell::get));
-        Scope {
-            kind: Kind::NestedLazy { outer },
-        }
+/// A lazy scope begins inside another guard's lazy scope (`LAZY` was `before`): whether it
+/// applies (it does, but at the thread's exit).
+#[cold]
+#[inline(never)]
+fn nested_lazy(before: u64) -> bool {
+    if before != FIXED {
+        // Read the outer limit now (this one is measured against it): `fix` works on the
+        // innermost, so the outer is put back for it, then this one in again.
+        let mine = LAZY.with(|lazy| lazy.replace(before));
+        fix(before);
+        LAZY.with(|lazy| lazy.set(mine));
     }
+    let outer = (SAVED.with(Cell::get), STARTED.with(Cell::get));
+    let pushed = OUTERS.try_with(|outers| outers.borrow_mut().push(outer));
+    if pushed.is_err() {
+        // At this thread's exit: this limit does not apply, the outer one is as it was.
+        LAZY.with(|lazy| lazy.set(FIXED));
+    }
+    pushed.is_ok()
+}
 
+impl Scope {
     /// When a lazy scope's clock was started by a read of its deadline, if it was.
     #[cfg(test)]
     pub(crate) fn started(&self) -> Option<Instant> {
@@ -211,13 +227,25 @@ impl Scope {
                 Ok(FIXED) => Some(unfix(None)),
                 _ => None,
             },
-            Kind::NestedLazy { outer } => match LAZY.try_with(|lazy| lazy.replace(FIXED)) {
-                Ok(FIXED) => Some(unfix(Some(outer))),
-                _ => None,
-            },
+            Kind::NestedLazy => end_nested(),
         };
         self.kind = Kind::Done;
         started
+    }
+}
+
+/// A nested lazy scope ends: the outer one's saved words come back from `OUTERS`; returns its
+/// start, if its limit was read.
+#[cold]
+#[inline(never)]
+fn end_nested() -> Option<Instant> {
+    let outer = OUTERS
+        .try_with(|outers| outers.borrow_mut().pop())
+        .ok()
+        .flatten();
+    match LAZY.try_with(|lazy| lazy.replace(FIXED)) {
+        Ok(FIXED) => Some(unfix(outer)),
+        _ => None,
     }
 }
 
@@ -293,6 +321,32 @@ mod tests {
         }
         assert_eq!(outer.started(), Some(now));
         assert_eq!(deadline(), Some(now + Duration::from_secs(3)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn three_nested_lazy_scopes_each_get_their_start_back() {
+        let second = Duration::from_secs(1);
+        let outer = Scope::lazy(3_000_000_000);
+        tokio::time::advance(second).await;
+        let t1 = Instant::now();
+        assert_eq!(deadline(), Some(t1 + 3 * second));
+        let middle = Scope::lazy(10_000_000_000);
+        tokio::time::advance(second).await;
+        let t2 = Instant::now();
+        assert_eq!(deadline(), Some(t1 + 3 * second));
+        let inner = Scope::lazy(500_000_000);
+        tokio::time::advance(second).await;
+        let t3 = Instant::now();
+        assert_eq!(deadline(), Some(t3 + second / 2));
+        assert_eq!(inner.close(), Some(t3));
+        assert_eq!(deadline(), Some(t1 + 3 * second));
+        assert_eq!(middle.started(), Some(t2));
+        assert_eq!(middle.close(), Some(t2));
+        assert_eq!(outer.started(), Some(t1));
+        assert_eq!(deadline(), Some(t1 + 3 * second));
+        assert_eq!(outer.close(), Some(t1));
+        assert_eq!(deadline(), None);
+        assert!(OUTERS.with(|outers| outers.borrow().is_empty()));
     }
 
     #[test]

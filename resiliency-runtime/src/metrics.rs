@@ -124,6 +124,7 @@ mod striped;
 
 pub(crate) use export::{enroll, Count, Export, Level, Samples};
 pub use export::{flush, EXPORT_PERIOD};
+pub(crate) use striped::Striped;
 
 /// Calls through a breaker, by `outcome`: `success`, `error`, `ignored`, `refused`, `timed_out`.
 pub const BREAKER_CALLS: &str = "resiliency_breaker_calls_total";

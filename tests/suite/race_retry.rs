@@ -1027,6 +1027,28 @@ async fn a_burst_spends_the_floor_then_only_the_deposits() {
     assert_eq!(stats.budget_balance, 0.0, "{stats:?}");
 }
 
+#[race_retry(retries = 1, after = "100ms", total = "1s", budget = 0.1)]
+async fn deposited_on_threads() -> Result<u32, Error> {
+    Ok(1)
+}
+
+/// Calls on many threads deposit to the budget one batch of 16 calls at a time, each thread on
+/// its own part of it; what they deposited is counted whole wherever it is read (the balance, a
+/// withdrawal): 4 threads of 32 calls at 10% bank 12.8 tokens.
+#[test]
+fn deposits_from_many_threads_are_counted_whole() {
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..32 {
+                    assert_eq!(block_on_without_tokio(deposited_on_threads()).unwrap(), 1);
+                }
+            });
+        }
+    });
+    assert_eq!(stats("deposited_on_threads").budget_balance, 12.8);
+}
+
 #[race_retry(retries = 1, after = "100ms", total = "1s", backoff = "50ms")]
 async fn refused_early(probe: Arc<Probe>) -> Result<u32, Error> {
     probe.attempt().await

@@ -40,10 +40,18 @@ impl Count {
     }
 }
 
+impl Count {
+    /// Hands the recorder the total plus `more`, counted elsewhere (events a site counts once
+    /// for several series).
+    pub(crate) fn export_with(&self, more: u64) {
+        let total = self.count.total().wrapping_add(more);
+        quietly(|| self.handle.absolute(total));
+    }
+}
+
 impl Export for Count {
     fn export(&self) {
-        let total = self.count.total();
-        quietly(|| self.handle.absolute(total));
+        self.export_with(0);
     }
 }
 

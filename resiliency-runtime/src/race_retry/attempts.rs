@@ -6,6 +6,7 @@
 //! the race's drop then reports that attempt as panicked and cancels the others.
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -26,7 +27,7 @@ pub(super) const IDLE: u32 = 0;
 pub(super) const ENGINE: u32 = u32::MAX;
 
 /// An attempt after the first: boxed, as only calls that retry make one.
-struct Extra<Fut> {
+pub(super) struct Extra<Fut> {
     future: Option<Pin<Box<Fut>>>,
     number: u32,
     started: Instant,
@@ -69,7 +70,9 @@ pin_project! {
         retryable: P,
         #[pin]
         first: Option<Fut>,
-        extra: Vec<Extra<Fut>>,
+        // Freed by the race (`take_extra`) when it ends or is dropped while it races: only a
+        // call that races holds any, so that the drop of one that did not tests nothing here.
+        extra: ManuallyDrop<Vec<Extra<Fut>>>,
         pub(super) launched: u32,
         // Attempts whose future is held.
         pub(super) running: u32,
@@ -86,7 +89,7 @@ impl<M, Fut, P> Attempts<M, Fut, P> {
             make,
             retryable,
             first: None,
-            extra: Vec::new(),
+            extra: ManuallyDrop::new(Vec::new()),
             launched: 0,
             running: 0,
             busy: IDLE,
@@ -101,6 +104,11 @@ impl<M, Fut, P> Attempts<M, Fut, P> {
     /// Whose code ran, left `IDLE`.
     pub(super) fn take_busy(self: Pin<&mut Self>) -> u32 {
         std::mem::replace(self.project().busy, IDLE)
+    }
+
+    /// The extra attempts, left none: for the race to drop, when it ends or is dropped.
+    pub(super) fn take_extra(self: Pin<&mut Self>) -> Vec<Extra<Fut>> {
+        std::mem::take(&mut **self.project().extra)
     }
 
     /// Whether attempts may start (fewer than `attempts` have).

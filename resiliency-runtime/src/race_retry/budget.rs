@@ -13,12 +13,15 @@
 //! that calls on many threads do not all write one shared counter:
 //! a thread's withdrawal sees its own deposits at once, other threads' after at most `BATCH` of
 //! their calls (under a token and a half each at a 10% share), which only makes the bound tighter
-//! (as do the pending deposits of a thread that ends, which are lost). The counter they are
-//! written to has a cache line of its own: threads that write it do not slow down the reads of
-//! the policy's settings that every call makes.
+//! (as do the pending deposits of a thread that ends, which are lost). They are written to the
+//! thread's own stripe of the counter (`crate::thread_number`), each on a cache line of its own,
+//! made at the first write: threads that write them write no line another thread writes, nor the
+//! one holding the policy's settings that every call reads; a withdrawal sums the stripes.
 
 use std::cell::Cell;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Milli-tokens per token.
@@ -55,12 +58,21 @@ impl<T> std::ops::Deref for Padded<T> {
     }
 }
 
+/// Stripes of the deposits' counter: the next power of two of the CPUs available, from 2 to 16.
+fn stripes() -> Box<[Padded<AtomicU64>]> {
+    let cpus = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    (0..cpus.next_power_of_two().clamp(2, 16))
+        .map(|_| Padded(AtomicU64::new(0)))
+        .collect()
+}
+
 #[derive(Debug)]
 pub(crate) struct Budget {
     /// Milli-tokens deposited per call (`share * 1000`); 0 without a budget.
     deposit: AtomicU64,
-    /// Milli-tokens deposited so far (only grows: one `fetch_add` per call).
-    deposited: Padded<AtomicU64>,
+    /// Milli-tokens deposited so far, by stripe (a thread writes the one of its number); each
+    /// only grows, so their sum does. Made at the first write.
+    deposited: OnceLock<Box<[Padded<AtomicU64>]>>,
     /// Milli-tokens withdrawn so far, or written off above the bank's cap.
     spent: AtomicU64,
     /// The floor's bucket: `(ms of the last refill) << FLOOR_BITS | milli-tokens`.
@@ -73,7 +85,7 @@ impl Budget {
     pub(crate) const fn new(share: Option<f64>) -> Self {
         Budget {
             deposit: AtomicU64::new(deposit_of(share)),
-            deposited: Padded(AtomicU64::new(0)),
+            deposited: OnceLock::new(),
             spent: AtomicU64::new(0),
             floor: AtomicU64::new(FLOOR_CAP),
             floor_seen: AtomicU64::new(0),
@@ -123,8 +135,21 @@ impl Budget {
     fn add(&self, calls: u32) {
         let milli = u64::from(calls) * self.deposit.load(Relaxed);
         if milli > 0 {
-            self.deposited.fetch_add(milli, Relaxed);
+            let stripes = self.deposited.get_or_init(stripes);
+            // A power of two long, so the mask keeps every stripe in use.
+            let mine = crate::thread_number::this_thread() & (stripes.len() - 1);
+            stripes[mine].fetch_add(milli, Relaxed);
         }
+    }
+
+    /// Milli-tokens deposited so far: the sum of the stripes, read one after another. Each only
+    /// grows, so a later sum is never smaller.
+    fn deposited(&self) -> u64 {
+        self.deposited.get().map_or(0, |stripes| {
+            stripes
+                .iter()
+                .fold(0u64, |sum, stripe| sum.wrapping_add(stripe.load(Relaxed)))
+        })
     }
 
     /// Writes this thread's pending deposits to this budget, if they are for it.
@@ -145,7 +170,7 @@ impl Budget {
         self.flush();
         let mut spent = self.spent.load(Relaxed);
         loop {
-            let deposited = self.deposited.load(Relaxed);
+            let deposited = self.deposited();
             // Above the cap, the excess is written off first.
             let floor = deposited.saturating_sub(MAX_BANKED * TOKEN);
             let base = spent.max(floor);
@@ -164,7 +189,7 @@ impl Budget {
     }
 
     fn withdraw_floor(&self, now_ms: u64) -> bool {
-        let deposited = self.deposited.load(Relaxed);
+        let deposited = self.deposited();
         let seen = self.floor_seen.swap(deposited, Relaxed);
         let mut word = self.floor.load(Relaxed);
         loop {
@@ -194,7 +219,7 @@ impl Budget {
 
     /// Whole tokens banked now.
     pub(crate) fn balance(&self) -> f64 {
-        let deposited = self.deposited.load(Relaxed);
+        let deposited = self.deposited();
         let base = self
             .spent
             .load(Relaxed)
@@ -236,22 +261,22 @@ mod tests {
             b.deposit();
         }
         // Not written yet: pending on this thread.
-        assert_eq!(b.deposited.load(Relaxed), 0);
+        assert_eq!(b.deposited(), 0);
         // A call of another budget writes them.
         other.deposit();
-        assert_eq!(b.deposited.load(Relaxed), 500);
+        assert_eq!(b.deposited(), 500);
         for _ in 0..BATCH {
             b.deposit();
         }
         // A full batch is written at once.
-        assert_eq!(b.deposited.load(Relaxed), 500 + 1000 * BATCH as u64 / 10);
+        assert_eq!(b.deposited(), 500 + 1000 * BATCH as u64 / 10);
         // Ten pending deposits pay for a withdrawal on this thread.
         for _ in 0..10 {
             b.deposit();
         }
         assert!(b.withdraw(t));
         // Another thread's pending deposits are not seen until they are written.
-        let before = other.deposited.load(Relaxed);
+        let before = other.deposited();
         std::thread::spawn(move || {
             for _ in 0..10 {
                 other.deposit();
@@ -259,7 +284,34 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert_eq!(other.deposited.load(Relaxed), before);
+        assert_eq!(other.deposited(), before);
+    }
+
+    #[test]
+    fn threads_write_their_own_stripes_and_a_withdrawal_sums_them() {
+        let b = leak(Budget::new(Some(0.1)));
+        let t = Duration::from_secs(100);
+        while b.withdraw(t) {}
+        // Threads, one after another, each a full batch, until two have written two stripes
+        // (other tests' threads take numbers meanwhile).
+        let mask = stripes().len() - 1;
+        let mut seen = std::collections::BTreeSet::new();
+        let mut threads = 0;
+        while seen.len() < 2 {
+            let number = std::thread::spawn(move || {
+                (0..BATCH).for_each(|_| b.deposit());
+                crate::thread_number::this_thread()
+            });
+            seen.insert(number.join().unwrap() & mask);
+            threads += 1;
+        }
+        let stripes = b.deposited.get().expect("made at the first write");
+        let used = stripes.iter().filter(|s| s.load(Relaxed) > 0).count();
+        assert_eq!(used, 2, "each thread wrote its own stripe");
+        // 16 deposits of a tenth per thread, summed by a withdrawal on this one.
+        let tokens = threads * BATCH as usize / 10;
+        assert_eq!(b.deposited(), 100 * BATCH as u64 * threads as u64);
+        assert_eq!((0..=tokens).filter(|_| b.withdraw(t)).count(), tokens);
     }
 
     #[test]

@@ -22,6 +22,7 @@
 // panicked and cancels the others, and another poll panics at once.
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -57,17 +58,14 @@ enum Phase {
     Done,
 }
 
-pin_project! {
-    /// What only a call that goes on racing after its first poll needs: a call answered at once
-    /// never makes it.
-    #[project = RacingProj]
-    struct Racing<E> {
-        // The one timer, made on the first wait.
-        #[pin]
-        timer: Option<Sleep>,
-        schedule: Schedule,
-        last_error: Option<E>,
-    }
+/// What only a call that goes on racing after its first poll needs: a call answered at once
+/// never makes it.
+struct Racing<E> {
+    // The one timer, made on the first wait; on the heap, so that the call's future stays small
+    // and its drop cheap (see `Race`'s).
+    timer: Option<Pin<Box<Sleep>>>,
+    schedule: Schedule,
+    last_error: Option<E>,
 }
 
 #[cold]
@@ -105,9 +103,10 @@ pin_project! {
         #[pin]
         attempts: Attempts<M, Fut, P>,
         phase: Phase,
-        // From the first poll on, if attempt 1 did not end the call then.
-        #[pin]
-        racing: Option<Racing<E>>,
+        // From the first poll on, if attempt 1 did not end the call then, until the call ends
+        // (or the drop): held only in `Phase::Racing`, as are the extra attempts, so that the
+        // drop tests the phase alone.
+        racing: ManuallyDrop<Option<Racing<E>>>,
         // Set at the first poll when attempts are timed, else when the first attempt waits.
         start: Option<Instant>,
         // This call's attempt latencies are recorded (`after = "pNN"`, a sample of the calls).
@@ -115,11 +114,13 @@ pin_project! {
     }
 
     impl<M, Fut, E, P> PinnedDrop for Race<M, Fut, E, P> {
-        // Dropped by its caller (an outer timeout, a `select!`, a client gone) while attempts
-        // run, or after a poll panicked: they are cancelled with it (`abandon`). A call that
-        // ended, or was never polled, holds none.
+        // Dropped by its caller (an outer timeout, a `select!`, a client gone) while it races,
+        // or after a poll panicked: its attempts are cancelled with it (`abandon`). A call that
+        // ended, or was never polled, holds none: `#[inline]` here and `#[inline(never)]` on
+        // `abandon`, so that it is dropped with one test where it is dropped.
+        #[inline]
         fn drop(this: Pin<&mut Self>) {
-            if this.attempts.running > 0 || this.attempts.busy != IDLE {
+            if this.phase == Phase::Racing || this.attempts.busy != IDLE {
                 this.abandon();
             }
         }
@@ -127,16 +128,28 @@ pin_project! {
 }
 
 impl<M, Fut, E, P> Race<M, Fut, E, P> {
-    /// The drop of a race whose attempts run, or whose poll panicked: the attempts are
-    /// cancelled, and reported as abandoned (the attempt whose code panicked, as panicked).
+    /// The drop of a race that races, or whose poll panicked: the attempts are cancelled, and
+    /// reported as abandoned (the attempt whose code panicked, as panicked), then the racing
+    /// state and the extra attempts are freed.
     #[cold]
     #[inline(never)]
     fn abandon(self: Pin<&mut Self>) {
+        // Freed as this ends, whatever panics: a destructor of the user's while cancelling.
+        let mut race = Free(self);
+        race.0.as_mut().cancel_all();
+    }
+
+    /// `abandon`'s cancelling and reporting.
+    fn cancel_all(self: Pin<&mut Self>) {
         let mut this = self.project();
         let panicked = match this.attempts.as_mut().take_busy() {
             IDLE | ENGINE => None,
             number => Some(number),
         };
+        if panicked == Some(1) && *this.phase == Phase::Done {
+            // Attempt 1 panicked in its first poll, which counts it as it ends.
+            this.policy.meter().started();
+        }
         let Some(start) = *this.start else {
             return;
         };
@@ -161,6 +174,21 @@ impl<M, Fut, E, P> Race<M, Fut, E, P> {
     }
 }
 
+/// A race whose racing state and extra attempts are freed when this is dropped.
+struct Free<'a, M, Fut, E, P>(Pin<&'a mut Race<M, Fut, E, P>>);
+
+impl<M, Fut, E, P> Drop for Free<'_, M, Fut, E, P> {
+    fn drop(&mut self) {
+        let this = self.0.as_mut().project();
+        // Both taken before either is dropped: should a destructor (the user's) panic, the
+        // other is still dropped as the panic unwinds.
+        let racing = this.racing.take();
+        let extra = this.attempts.take_extra();
+        drop(extra);
+        drop(racing);
+    }
+}
+
 impl<M, Fut, E, P> std::fmt::Debug for Race<M, Fut, E, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Race")
@@ -177,7 +205,7 @@ impl<M, Fut, E, P> Race<M, Fut, E, P> {
             policy,
             attempts: Attempts::new(make, retryable),
             phase: Phase::New,
-            racing: None,
+            racing: ManuallyDrop::new(None),
             start: None,
             record: false,
         }
@@ -212,16 +240,11 @@ where
         };
         let mut this = self.project();
         this.attempts.as_mut().set_busy(ENGINE);
-        let RacingProj {
+        let Racing {
             timer,
             schedule,
             last_error,
-        } = this
-            .racing
-            .as_mut()
-            .as_pin_mut()
-            .expect("set at the first poll")
-            .project();
+        } = this.racing.as_mut().expect("set at the first poll");
         let mut racer = Racer {
             policy: this.policy,
             attempts: this.attempts.as_mut(),
@@ -235,7 +258,9 @@ where
         this.attempts.as_mut().set_busy(IDLE);
         if poll.is_ready() {
             *this.phase = Phase::Done;
-            this.racing.set(None);
+            // Every attempt's future is dropped by now: freeing them runs no user code.
+            drop(this.attempts.take_extra());
+            drop(this.racing.take());
         }
         poll
     }
@@ -280,7 +305,7 @@ where
             }
         };
         if let Poll::Ready(Ok(_)) = &poll {
-            policy.meter().won(1);
+            policy.meter().answered_at_once();
             if let Some(start) = *this.start {
                 let record = *this.record;
                 let reporter = Reporter {
@@ -292,13 +317,14 @@ where
             }
             return poll;
         }
+        policy.meter().started();
         let start = *this
             .start
             .get_or_insert_with(|| read_at.unwrap_or_else(Instant::now));
         let mut schedule = Schedule::default();
         schedule.next_at = (policy.retries() > 0).then(|| at(start, policy.after()));
         *this.phase = Phase::Racing;
-        this.racing.set(Some(Racing {
+        *this.racing = ManuallyDrop::new(Some(Racing {
             timer: None,
             schedule,
             last_error: None,
@@ -311,7 +337,7 @@ where
 struct Racer<'a, M, Fut, E, P> {
     policy: &'static RaceRetry,
     attempts: Pin<&'a mut Attempts<M, Fut, P>>,
-    timer: Pin<&'a mut Option<Sleep>>,
+    timer: &'a mut Option<Pin<Box<Sleep>>>,
     schedule: &'a mut Schedule,
     last_error: &'a mut Option<E>,
     record: bool,
@@ -356,7 +382,7 @@ where
                 return Poll::Pending;
             }
             let wake = self.wake(start, deadline_at);
-            match poll_until(self.timer.as_mut(), cx, wake) {
+            match poll_until(self.timer, cx, wake) {
                 Some(Poll::Ready(())) => {}
                 Some(Poll::Pending) => return Poll::Pending,
                 None => {

@@ -36,6 +36,9 @@ mod off {
         pub(crate) fn won(&self, _number: u32) {}
 
         #[inline(always)]
+        pub(crate) fn answered_at_once(&self) {}
+
+        #[inline(always)]
         pub(crate) fn failed(&self, _deadline: bool) {}
 
         #[inline(always)]

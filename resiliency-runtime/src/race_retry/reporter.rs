@@ -28,11 +28,11 @@ const ALWAYS_RECORDED: u64 = 256;
 const RECORD_EVERY: u32 = 8;
 
 /// Opens a call of `policy`: counts it for the budget, and says whether its attempt latencies
-/// are recorded.
+/// are recorded. Its attempt 1 is counted once its first poll is over (`Meter::started`, or
+/// `answered_at_once`).
 #[inline(always)]
 pub(super) fn open(policy: &'static RaceRetry) -> bool {
     policy.budget.deposit();
-    policy.meter().started();
     policy.quantile().is_some() && sampled(policy)
 }
 

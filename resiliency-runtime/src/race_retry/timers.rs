@@ -34,22 +34,23 @@ pub(super) fn at(instant: Instant, d: Duration) -> Instant {
 /// Polls `timer`, set to fire at `wake` (made on the first wait). `None` when there is no tokio
 /// runtime to make one on.
 pub(super) fn poll_until(
-    mut timer: Pin<&mut Option<Sleep>>,
+    timer: &mut Option<Pin<Box<Sleep>>>,
     cx: &mut Context<'_>,
     wake: Instant,
 ) -> Option<Poll<()>> {
-    match timer.as_mut().as_pin_mut() {
+    let timer = match timer {
         Some(timer) => {
             if timer.deadline() != wake {
-                timer.reset(wake);
+                timer.as_mut().reset(wake);
             }
+            timer
         }
         None => {
             tokio::runtime::Handle::try_current().ok()?;
-            timer.set(Some(tokio::time::sleep_until(wake)));
+            timer.insert(Box::pin(tokio::time::sleep_until(wake)))
         }
-    }
-    Some(timer.as_pin_mut().expect("set above").poll(cx))
+    };
+    Some(timer.as_mut().poll(cx))
 }
 
 /// A call's schedule of attempts to come.
