@@ -104,6 +104,18 @@ impl<F: Fn() -> u64> Clock for F {
 /// Successes per thread between two clock reads under the rate rule.
 const BATCH: u64 = 64;
 
+/// Where thread `number` records among `stripes` stripes: its own (the index, `true`) for the
+/// first `stripes - 1` threads, the last one, shared, for every later thread.
+#[inline(always)]
+fn place(number: usize, stripes: usize) -> (usize, bool) {
+    let shared = stripes - 1;
+    if number < shared {
+        (number, true)
+    } else {
+        (shared, false)
+    }
+}
+
 /// Stripes of their own per rate window (one more is shared): decided once per process, and never
 /// below 4, because `available_parallelism` of a thread pinned to one CPU (thread-per-core
 /// runtimes) says 1.
@@ -161,11 +173,8 @@ impl RateWindow {
     #[inline(always)]
     fn stripe(&self) -> (&Stripe, bool) {
         let stripes = self.stripes();
-        let shared = stripes.len() - 1;
-        match crate::thread_number::this_thread() {
-            own if own < shared => (&stripes[own], true),
-            _ => (&stripes[shared], false),
-        }
+        let (index, own) = place(crate::thread_number::this_thread(), stripes.len());
+        (&stripes[index], own)
     }
 
     /// Records one success; reads the clock (`clock.now()`, ns since the breaker's base) only
@@ -173,6 +182,12 @@ impl RateWindow {
     #[inline(always)]
     pub(crate) fn record_success(&self, clock: &impl Clock) {
         let (stripe, own) = self.stripe();
+        self.success_on(stripe, own, clock);
+    }
+
+    /// One success on `stripe`, this thread's `own` (its only writer of successes) or shared.
+    #[inline(always)]
+    fn success_on(&self, stripe: &Stripe, own: bool, clock: &impl Clock) {
         let successes = if own {
             // Its only writer: no locked add.
             let successes = stripe.successes.load(Relaxed) + 1;
@@ -371,6 +386,55 @@ mod tests {
             }
         });
         assert_eq!(w.totals(MS), (writers as u64 * per_writer, 0));
+    }
+
+    #[test]
+    fn the_first_threads_have_a_stripe_each_and_later_ones_share_the_last() {
+        assert_eq!(place(0, 5), (0, true));
+        assert_eq!(place(3, 5), (3, true));
+        assert_eq!(place(4, 5), (4, false));
+        assert_eq!(place(9, 5), (4, false));
+    }
+
+    #[test]
+    fn successes_on_the_shared_stripe_count_and_batch_as_on_an_own_one() {
+        let w = RateWindow::new(10 * MS);
+        let shared = w.stripes().last().expect("a shared stripe");
+        let reads = Cell::new(0);
+        for _ in 0..BATCH + 3 {
+            w.success_on(shared, false, &|| {
+                reads.set(reads.get() + 1);
+                MS
+            });
+        }
+        // One read to start a batch, one to flush it, one to start the next.
+        assert_eq!(reads.get(), 3);
+        assert_eq!(shared.successes.load(Relaxed), BATCH + 3);
+        assert_eq!(w.totals(MS), (BATCH + 3, 0));
+    }
+
+    #[test]
+    fn a_batch_counts_from_the_bucket_it_started_in() {
+        let w = RateWindow::new(10 * MS);
+        for _ in 0..4 {
+            w.record_success(&|| 5 * MS); // the batch starts in bucket 5
+        }
+        // Read in bucket 6: two each in buckets 5 and 6, both still in the window at 14.
+        assert_eq!(w.totals(6 * MS), (4, 0));
+        assert_eq!(w.totals(14 * MS), (4, 0));
+        assert_eq!(w.totals(15 * MS), (2, 0));
+    }
+
+    #[test]
+    fn calls_and_slow_calls_recorded_one_by_one_count_in_their_bucket() {
+        let w = RateWindow::new(10 * MS);
+        w.record_call(3 * MS);
+        w.record_call(5 * MS);
+        w.record_slow(5 * MS);
+        assert_eq!(w.totals(5 * MS), (2, 1));
+        // Bucket 3 leaves the window at 13.
+        assert_eq!(w.totals(13 * MS), (1, 1));
+        assert_eq!(w.totals(15 * MS), (0, 0));
     }
 
     #[test]
