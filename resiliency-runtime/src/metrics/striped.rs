@@ -1,9 +1,10 @@
 //! Counts kept where they do not bounce between cores: a value split into stripes, each alone on
 //! its cache line, a thread adding to its own stripe and a reader summing them all.
 //!
-//! A thread's stripe is its number (`crate::thread_number`, taken at its first use) modulo the
-//! stripes, so the first threads of a process (a runtime's workers) each have a stripe of their
-//! own; threads beyond the number of stripes share them, which costs contention, never a count.
+//! A thread's stripe is its number (`crate::thread_number`: the lowest free at its first use,
+//! given back when it ends) modulo the stripes, so the threads alive at once (a runtime's workers)
+//! each have a stripe of their own while they are no more than the stripes; more share them, which
+//! costs contention, never a count.
 //! The number of stripes is the next power of two of the CPUs available, from 4 to 16.
 
 use std::num::NonZeroUsize;

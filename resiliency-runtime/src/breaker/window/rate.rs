@@ -1,5 +1,5 @@
 //! The rate rule's window: calls and errors in time buckets, one stripe of buckets per thread
-//! (the first threads to record have one each, later ones share one), successes placed in batches
+//! (threads alive with the lowest numbers have one each, others share one), successes placed in batches
 //! without a clock read.
 
 use std::sync::atomic::AtomicU64;
@@ -13,8 +13,9 @@ const TAG_MASK: u64 = (1 << 22) - 1;
 
 /// Calls and errors in `BUCKETS` time buckets that together span the window. Each thread writes to
 /// its own stripe, so two threads completing calls at once do not fight over one cache line: the
-/// first `stripe_count()` threads of the process to record have a stripe each, of which they are
-/// the only writers of successes; every later thread writes to one more stripe, shared.
+/// threads numbered below `stripe_count()` (`crate::thread_number`: the lowest numbers free, so
+/// the first threads alive at once) have a stripe each, of which they are the only writers of
+/// successes; every other thread writes to one more stripe, shared.
 pub(crate) struct RateWindow {
     bucket_ns: AtomicU64,
     stripes: OnceLock<Box<[Stripe]>>,
@@ -105,7 +106,7 @@ impl<F: Fn() -> u64> Clock for F {
 const BATCH: u64 = 64;
 
 /// Where thread `number` records among `stripes` stripes: its own (the index, `true`) for the
-/// first `stripes - 1` threads, the last one, shared, for every later thread.
+/// threads numbered below `stripes - 1`, the last one, shared, for every other thread.
 #[inline(always)]
 fn place(number: usize, stripes: usize) -> (usize, bool) {
     let shared = stripes - 1;
@@ -169,7 +170,7 @@ impl RateWindow {
         })
     }
 
-    /// This thread's stripe, and whether it is its own (else the one later threads share).
+    /// This thread's stripe, and whether it is its own (else the one others share).
     #[inline(always)]
     fn stripe(&self) -> (&Stripe, bool) {
         let stripes = self.stripes();
