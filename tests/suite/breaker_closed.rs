@@ -141,6 +141,39 @@ async fn the_rate_rule_counts_every_success_of_closed_calls() {
     assert_eq!(b.state(), State::Open, "100 errors in 200 calls");
 }
 
+#[breaker(
+    name = "closed::rate_threads",
+    failure_rate = 0.5,
+    min_calls = 10,
+    error_timeout = "10s"
+)]
+async fn rate_threads_site(fail: bool) -> Result<u32, BoxError> {
+    outcome(fail)
+}
+
+/// Under the rate rule, the successes of threads that come and go all count, once: more threads
+/// alive at once than the window has stripes of their own (the rest share one), then threads one
+/// after another, each taking the stripe of one that ended.
+#[test]
+fn the_rate_rule_counts_the_successes_of_threads_that_come_and_go() {
+    let calls = |n: u64| {
+        for _ in 0..n {
+            futures::executor::block_on(rate_threads_site(false)).unwrap();
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..40 {
+            scope.spawn(|| calls(100));
+        }
+    });
+    for _ in 0..30 {
+        std::thread::spawn(move || calls(100)).join().unwrap();
+    }
+    let b = breaker_named("closed::rate_threads").unwrap();
+    assert_eq!(b.snapshot().recent_calls, Some(70 * 100));
+    assert_eq!(b.state(), State::Closed);
+}
+
 #[breaker(name = "closed::switch", error_threshold = 50, error_timeout = "10s")]
 async fn switch_site(wait: Duration) -> Result<u32, BoxError> {
     sleep(wait).await;
