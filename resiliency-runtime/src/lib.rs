@@ -41,6 +41,7 @@ mod random;
 mod rejected;
 pub mod retry_hint;
 pub mod settings;
+mod stripes;
 mod sync;
 mod thread_number;
 pub mod too_busy;

@@ -1,63 +1,11 @@
-//! Counts kept where they do not bounce between cores: a value split into stripes, each alone on
-//! its cache line, a thread adding to its own stripe and a reader summing them all.
-//!
-//! A thread's stripe is its number (`crate::thread_number`: the lowest free at its first use,
-//! given back when it ends) modulo the stripes, so the threads alive at once (a runtime's workers)
-//! each have a stripe of their own while they are no more than the stripes; more share them, which
-//! costs contention, never a count.
-//! The number of stripes is the next power of two of the CPUs available, from 4 to 16.
+//! The metrics' striped values beside the plain count (`crate::stripes::Striped`): a level that
+//! moves both ways, and buffered samples.
 
-use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
 
-/// A value alone on its cache line (128 bytes: x86's adjacent-line prefetch pairs lines of 64).
-#[repr(align(128))]
-#[derive(Default)]
-struct Padded<T>(T);
-
-/// Stripes per value: the next power of two of the CPUs available, from 4 to 16.
-static STRIPES: LazyLock<usize> = LazyLock::new(|| {
-    std::thread::available_parallelism()
-        .map_or(1, NonZeroUsize::get)
-        .next_power_of_two()
-        .clamp(4, 16)
-});
-
-/// `n` fresh stripes, `n` the stripe count.
-fn stripes<T: Default>() -> Box<[Padded<T>]> {
-    (0..*STRIPES).map(|_| Padded::default()).collect()
-}
-
-/// The stripe of `stripes` this thread updates.
-#[inline(always)]
-fn mine<T>(stripes: &[Padded<T>]) -> &T {
-    // A power of two long, so the mask keeps every stripe in use.
-    &stripes[crate::thread_number::this_thread() & (stripes.len() - 1)].0
-}
-
-/// A count that only grows: an add is one atomic add on the thread's own stripe.
-pub(crate) struct Striped {
-    stripes: Box<[Padded<AtomicU64>]>,
-}
-
-impl Striped {
-    pub(crate) fn new() -> Self {
-        Striped { stripes: stripes() }
-    }
-
-    #[inline(always)]
-    pub(crate) fn add(&self, n: u64) {
-        mine(&self.stripes).fetch_add(n, Relaxed);
-    }
-
-    /// The sum of the stripes. Each stripe only grows, so a later total is never smaller.
-    pub(crate) fn total(&self) -> u64 {
-        self.stripes
-            .iter()
-            .fold(0u64, |sum, stripe| sum.wrapping_add(stripe.0.load(Relaxed)))
-    }
-}
+pub(crate) use crate::stripes::Striped;
+use crate::stripes::{mine, stripes, Padded};
 
 /// A level that moves up and down (calls in flight): each move is one atomic add on the
 /// thread's own stripe, a move down possibly on another thread than its move up, so a stripe may
@@ -150,7 +98,7 @@ mod tests {
 
     #[test]
     fn the_stripe_count_is_a_power_of_two_from_4_to_16() {
-        let n = Striped::new().stripes.len();
+        let n = Striped::new().stripes().count();
         assert!(n.is_power_of_two() && (4..=16).contains(&n), "{n} stripes");
     }
 
@@ -170,11 +118,7 @@ mod tests {
         });
         assert_eq!(count.total(), 80_000);
         assert_eq!(level.level(), 80_000);
-        let used = count
-            .stripes
-            .iter()
-            .filter(|s| s.0.load(Relaxed) > 0)
-            .count();
+        let used = count.stripes().filter(|&s| s > 0).count();
         assert!(used >= 2, "8 threads used {used} stripes");
         // Moves down on other threads than the moves up: stripes go negative, the sum is right.
         std::thread::scope(|s| {

@@ -19,10 +19,11 @@
 //! one holding the policy's settings that every call reads; a withdrawal sums the stripes.
 
 use std::cell::Cell;
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::time::Duration;
+
+use crate::stripes::Striped;
 
 /// Milli-tokens per token.
 const TOKEN: u64 = 1000;
@@ -44,35 +45,13 @@ thread_local! {
     static PENDING: Cell<u32> = const { Cell::new(0) };
 }
 
-/// A value alone on its cache line (128 bytes: two lines, for the CPUs that fetch lines in
-/// pairs).
-#[derive(Debug)]
-#[repr(align(128))]
-struct Padded<T>(T);
-
-impl<T> std::ops::Deref for Padded<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-/// Stripes of the deposits' counter: the next power of two of the CPUs available, from 2 to 16.
-fn stripes() -> Box<[Padded<AtomicU64>]> {
-    let cpus = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    (0..cpus.next_power_of_two().clamp(2, 16))
-        .map(|_| Padded(AtomicU64::new(0)))
-        .collect()
-}
-
 #[derive(Debug)]
 pub(crate) struct Budget {
     /// Milli-tokens deposited per call (`share * 1000`); 0 without a budget.
     deposit: AtomicU64,
     /// Milli-tokens deposited so far, by stripe (a thread writes the one of its number); each
     /// only grows, so their sum does. Made at the first write.
-    deposited: OnceLock<Box<[Padded<AtomicU64>]>>,
+    deposited: OnceLock<Striped>,
     /// Milli-tokens withdrawn so far, or written off above the bank's cap.
     spent: AtomicU64,
     /// The floor's bucket: `(ms of the last refill) << FLOOR_BITS | milli-tokens`.
@@ -135,21 +114,13 @@ impl Budget {
     fn add(&self, calls: u32) {
         let milli = u64::from(calls) * self.deposit.load(Relaxed);
         if milli > 0 {
-            let stripes = self.deposited.get_or_init(stripes);
-            // A power of two long, so the mask keeps every stripe in use.
-            let mine = crate::thread_number::this_thread() & (stripes.len() - 1);
-            stripes[mine].fetch_add(milli, Relaxed);
+            self.deposited.get_or_init(Striped::new).add(milli);
         }
     }
 
-    /// Milli-tokens deposited so far: the sum of the stripes, read one after another. Each only
-    /// grows, so a later sum is never smaller.
+    /// Milli-tokens deposited so far: the sum of the stripes, never smaller on a later read.
     fn deposited(&self) -> u64 {
-        self.deposited.get().map_or(0, |stripes| {
-            stripes
-                .iter()
-                .fold(0u64, |sum, stripe| sum.wrapping_add(stripe.load(Relaxed)))
-        })
+        self.deposited.get().map_or(0, Striped::total)
     }
 
     /// Writes this thread's pending deposits to this budget, if they are for it.
@@ -294,7 +265,7 @@ mod tests {
         while b.withdraw(t) {}
         // Two threads alive at once have two numbers, so (but where the stripes' mask folds them
         // together) two stripes; each makes a full batch.
-        let mask = stripes().len() - 1;
+        let mask = Striped::new().stripes().count() - 1;
         let barrier = std::sync::Barrier::new(2);
         let numbers: Vec<usize> = std::thread::scope(|scope| {
             let threads: Vec<_> = (0..2)
@@ -311,7 +282,7 @@ mod tests {
         });
         assert_ne!(numbers[0], numbers[1], "two live threads, two numbers");
         let stripes = b.deposited.get().expect("made at the first write");
-        let used = stripes.iter().filter(|s| s.load(Relaxed) > 0).count();
+        let used = stripes.stripes().filter(|&s| s > 0).count();
         let distinct = if numbers[0] & mask == numbers[1] & mask {
             1
         } else {
