@@ -752,3 +752,90 @@ resiliency_runtime::__private::race_retry_settings!(crate::attributes::documente
     }
     item { pub use resiliency_macros::race_retry; }
 });
+
+resiliency_runtime::__private::timeout_settings!(crate::attributes::documented! {
+    before {
+        /// A time limit on one call of an `async fn`: past `total`, its body is dropped and the call
+        /// returns `Err(E::from(Rejected))` ([`Rejected::is_timeout`](crate::Rejected::is_timeout);
+        /// with the `axum` feature, a `504 Gateway Timeout`).
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resiliency::{timeout, Rejected};
+        ///
+        /// struct Catalog;
+        ///
+        /// impl Catalog {
+        ///     #[timeout("200ms")]
+        ///     async fn item(&self, id: u64, stuck: bool) -> Result<String, Rejected> {
+        ///         // What an upstream request would carry as its own timeout.
+        ///         let left = resiliency::time_left().expect("under a time limit");
+        ///         if stuck {
+        ///             tokio::time::sleep(Duration::from_secs(5)).await;
+        ///         }
+        ///         Ok(format!("item {id} (x-timeout-ms: {})", left.as_millis()))
+        ///     }
+        /// }
+        ///
+        /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+        /// # async fn main() {
+        /// assert_eq!(Catalog.item(7, false).await.unwrap(), "item 7 (x-timeout-ms: 200)");
+        /// let started = tokio::time::Instant::now();
+        /// let err = Catalog.item(8, true).await.unwrap_err();
+        /// assert!(err.is_timeout());
+        /// assert_eq!(started.elapsed(), Duration::from_millis(200));
+        /// # }
+        /// ```
+        ///
+        /// `#[timeout("2s")]` is short for `#[timeout(total = "2s")]`.
+        ///
+        /// | argument | meaning | default |
+        /// |---|---|---|
+        /// | `name = "catalog"` | calls with one name share one time limit (its settings by name and metrics; with a `Timeout` registered from code or by a `TimeoutLayer` by that name) | the fn's path, e.g. `my_app::catalog::item` |
+    }
+    after {
+        /// | `fallback = path` | a fn or method (`Self::cached`) called instead when the call runs out of time: with the fn's arguments (`self` first, owned ones cloned before the call) and the `Rejected`; sync or `async`; see [Fallbacks](macro@crate::breaker#fallbacks) | none: the refusal is the caller's `Err` |
+        /// | `fallback_on = "errors"` | the fallback covers every `Err`, the time limit's included, and gets the fn's error type | `"refusals"` |
+        /// | `crate = "..."` | the path of this crate, if renamed | `::resiliency` |
+        ///
+        /// `total` may also be a `Duration` expression, such as a `const`, evaluated once, at the
+        /// first call, and checked then (a zero is an error-level `tracing` event, and the calls then
+        /// run with no limit until the settings by name give one). It can be overridden by name at
+        /// run time ([`settings`](mod@crate::settings), `RESILIENCY_TIMEOUT__<NAME>__TOTAL=3s`, or
+        /// `[timeout."name"] total = "3s"` in a settings file), the site's name being its `name` or else
+        /// the fn's path; a call keeps the `total` it started with. The same time limit is usable from
+        /// code ([`timeout::Timeout`](crate::timeout::Timeout)) and, with the `tower` feature, as a
+        /// `TimeoutLayer`.
+        ///
+        /// **When the time counts from.** From the body's first wait: a body that answers on its first
+        /// poll reads no clock and makes no timer, so a call that does not wait costs a few
+        /// instructions. A body that reads its deadline before it first waits
+        /// ([`resiliency::deadline`](crate::deadline), [`time_left`](crate::time_left)) starts the
+        /// clock then. The body is polled before the timer: an answer that comes as the time runs out
+        /// is kept.
+        ///
+        /// **In a stack.** Attributes of this crate apply top to bottom (the first written is the
+        /// outermost). `#[timeout]` above `#[race_retry]` bounds the whole race; below `#[breaker]`,
+        /// a call it cuts off is an error the breaker counts (as the breaker's own `timeout` would
+        /// be); above `#[too_busy]`, a refusal comes back at once, well within it. Nested time limits
+        /// give the body the sooner deadline.
+        ///
+        /// # Guarantees
+        ///
+        /// A time limit holds no slot and no shared state but its counts:
+        ///
+        /// * **A body that panics**: the panic goes on to the caller; the call counts neither as
+        ///   completed nor as timed out.
+        /// * **A call dropped** at any await point drops its body and timer with it and counts
+        ///   nothing; one dropped before its first poll never ran.
+        /// * **Without a time driver**: a body that answers on its first poll runs anywhere. One that
+        ///   waits, outside a tokio runtime or on one built without `enable_time`, panics at its first
+        ///   wait with tokio's "timers are disabled" (as `tokio::time::timeout` does there), its body
+        ///   dropped.
+        /// * **Extreme settings**: a `total` too long for an `Instant` (up to `Duration::MAX` through
+        ///   `timeout::Timeout`) means never, and no timer is made; a `total` of zero is refused (a
+        ///   compile error for a literal).
+        /// * **A blocking fn** is refused at compile time: nothing can cut it off while it runs.
+    }
+    item { pub use resiliency_macros::timeout; }
+});

@@ -33,6 +33,7 @@
 //! * [`#[race_retry]`](macro@race_retry): retries that race the attempt in flight instead of
 //!   aborting it, under one deadline, with a shared retry budget; `attempt = n` sends a retry to
 //!   another replica.
+//! * [`#[timeout]`](macro@timeout): a time limit on one call, its body dropped when it passes.
 //!
 //! Each takes `fallback = path`, what a refused call returns instead
 //! ([Fallbacks](macro@breaker#fallbacks)). Inside a guarded call, [`time_left`] says how long
@@ -42,11 +43,11 @@
 //! Everything the attributes use is also usable from code: [`Breaker::builder`], the
 //! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families, and the
 //! [`too_busy`](mod@too_busy) module's monitor settings and `TooBusy` guards, the [`race_retry`](mod@race_retry) module's `RaceRetry`
-//! policies, `observe` and stats. With the `axum` feature, the `http` module turns refusals into
+//! policies, `observe` and stats, and the [`timeout`](mod@timeout) module's `Timeout`. With the `axum` feature, the `http` module turns refusals into
 //! 503 and 504 responses whose bodies name nothing inside the service. With the `metrics`
 //! feature, every policy reports counters, gauges and histograms through the `metrics` facade
 //! (the `metrics` module lists them). With the `tower` feature, the `tower` module has the
-//! three policies as tower layers, by name, for clients and servers. Every setting of every attribute can be overridden by name
+//! policies as tower layers, by name, for clients and servers. Every setting of every attribute can be overridden by name
 //! at run time, from code, a configuration file or the environment, without a rebuild (the
 //! [`settings`] module). A refused call returns `Err(E::from(Rejected))`;
 //! [`Rejected`] says what was refused and why, and [`Rejected::find_in`] finds it inside any
@@ -57,7 +58,7 @@
 
 mod attributes;
 
-pub use attributes::{breaker, race_retry, too_busy};
+pub use attributes::{breaker, race_retry, timeout, too_busy};
 #[cfg(feature = "axum")]
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub use resiliency_runtime::http;
@@ -67,7 +68,7 @@ pub use resiliency_runtime::metrics;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use resiliency_runtime::tower;
-pub use resiliency_runtime::{breaker, race_retry, retry_hint, settings, too_busy};
+pub use resiliency_runtime::{breaker, race_retry, retry_hint, settings, timeout, too_busy};
 pub use resiliency_runtime::{deadline, time_left};
 pub use resiliency_runtime::{
     Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind, RetryHint,

@@ -455,6 +455,7 @@ mod tests {
         names_are_fields::<crate::breaker::Args>();
         names_are_fields::<crate::race_retry::Args>();
         names_are_fields::<crate::too_busy::Args>();
+        names_are_fields::<crate::timeout::Args>();
     }
 
     #[test]

@@ -295,12 +295,7 @@ pub(crate) fn defer(func: &ItemFn, site: Stacking<'_>) -> Option<TokenStream> {
     if deferred {
         return None;
     }
-    let ours = |attr: &syn::Attribute| {
-        attr.path()
-            .segments
-            .last()
-            .is_some_and(|s| RESILIENCY.contains(&s.ident.to_string().as_str()))
-    };
+    let ours = |attr: &syn::Attribute| is_ours(attr.path(), krate);
     let deferred = |attr: &syn::Attribute| match &attr.meta {
         syn::Meta::List(list) => take_deferred(list.tokens.clone()).0,
         _ => false,
@@ -324,6 +319,38 @@ pub(crate) fn defer(func: &ItemFn, site: Stacking<'_>) -> Option<TokenStream> {
         .unwrap_or(func.attrs.len());
     func.attrs.insert(at, myself);
     Some(quote::ToTokens::into_token_stream(func))
+}
+
+/// Whether an attribute's path names one of this crate's attributes: its last segment one of
+/// theirs, written alone (`#[timeout]`) or after this crate's path (`resiliency::`, or the path
+/// `crate = "..."` gives). Another crate's attribute of the same name (`#[ntest::timeout]`) is not.
+fn is_ours(path: &syn::Path, krate: &TokenStream) -> bool {
+    let Some(last) = path.segments.last() else {
+        return false;
+    };
+    if !RESILIENCY.contains(&last.ident.to_string().as_str()) {
+        return false;
+    }
+    if path.segments.len() == 1 {
+        return path.leading_colon.is_none();
+    }
+    let prefix: Vec<String> = path
+        .segments
+        .iter()
+        .take(path.segments.len() - 1)
+        .map(|s| s.ident.to_string())
+        .collect();
+    let written = format!(
+        "{}{}",
+        if path.leading_colon.is_some() {
+            "::"
+        } else {
+            ""
+        },
+        prefix.join("::")
+    );
+    let krate = krate.to_string().replace(' ', "");
+    prefix == ["resiliency"] || written == krate || written == krate.trim_start_matches("::")
 }
 
 /// Refuses a setting written as an expression (`timeout = Duration::from_millis(ms)`) that names
@@ -427,6 +454,22 @@ mod tests {
     fn local(expr: &str) -> Option<String> {
         let names = ["ms".to_owned(), "self".to_owned()];
         names_local(expr.parse().unwrap(), &names).map(|ident| ident.to_string())
+    }
+
+    #[test]
+    fn attributes_of_this_crate_are_told_from_others_of_the_same_name() {
+        let ours = |path: &str, krate: &str| {
+            is_ours(&syn::parse_str(path).unwrap(), &krate.parse().unwrap())
+        };
+        assert!(ours("timeout", "::resiliency"));
+        assert!(ours("resiliency::breaker", "::resiliency"));
+        assert!(ours("::resiliency::too_busy", "::resiliency"));
+        assert!(ours("svc::resiliency::race_retry", "svc::resiliency"));
+        assert!(ours("::svc::timeout", "::svc"));
+        assert!(!ours("ntest::timeout", "::resiliency"));
+        assert!(!ours("tokio::test", "::resiliency"));
+        assert!(!ours("instrument", "::resiliency"));
+        assert!(!ours("::timeout", "::resiliency"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! Each attribute parses its arguments into a spanned model (`ast`, a darling `FromMeta` struct
 //! over the values of `value`), validates it in its own pass (`valid`) and generates a short
-//! expansion that calls `resiliency::__private` (`expand`); `driver` runs these steps for all three.
+//! expansion that calls `resiliency::__private` (`expand`); `driver` runs these steps for each.
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -15,6 +15,7 @@ mod emit;
 mod fallback;
 mod func;
 mod race_retry;
+mod timeout;
 mod too_busy;
 mod value;
 
@@ -31,6 +32,12 @@ pub fn breaker(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn too_busy(args: TokenStream, item: TokenStream) -> TokenStream {
     too_busy::too_busy(args.into(), item.into()).into()
+}
+
+#[allow(missing_docs)]
+#[proc_macro_attribute]
+pub fn timeout(args: TokenStream, item: TokenStream) -> TokenStream {
+    timeout::timeout(args.into(), item.into()).into()
 }
 
 #[allow(missing_docs)]

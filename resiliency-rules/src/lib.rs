@@ -3,7 +3,7 @@
 //! at run time (a `ConfigError`).
 //!
 //! Each policy's settings are declared in one table (`breaker_settings!`, `race_retry_settings!`,
-//! `too_busy_settings!`, hidden: see the `table` module's source), which every crate of the
+//! `too_busy_settings!`, `timeout_settings!`, hidden: see the `table` module's source), which every crate of the
 //! workspace reads: the options structs below, the attributes' arguments, the builders' methods,
 //! the settings by name and the docs' tables all come from it, each setting's default included:
 //! a setting with a fixed default has an accessor of its name on its options struct that gives
@@ -12,8 +12,8 @@
 //! module's source): each policy's names, its options struct, its rules and its table.
 //!
 //! For each policy, a plain struct holds the options as given ([`BreakerOptions`],
-//! [`RaceRetryOptions`], [`TooBusyOptions`]) and a function returns every [`Violation`] of its
-//! rules at once ([`breaker`], [`race_retry`], [`too_busy`]). An option left out is `None`; the
+//! [`RaceRetryOptions`], [`TooBusyOptions`], [`TimeoutOptions`]) and a function returns every
+//! [`Violation`] of its rules at once ([`breaker`], [`race_retry`], [`too_busy`], [`timeout`]). An option left out is `None`; the
 //! `written` list names arguments that were written but whose value cannot be read at compile
 //! time (a malformed literal, or an expression such as a `const` that the builder checks at
 //! first use), so that a rule about an argument's presence does not report it missing while the
@@ -44,6 +44,7 @@ mod duration;
 mod policies;
 mod race_retry;
 mod table;
+mod timeout;
 mod too_busy;
 
 pub use breaker::{breaker, BreakerOptions, BREAKER_EXCLUSIVE, MAX_COUNT};
@@ -52,6 +53,7 @@ pub use race_retry::{
     race_retry, After, Backoff, Budget, RaceRetryOptions, MAX_BUDGET_SHARE, MAX_RETRIES,
     MIN_BUDGET_SHARE,
 };
+pub use timeout::{timeout, TimeoutOptions};
 pub use too_busy::{too_busy, InFlight, TooBusyOptions};
 
 /// What a [`Violation`] is about: the value given, or whether the argument is there at all.

@@ -38,6 +38,9 @@ macro_rules! policies {
             /// `#[too_busy]`.
             TooBusy: too_busy, env "TOO_BUSY",
                 options TooBusyOptions {}, rules too_busy, table too_busy_settings;
+            /// `#[timeout]`.
+            Timeout: timeout, env "TIMEOUT",
+                options TimeoutOptions {}, rules timeout, table timeout_settings;
         }
     };
 }

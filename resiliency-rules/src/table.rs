@@ -1,7 +1,7 @@
 //! Each policy's settings, declared once.
 //!
 //! A policy's table is a macro (`breaker_settings!`, `race_retry_settings!`,
-//! `too_busy_settings!`) that hands its rows to another macro, written after the `!`:
+//! `too_busy_settings!`, `timeout_settings!`) that hands its rows to another macro, written after the `!`:
 //!
 //! ```text
 //! resiliency_rules::breaker_settings!(path::to::consumer! { tokens the consumer wants first });

@@ -14,6 +14,7 @@ const POLICIES: &[&str] = &[
     "KeyedBreaker",
     "too_busy",
     "race_retry",
+    "timeout",
     "tower",
     "metrics",
     "fallback",

@@ -2,7 +2,8 @@
 //! ([`breaker`]: Semian's rules, `capacity`, a rate rule, keyed families and a registry by name),
 //! load shedding ([`too_busy`]: the runtime's lag as toobusy-js measures it, a cap on calls in
 //! flight, recent latency), raced retries under one deadline ([`race_retry`]: staggered attempts that
-//! race instead of aborting, a shared retry budget, backoff), and the [`Rejected`] error every
+//! race instead of aborting, a shared retry budget, backoff), a time limit on one call
+//! ([`timeout`]), and the [`Rejected`] error every
 //! policy refuses a call with. With the `axum` feature, `http` turns refusals into responses;
 //! with the `metrics` feature, `metrics` lists the series every policy reports.
 //!
@@ -44,6 +45,7 @@ pub mod settings;
 mod stripes;
 mod sync;
 mod thread_number;
+pub mod timeout;
 pub mod too_busy;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]

@@ -42,6 +42,11 @@ impl fmt::Display for Rejected {
                     Rounded(*total)
                 )
             }
+            Reason::Elapsed { name, total } => write!(
+                f,
+                "`{name}` did not answer within its time limit of {}",
+                Rounded(*total)
+            ),
             Reason::AttemptTimeout { name, each } => write!(
                 f,
                 "the last attempt of `{name}` ran past its limit of {} per attempt",

@@ -67,6 +67,11 @@ pub(crate) enum Reason {
         name: &'static str,
         each: Duration,
     },
+    /// `#[timeout]`'s `total` passed before the call answered.
+    Elapsed {
+        name: &'static str,
+        total: Duration,
+    },
 }
 
 /// Which `#[too_busy]` signal refused a call.
@@ -159,7 +164,8 @@ pub enum RejectedKind {
     CircuitOpen,
     /// A circuit breaker is half-open and all its probe slots are taken: the call did not run.
     CircuitHalfOpen,
-    /// A call ran past its breaker's `timeout` and was abandoned.
+    /// A call ran past its time limit (`#[timeout]`'s `total`, a breaker's `timeout`, a raced
+    /// attempt's `each`) and was abandoned: its body was dropped.
     Timeout,
     /// `#[too_busy]` shed the call: the runtime lags, too many calls are in flight, or recent
     /// calls are too slow ([`Rejected::busy_signal`] says which). The call did not run.
@@ -278,7 +284,9 @@ impl Rejected {
         match *self.reason {
             Reason::Open { .. } | Reason::ForcedOpen { .. } => RejectedKind::CircuitOpen,
             Reason::ProbesBusy { .. } => RejectedKind::CircuitHalfOpen,
-            Reason::Timeout { .. } | Reason::AttemptTimeout { .. } => RejectedKind::Timeout,
+            Reason::Timeout { .. } | Reason::AttemptTimeout { .. } | Reason::Elapsed { .. } => {
+                RejectedKind::Timeout
+            }
             Reason::TooBusy { .. } => RejectedKind::TooBusy,
             Reason::Deadline { .. } => RejectedKind::Deadline,
         }
@@ -345,7 +353,8 @@ impl Rejected {
         match &*self.reason {
             Reason::TooBusy { name, .. }
             | Reason::Deadline { name, .. }
-            | Reason::AttemptTimeout { name, .. } => name,
+            | Reason::AttemptTimeout { name, .. }
+            | Reason::Elapsed { name, .. } => name,
             _ => self.circuit().map_or("", |c| &c.name),
         }
     }
@@ -370,9 +379,10 @@ impl Rejected {
             | Reason::ForcedOpen { circuit }
             | Reason::ProbesBusy { circuit }
             | Reason::Timeout { circuit, .. } => Some(circuit),
-            Reason::TooBusy { .. } | Reason::Deadline { .. } | Reason::AttemptTimeout { .. } => {
-                None
-            }
+            Reason::TooBusy { .. }
+            | Reason::Deadline { .. }
+            | Reason::AttemptTimeout { .. }
+            | Reason::Elapsed { .. } => None,
         }
     }
 }

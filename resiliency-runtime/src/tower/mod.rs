@@ -243,6 +243,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 pub use crate::breaker::layer::{BreakerLayer, BreakerService, KeyBy, PerKey, Unkeyed};
 pub use crate::race_retry::layer::{RaceRetryLayer, RaceRetryService, RetryIf, RetryWith};
+pub use crate::timeout::layer::{TimeoutLayer, TimeoutService};
 pub use crate::too_busy::layer::{TooBusyLayer, TooBusyService};
 pub use classify::{server_errors, AnyError, Classify, FailureIf, ServerErrors};
 
@@ -250,6 +251,7 @@ pub use classify::{server_errors, AnyError, Classify, FailureIf, ServerErrors};
 pub mod future {
     pub use crate::breaker::layer::BreakerFuture;
     pub use crate::race_retry::layer::RaceFuture;
+    pub use crate::timeout::layer::TimeoutFuture;
     pub use crate::too_busy::layer::TooBusyFuture;
 }
 

@@ -1,0 +1,160 @@
+//! The future a call under a time limit returns, [`TimeoutCall`], named in the return type of
+//! [`Timeout::call`]. Code rarely spells it out: `.await` the call.
+//!
+//! A small enum says where the call stands: new, waiting (with its deadline), done. The clock is
+//! read when the body first waits (or earlier, if the body reads its deadline); only then is the
+//! timer made, on the heap: a call that answers on its first poll reads no clock, makes no timer
+//! and allocates nothing. The body is polled before the timer, so a body that answers as the
+//! time runs out keeps its answer, as with `tokio::time::timeout`.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+use tokio::time::{Instant, Sleep};
+
+use super::timeout::Timeout;
+use crate::deadline::Scope;
+use crate::rejected::{FromRejected, Reason, Rejected};
+
+pin_project! {
+    /// The body, until the call ends: dropped then, before the call returns.
+    #[project = BodyProj]
+    #[project_replace = BodyGone]
+    enum Body<F> {
+        Running {
+            #[pin]
+            future: F,
+        },
+        Gone,
+    }
+}
+
+pin_project! {
+    /// The future of a call under a [`Timeout`]: see [`Timeout::call`]. Code rarely spells it
+    /// out: `.await` the call.
+    ///
+    /// `F` is the body and `E` its error type.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct TimeoutCall<'a, F, E> {
+        // `E::from`, taken where the call is made (and its bound checked there, once).
+        reject: fn(Rejected) -> E,
+        limit: &'a Timeout,
+        stage: Stage,
+        // Made at the body's first wait; `None` before, after, and for a `total` too long for an
+        // `Instant`.
+        timer: Option<Pin<Box<Sleep>>>,
+        #[pin]
+        body: Body<F>,
+    }
+}
+
+/// Where a call stands.
+#[derive(Copy, Clone, Debug)]
+enum Stage {
+    /// Not polled yet.
+    New,
+    /// The body has waited: its deadline (`None`: too far for an `Instant`, never) and the
+    /// `total` it was given.
+    Waiting {
+        deadline: Option<Instant>,
+        total_ns: u64,
+    },
+    /// Answered or timed out.
+    Done,
+}
+
+impl<'a, F, E: FromRejected> TimeoutCall<'a, F, E> {
+    pub(super) fn new(limit: &'a Timeout, body: F) -> Self {
+        TimeoutCall {
+            reject: E::from,
+            limit,
+            stage: Stage::New,
+            timer: None,
+            body: Body::Running { future: body },
+        }
+    }
+}
+
+impl<F, E> fmt::Debug for TimeoutCall<'_, F, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimeoutCall")
+            .field("name", &self.limit.name())
+            .field("stage", &self.stage)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, T, E> Future for TimeoutCall<'_, F, E>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    type Output = Result<T, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let BodyProj::Running { future } = this.body.as_mut().project() else {
+            panic!("a `#[timeout]` call was polled after it completed");
+        };
+        let total_ns = match *this.stage {
+            Stage::New => {
+                let total_ns = this.limit.total_ns();
+                // The deadline counts from the body's first wait; a body that reads it sooner
+                // starts the clock then.
+                let scope = Scope::lazy(total_ns);
+                let poll = future.poll(cx);
+                let started = scope.close();
+                if let Poll::Ready(output) = poll {
+                    return finish(this.stage, this.body, this.limit, output);
+                }
+                let start = started.unwrap_or_else(Instant::now);
+                let deadline = start.checked_add(Duration::from_nanos(total_ns));
+                *this.stage = Stage::Waiting { deadline, total_ns };
+                // A runtime without a time driver panics here, with tokio's message, as
+                // `tokio::time::timeout` does; the body is dropped with the call.
+                *this.timer = deadline.map(|at| Box::pin(tokio::time::sleep_until(at)));
+                total_ns
+            }
+            Stage::Waiting { deadline, total_ns } => {
+                let scope = Scope::at(deadline);
+                let poll = future.poll(cx);
+                drop(scope);
+                if let Poll::Ready(output) = poll {
+                    *this.timer = None;
+                    return finish(this.stage, this.body, this.limit, output);
+                }
+                total_ns
+            }
+            Stage::Done => unreachable!("a done call has no body"),
+        };
+        let fired = this
+            .timer
+            .as_mut()
+            .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
+        if !fired {
+            return Poll::Pending;
+        }
+        *this.timer = None;
+        *this.stage = Stage::Done;
+        // The body goes now, before the caller sees the error.
+        this.body.project_replace(Body::Gone);
+        this.limit.meter().timed_out();
+        let (name, total) = (this.limit.name(), Duration::from_nanos(total_ns));
+        Poll::Ready(Err((this.reject)(Rejected::new(Reason::Elapsed {
+            name,
+            total,
+        }))))
+    }
+}
+
+/// The body answered in time: it is dropped, and the answer returned.
+#[inline]
+fn finish<F, T>(stage: &mut Stage, body: Pin<&mut Body<F>>, limit: &Timeout, output: T) -> Poll<T> {
+    *stage = Stage::Done;
+    body.project_replace(Body::Gone);
+    limit.meter().completed();
+    Poll::Ready(output)
+}
