@@ -528,7 +528,7 @@ fn tracing__deadlines() {
 #[resiliency::breaker(name = "seams.tracing.hint", error_threshold = 1, error_timeout = "5s")]
 async fn tracing_hint(throttled: bool) -> Result<u32, ApiError> {
     if throttled {
-        Err(ApiError::Throttled(secs(30)))
+        Err(ApiError::Throttled(secs(5)))
     } else {
         Ok(1)
     }
@@ -901,7 +901,7 @@ fn coop_budget__deadlines_of_a_body_that_spends_the_budget() {
 #[resiliency::breaker(name = "seams.coop.hint", error_threshold = 1, error_timeout = "5s")]
 async fn coop_hint(throttled: bool) -> Result<u32, ApiError> {
     if throttled {
-        Err(ApiError::Throttled(secs(30)))
+        Err(ApiError::Throttled(secs(5)))
     } else {
         Ok(1)
     }
@@ -1910,4 +1910,252 @@ async fn attempt_cap__tracing() {
         "started at {:?}, told {told:?}",
         starts[2]
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time limit (`#[timeout]`): its row of the matrix
+
+#[resiliency::timeout(name = "seams.timeout.coop", total = "50ms")]
+async fn timeout_coop_budgeted() -> Result<(), BoxError> {
+    loop {
+        // Always ready, as a busy channel is: it takes from the budget, and yields when spent.
+        tokio::task::coop::consume_budget().await;
+    }
+}
+
+/// A body that spends tokio's cooperative budget in every poll is still cut off, on the real
+/// clock: the timer is polled unconstrained, as `tokio::time::timeout` polls its own.
+#[test]
+fn timeout__coop_budget() {
+    init();
+    within_5s(|| {
+        support::current_thread().block_on(async {
+            let started = std::time::Instant::now();
+            let error = timeout_coop_budgeted().await.unwrap_err();
+            assert!(rejected(&error).is_timeout(), "{error}");
+            assert!(started.elapsed() >= ms(50));
+        })
+    });
+}
+
+const ZERO: Duration = Duration::ZERO;
+
+#[resiliency::timeout(name = "seams.timeout.tracing", total = ZERO)]
+async fn timeout_tracing_unusable() -> Result<u32, BoxError> {
+    sleep(ms(10)).await;
+    Ok(1)
+}
+
+#[resiliency::timeout(name = "seams.timeout.tracing_other", total = "1s")]
+async fn timeout_tracing_other() -> Result<u32, BoxError> {
+    Ok(2)
+}
+
+/// A site whose `total` is refused at its first call logs an error while it is set up; a
+/// subscriber that then calls another `#[timeout]` fn and looks time limits up (the registry's
+/// lock is held while a site is set up) neither deadlocks nor panics, and the site runs with no
+/// limit rather than fail its calls.
+#[test]
+fn timeout__tracing() {
+    init();
+    within_5s(|| {
+        support::paused_runtime().block_on(async {
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let record = seen.clone();
+            let _hook = hook::on_event(move |event| {
+                if event.field("setting") == Some("total") {
+                    let other = support::block_on_without_tokio(timeout_tracing_other());
+                    let found = resiliency::timeout::get("seams.timeout.tracing").map(|t| t.name());
+                    record.lock().unwrap().push((other.unwrap(), found));
+                }
+            });
+            assert_eq!(timeout_tracing_unusable().await.unwrap(), 1);
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(seen.len(), 1, "{seen:?}");
+            assert_eq!(seen[0].0, 2);
+        })
+    });
+}
+
+#[resiliency::breaker(name = "seams.timeout.hints", error_threshold = 1, error_timeout = "1s")]
+#[resiliency::timeout(name = "seams.timeout.hints_limit", total = "100ms")]
+async fn timeout_hint(throttled: bool, wait: u64) -> Result<u32, ApiError> {
+    sleep(ms(wait)).await;
+    if throttled {
+        Err(ApiError::Throttled(secs(5)))
+    } else {
+        Ok(1)
+    }
+}
+
+/// An error's `RetryHint` passes through a time limit unchanged (the breaker around it holds open
+/// as long as asked); a call cut off carries no hint (the breaker's own `error_timeout` holds).
+#[tokio::test(start_paused = true)]
+async fn timeout__hints() {
+    init();
+    assert!(matches!(
+        timeout_hint(true, 10).await.unwrap_err(),
+        ApiError::Throttled(_)
+    ));
+    let refused = timeout_hint(false, 10).await.unwrap_err();
+    assert_eq!(refused.refusal().retry_after(), Some(secs(5)));
+    sleep(secs(5)).await;
+    // Half-open: the probe is cut off, which re-opens it for `error_timeout` alone.
+    let cut = timeout_hint(false, 500).await.unwrap_err();
+    assert!(cut.refusal().is_timeout() && cut.refusal().retry_after().is_none());
+    let refused = timeout_hint(false, 10).await.unwrap_err();
+    let left = refused.refusal().retry_after().unwrap();
+    assert!(left <= secs(1), "{left:?}");
+}
+
+#[resiliency::breaker(
+    name = "seams.timeout.slow",
+    slow_call_duration = "50ms",
+    error_threshold = 100
+)]
+#[resiliency::timeout(total = "100ms")]
+async fn timeout_slow(wait: u64) -> Result<u64, BoxError> {
+    sleep(ms(wait)).await;
+    Ok(wait)
+}
+
+/// Under a breaker with `slow_call_duration`, a call slower than it but within the time limit is
+/// a slow success; one the time limit cuts off is an error, never a slow call.
+#[tokio::test(start_paused = true)]
+async fn timeout__slow_calls() {
+    init();
+    let name = "seams.timeout.slow";
+    assert_eq!(timeout_slow(70).await.unwrap(), 70);
+    assert!(rejected(&timeout_slow(150).await.unwrap_err()).is_timeout());
+    assert_eq!(timeout_slow(10).await.unwrap(), 10);
+    assert_eq!(breaker_calls(name, "slow"), 1.0);
+    assert_eq!(breaker_calls(name, "error"), 1.0);
+    assert_eq!(breaker_calls(name, "success"), 1.0);
+}
+
+#[resiliency::breaker(name = "seams.timeout.keyed", key = host, error_threshold = 1, error_timeout = "1h")]
+#[resiliency::timeout(total = "100ms")]
+async fn timeout_keyed(host: &str, wait: u64) -> Result<String, BoxError> {
+    sleep(ms(wait)).await;
+    Ok(host.to_string())
+}
+
+/// A key whose calls run out of time opens its own breaker only.
+#[tokio::test(start_paused = true)]
+async fn timeout__keyed() {
+    init();
+    assert!(rejected(&timeout_keyed("slow", 500).await.unwrap_err()).is_timeout());
+    assert!(is_circuit_open(&timeout_keyed("slow", 1).await.unwrap_err()));
+    assert_eq!(timeout_keyed("fast", 1).await.unwrap(), "fast");
+    let hosts = family("seams.timeout.keyed");
+    assert_eq!(hosts.get("slow").unwrap().state(), State::Open);
+    assert_eq!(hosts.get("fast").unwrap().state(), State::Closed);
+}
+
+/// A `TimeoutLayer` inside a `BreakerLayer`: each response cut off is an error the breaker
+/// counts, and the inner service reads the sooner of the two deadlines.
+#[tokio::test(start_paused = true)]
+async fn timeout__tower_layers() {
+    init();
+    use resiliency::timeout::Timeout;
+    use resiliency::tower::TimeoutLayer;
+    let breaker = BreakerLayer::new(
+        Breaker::builder("seams.timeout.tower")
+            .error_threshold(2)
+            .timeout(secs(1)),
+    )
+    .unwrap();
+    let limit =
+        TimeoutLayer::new(Timeout::builder("seams.timeout.tower_limit").total(ms(100))).unwrap();
+    let mut svc = breaker.layer(limit.layer(service_fn(|wait: u64| async move {
+        let left = time_left();
+        sleep(ms(wait)).await;
+        Ok::<_, std::io::Error>(left)
+    })));
+    assert_eq!(svc.ready().await.unwrap().call(1).await.unwrap(), Some(ms(100)));
+    for _ in 0..2 {
+        let error = svc.ready().await.unwrap().call(500).await.unwrap_err();
+        assert!(rejected(&error).is_timeout(), "{error}");
+    }
+    let refused = svc.ready().await.unwrap().call(1).await.unwrap_err();
+    assert!(is_circuit_open(&refused), "{refused}");
+}
+
+#[resiliency::timeout(name = "seams.timeout.metrics", total = "100ms")]
+async fn timeout_metered(wait: u64, fail: bool) -> Result<u64, BoxError> {
+    sleep(ms(wait)).await;
+    if fail {
+        Err("down".into())
+    } else {
+        Ok(wait)
+    }
+}
+
+/// Each call that ends counts once: `completed` (an `Ok` or an `Err` in time) or `timed_out`;
+/// a call dropped counts nothing.
+#[tokio::test(start_paused = true)]
+async fn timeout__metrics() {
+    init();
+    let name = "seams.timeout.metrics";
+    let calls = |outcome| {
+        metric(
+            resiliency::metrics::TIMEOUT_CALLS,
+            &[("name", name), ("outcome", outcome)],
+        )
+    };
+    timeout_metered(1, false).await.unwrap();
+    timeout_metered(1, true).await.unwrap_err();
+    timeout_metered(500, false).await.unwrap_err();
+    let mut dropped = Box::pin(timeout_metered(50, false));
+    assert!(poll_once(dropped.as_mut()).await.is_pending());
+    drop(dropped);
+    assert_eq!((calls("completed"), calls("timed_out")), (2.0, 1.0));
+}
+
+#[resiliency::timeout(name = "seams.timeout.cap_outer", total = "250ms")]
+#[resiliency::race_retry(
+    name = "seams.timeout.cap_race",
+    retries = 3,
+    after = "100ms",
+    total = "10s",
+    max_attempts_in_flight = 1
+)]
+async fn timeout_cap_outer(attempts: &AtomicU32) -> Result<u32, BoxError> {
+    attempts.fetch_add(1, Ordering::SeqCst);
+    sleep(secs(60)).await;
+    Ok(1)
+}
+
+#[resiliency::race_retry(
+    name = "seams.timeout.cap_each",
+    retries = 2,
+    after = "5s",
+    total = "10s",
+    max_attempts_in_flight = 1,
+    backoff = "off"
+)]
+#[resiliency::timeout(name = "seams.timeout.cap_limit", total = "100ms")]
+async fn timeout_cap_each(attempts: &AtomicU32) -> Result<u32, BoxError> {
+    let n = attempts.fetch_add(1, Ordering::SeqCst);
+    sleep(if n < 2 { secs(60) } else { ms(1) }).await;
+    Ok(n)
+}
+
+/// Above a race capped at one attempt in flight, the time limit ends the whole race (the one
+/// attempt running, dropped); below it, each attempt is bounded: an attempt cut off is an error,
+/// and the next starts at once, in its slot.
+#[tokio::test(start_paused = true)]
+async fn timeout__attempt_cap() {
+    init();
+    let attempts = AtomicU32::new(0);
+    let started = Instant::now();
+    let error = timeout_cap_outer(&attempts).await.unwrap_err();
+    assert!(rejected(&error).is_timeout(), "{error}");
+    assert_eq!(started.elapsed(), ms(250));
+    assert_eq!(attempts.load(Ordering::SeqCst), 1, "the cap held the staggered ones");
+
+    let attempts = AtomicU32::new(0);
+    let started = Instant::now();
+    assert_eq!(timeout_cap_each(&attempts).await.unwrap(), 2);
+    assert_eq!(started.elapsed(), ms(201));
 }

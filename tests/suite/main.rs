@@ -35,6 +35,7 @@ mod shapes_breaker;
 mod shapes_common;
 mod shapes_race_retry;
 mod shapes_too_busy;
+mod timeout;
 mod too_busy_auto;
 mod too_busy_free;
 #[cfg(feature = "tower")]

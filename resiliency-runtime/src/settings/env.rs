@@ -151,7 +151,7 @@ mod tests {
              (the units are ns, us, ms, s, m, h)"
         );
         assert!(texts[2].starts_with("environment variable RESILIENCY_BREAKR__TIMEOUT: "));
-        assert!(texts[2].contains("with BREAKER, RACE_RETRY or TOO_BUSY for <POLICY>"));
+        assert!(texts[2].contains("with BREAKER, RACE_RETRY, TOO_BUSY or TIMEOUT for <POLICY>"));
     }
 }
 

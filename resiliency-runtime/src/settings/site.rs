@@ -157,7 +157,7 @@ impl<O: Options, T: Target<O>> Site for Live<O, T> {
 
 /// Options that break a rule (a `const` out of range in an attribute) lose each setting at fault,
 /// one rule at a time, each reported as an error: the defaults stand in for them. `None` when
-/// that does not help (a required setting at fault).
+/// that does not help (a required setting at fault, reported as such, once).
 pub(crate) fn usable<O: Options>(mut options: O) -> Option<O> {
     for _ in 0..=O::POLICY.settings().len() {
         let violations = options.violations();
@@ -171,17 +171,34 @@ pub(crate) fn usable<O: Options>(mut options: O) -> Option<O> {
         )
         .expect_err("there are violations");
         let setting = first.argument();
-        crate::later::emit(move || {
-            tracing::error!(
-                target: "resiliency::settings",
-                %error,
-                setting,
-                "a setting of the attribute breaks a rule; its default applies"
-            )
-        });
         // A setting the attribute does not give (a required one) cannot be left to its default.
-        options.get(first.argument())?;
-        options.unset(first.argument());
+        options.get(setting)?;
+        options.unset(setting);
+        // Left out, a required setting breaks a rule of its own: there is no default to apply.
+        let required = options
+            .violations()
+            .iter()
+            .any(|v| v.argument() == setting && v.about() == resiliency_rules::About::Presence);
+        crate::later::emit(move || {
+            if required {
+                tracing::error!(
+                    target: "resiliency::settings",
+                    %error,
+                    setting,
+                    "a required setting of the attribute breaks a rule; the site runs without it, as its docs say"
+                )
+            } else {
+                tracing::error!(
+                    target: "resiliency::settings",
+                    %error,
+                    setting,
+                    "a setting of the attribute breaks a rule; its default applies"
+                )
+            }
+        });
+        if required {
+            return None;
+        }
     }
     None
 }

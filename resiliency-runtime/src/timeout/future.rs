@@ -130,10 +130,13 @@ where
             }
             Stage::Done => unreachable!("a done call has no body"),
         };
-        let fired = this
-            .timer
-            .as_mut()
-            .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
+        // Unconstrained by tokio's cooperative budget, as `tokio::time::timeout` polls its timer:
+        // a body that spent the budget in this poll must still be cut off when its time is up.
+        let fired = this.timer.as_mut().is_some_and(|timer| {
+            Pin::new(&mut tokio::task::unconstrained(timer.as_mut()))
+                .poll(cx)
+                .is_ready()
+        });
         if !fired {
             return Poll::Pending;
         }
