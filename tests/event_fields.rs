@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use resiliency::{breaker, race_retry, too_busy, Breaker, Rejected};
+use resiliency::{breaker, race_retry, timeout, too_busy, Breaker, Rejected};
 
 use support::BoxError;
 
@@ -30,6 +30,12 @@ fn quiet(_why: Rejected) -> Result<u32, BoxError> {
 #[breaker(name = "fields.fallback", error_threshold = 1, error_timeout = "30s", fallback = quiet)]
 async fn fails() -> Result<u32, BoxError> {
     Err("down".into())
+}
+
+#[timeout(name = "fields.timeout", total = "10ms")]
+async fn late() -> Result<(), Rejected> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Ok(())
 }
 
 /// The lines of `text` from `target` whose message is `message`.
@@ -70,6 +76,8 @@ fn every_event_names_its_site_in_a_name_field() {
 
             assert!(fails().await.is_err());
             assert_eq!(fails().await.unwrap(), 0);
+
+            assert!(late().await.unwrap_err().is_timeout());
         })
     });
     let text = captured.text();
@@ -107,6 +115,14 @@ fn every_event_names_its_site_in_a_name_field() {
         ended
             .iter()
             .any(|line| line.contains("name=\"fields.race\"")),
+        "{text}"
+    );
+
+    let timed_out = events(&text, "resiliency::timeout", "call timed out");
+    assert!(
+        timed_out
+            .iter()
+            .any(|line| line.contains("name=\"fields.timeout\"") && line.contains("total_ms=10")),
         "{text}"
     );
 

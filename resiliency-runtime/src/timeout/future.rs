@@ -144,13 +144,23 @@ where
         *this.stage = Stage::Done;
         // The body goes now, before the caller sees the error.
         this.body.project_replace(Body::Gone);
-        this.limit.meter().timed_out();
-        let (name, total) = (this.limit.name(), Duration::from_nanos(total_ns));
-        Poll::Ready(Err((this.reject)(Rejected::new(Reason::Elapsed {
-            name,
-            total,
-        }))))
+        Poll::Ready(Err((this.reject)(timed_out(this.limit, total_ns))))
     }
+}
+
+/// A call ran out of time: counted, told to `tracing` (debug), and its refusal.
+#[cold]
+#[inline(never)]
+fn timed_out(limit: &Timeout, total_ns: u64) -> Rejected {
+    limit.meter().timed_out();
+    let (name, total) = (limit.name(), Duration::from_nanos(total_ns));
+    tracing::debug!(
+        target: "resiliency::timeout",
+        name,
+        total_ms = total.as_millis() as u64,
+        "call timed out"
+    );
+    Rejected::new(Reason::Elapsed { name, total })
 }
 
 /// The body answered in time: it is dropped, and the answer returned.

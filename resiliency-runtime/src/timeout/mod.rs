@@ -69,9 +69,10 @@
 //! * **Settings changed at run time** apply to calls that start after the change; a call keeps
 //!   the `total` it started with.
 //!
-//! # Metrics
+//! # Events and metrics
 //!
-//! With the `metrics` feature, `resiliency_timeout_calls_total` counts each call that ended, by
+//! Each call cut off is a `tracing` event at level debug (target `resiliency::timeout`, message
+//! "call timed out", with the time limit's `name` and `total_ms`). With the `metrics` feature, `resiliency_timeout_calls_total` counts each call that ended, by
 //! `outcome`: `completed` (it answered, `Ok` or `Err`, in time) or `timed_out`.
 
 mod builder;
