@@ -1977,7 +1977,11 @@ fn timeout__tracing() {
     });
 }
 
-#[resiliency::breaker(name = "seams.timeout.hints", error_threshold = 1, error_timeout = "1s")]
+#[resiliency::breaker(
+    name = "seams.timeout.hints",
+    error_threshold = 1,
+    error_timeout = "1s"
+)]
 #[resiliency::timeout(name = "seams.timeout.hints_limit", total = "100ms")]
 async fn timeout_hint(throttled: bool, wait: u64) -> Result<u32, ApiError> {
     sleep(ms(wait)).await;
@@ -2045,7 +2049,9 @@ async fn timeout_keyed(host: &str, wait: u64) -> Result<String, BoxError> {
 async fn timeout__keyed() {
     init();
     assert!(rejected(&timeout_keyed("slow", 500).await.unwrap_err()).is_timeout());
-    assert!(is_circuit_open(&timeout_keyed("slow", 1).await.unwrap_err()));
+    assert!(is_circuit_open(
+        &timeout_keyed("slow", 1).await.unwrap_err()
+    ));
     assert_eq!(timeout_keyed("fast", 1).await.unwrap(), "fast");
     let hosts = family("seams.timeout.keyed");
     assert_eq!(hosts.get("slow").unwrap().state(), State::Open);
@@ -2072,7 +2078,10 @@ async fn timeout__tower_layers() {
         sleep(ms(wait)).await;
         Ok::<_, std::io::Error>(left)
     })));
-    assert_eq!(svc.ready().await.unwrap().call(1).await.unwrap(), Some(ms(100)));
+    assert_eq!(
+        svc.ready().await.unwrap().call(1).await.unwrap(),
+        Some(ms(100))
+    );
     for _ in 0..2 {
         let error = svc.ready().await.unwrap().call(500).await.unwrap_err();
         assert!(rejected(&error).is_timeout(), "{error}");
@@ -2152,7 +2161,11 @@ async fn timeout__attempt_cap() {
     let error = timeout_cap_outer(&attempts).await.unwrap_err();
     assert!(rejected(&error).is_timeout(), "{error}");
     assert_eq!(started.elapsed(), ms(250));
-    assert_eq!(attempts.load(Ordering::SeqCst), 1, "the cap held the staggered ones");
+    assert_eq!(
+        attempts.load(Ordering::SeqCst),
+        1,
+        "the cap held the staggered ones"
+    );
 
     let attempts = AtomicU32::new(0);
     let started = Instant::now();

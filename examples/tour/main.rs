@@ -16,6 +16,7 @@ mod race_retry_tour;
 mod replicas_tour;
 mod settings_tour;
 mod stacking_tour;
+mod timeout_tour;
 mod too_busy_tour;
 
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
@@ -94,6 +95,7 @@ async fn main() {
     too_busy_tour::run().await;
     too_busy_tour::auto_limit().await;
     race_retry_tour::run().await;
+    timeout_tour::run().await;
     stacking_tour::run().await;
     settings_tour::run().await;
     replicas_tour::run().await.expect("servers on 127.0.0.1");

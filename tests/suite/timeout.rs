@@ -82,7 +82,10 @@ async fn the_body_is_dropped_before_the_caller_sees_the_error() {
         Ok::<(), Rejected>(())
     }));
     assert!(call.as_mut().await.unwrap_err().is_timeout());
-    assert!(flag.load(Ordering::SeqCst), "dropped as it fired, not with the call");
+    assert!(
+        flag.load(Ordering::SeqCst),
+        "dropped as it fired, not with the call"
+    );
     drop(call);
 }
 
@@ -100,7 +103,10 @@ async fn the_body_reads_its_deadline_and_the_clock_starts_at_the_first_wait_or_t
     assert_eq!(resiliency::deadline(), None, "put back after the call");
 
     // A body that does not read it: the deadline counts from its first wait.
-    let limit = Timeout::builder("timeout::clock").total(ms(300)).build().unwrap();
+    let limit = Timeout::builder("timeout::clock")
+        .total(ms(300))
+        .build()
+        .unwrap();
     let started = Instant::now();
     let left = limit
         .call(async {
@@ -143,7 +149,11 @@ async fn nested_time_limits_give_the_sooner_deadline_and_the_inner_one_fires() {
 
 #[tokio::test(start_paused = true)]
 async fn under_a_breaker_a_call_cut_off_counts_as_an_error() {
-    #[breaker(name = "timeout::under_breaker", error_threshold = 2, error_timeout = "10s")]
+    #[breaker(
+        name = "timeout::under_breaker",
+        error_threshold = 2,
+        error_timeout = "10s"
+    )]
     #[timeout("50ms")]
     async fn guarded(wait: Duration) -> Result<Duration, Rejected> {
         sleep(wait).await;
@@ -202,14 +212,23 @@ async fn a_fallback_answers_when_the_time_runs_out() {
 #[tokio::test(start_paused = true)]
 async fn the_builder_refuses_what_the_attribute_refuses() {
     let missing = Timeout::builder("timeout::rules").build().unwrap_err();
-    assert!(missing.to_string().contains("`total` is required"), "{missing}");
+    assert!(
+        missing.to_string().contains("`total` is required"),
+        "{missing}"
+    );
     let zero = Timeout::builder("timeout::rules")
         .total(Duration::ZERO)
         .build()
         .unwrap_err();
-    assert!(zero.to_string().contains("`total` must be above zero"), "{zero}");
+    assert!(
+        zero.to_string().contains("`total` must be above zero"),
+        "{zero}"
+    );
     let empty = Timeout::builder("").total(ms(1)).build().unwrap_err();
-    assert!(empty.to_string().contains("`name` must not be empty"), "{empty}");
+    assert!(
+        empty.to_string().contains("`name` must not be empty"),
+        "{empty}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -224,7 +243,10 @@ async fn an_attribute_and_a_builder_of_one_name_share_one_time_limit_and_its_set
         .register()
         .unwrap();
     shared(ms(1)).await.unwrap();
-    assert!(std::ptr::eq(registered, timeout::get("timeout::shared").unwrap()));
+    assert!(std::ptr::eq(
+        registered,
+        timeout::get("timeout::shared").unwrap()
+    ));
     // Raised by name at run time: the next call gets it.
     settings::set(Policy::Timeout, "timeout::shared", "total", "300ms").unwrap();
     assert_eq!(registered.total(), ms(300));
@@ -275,7 +297,10 @@ async fn a_body_that_panics_passes_its_panic_on_and_the_next_call_runs() {
 
 #[tokio::test(start_paused = true)]
 async fn a_call_dropped_at_any_point_drops_its_body_with_it() {
-    let limit = Timeout::builder("timeout::dropped").total(ms(100)).build().unwrap();
+    let limit = Timeout::builder("timeout::dropped")
+        .total(ms(100))
+        .build()
+        .unwrap();
     for polls in 0..3 {
         let flag = Arc::new(AtomicBool::new(false));
         let held = Dropped(flag.clone());
@@ -298,13 +323,18 @@ async fn a_call_dropped_at_any_point_drops_its_body_with_it() {
 
 #[test]
 fn without_a_time_driver_an_answer_on_the_first_poll_runs_and_a_wait_panics_with_tokios_message() {
-    let limit = Timeout::builder("timeout::no_driver").total(ms(100)).build().unwrap();
+    let limit = Timeout::builder("timeout::no_driver")
+        .total(ms(100))
+        .build()
+        .unwrap();
     // Outside any runtime, and on a runtime without timers: a body that answers at once.
     assert_eq!(
         support::block_on_without_tokio(limit.call(async { Ok::<_, Rejected>(7) })).unwrap(),
         7
     );
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     assert_eq!(
         runtime
             .block_on(limit.call(async { Ok::<_, Rejected>(8) }))
@@ -356,8 +386,7 @@ mod layer {
 
     #[tokio::test(start_paused = true)]
     async fn the_layer_cuts_a_slow_response_off_and_its_service_reads_the_deadline() {
-        let layer =
-            TimeoutLayer::new(Timeout::builder("timeout::layer").total(ms(100))).unwrap();
+        let layer = TimeoutLayer::new(Timeout::builder("timeout::layer").total(ms(100))).unwrap();
         let mut svc = layer.layer(service_fn(|wait: u64| async move {
             let left = time_left().unwrap();
             sleep(ms(wait)).await;
@@ -373,7 +402,10 @@ mod layer {
         let error = failing.ready().await.unwrap().call(()).await.unwrap_err();
         assert_eq!(error.to_string(), "upstream");
         // One name, one time limit: the layer's is the registry's, and settings reach it.
-        assert!(std::ptr::eq(layer.timeout(), timeout::get("timeout::layer").unwrap()));
+        assert!(std::ptr::eq(
+            layer.timeout(),
+            timeout::get("timeout::layer").unwrap()
+        ));
         settings::set(Policy::Timeout, "timeout::layer", "total", "1s").unwrap();
         assert_eq!(svc.ready().await.unwrap().call(500).await.unwrap(), secs(1));
         settings::unset(Policy::Timeout, "timeout::layer", "total").unwrap();

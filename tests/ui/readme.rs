@@ -6,7 +6,7 @@
 //!   `README.md.rs:LINE` is the line of `README.md` and `readme_line_N` the block starting at
 //!   line N. The build script's docs say what it adds (the reader's own types).
 //! - ```` ```toml ```` blocks must parse as TOML, and a block of settings (a `[breaker.*]`,
-//!   `[race_retry.*]` or `[too_busy.*]` table) must be read by `Overrides::from_toml`, each
+//!   `[race_retry.*]`, ... table: any policy's) must be read by `Overrides::from_toml`, each
 //!   setting one its policy takes.
 #![deny(warnings)]
 #![allow(dead_code, unused_variables)]
@@ -35,7 +35,7 @@ fn toml_blocks_parse() {
                 block.first_line
             )
         });
-        let policies = ["breaker", "race_retry", "too_busy"];
+        let policies = resiliency::settings::Policy::ALL.map(|policy| policy.name());
         if table.keys().any(|key| policies.contains(&key.as_str())) {
             let name = format!("README.md (block at line {})", block.first_line);
             let overrides = resiliency::settings::Overrides::from_toml(&name, &source)
