@@ -8,8 +8,8 @@ use tokio::time::Instant;
 /// When the code running now will be cut off by the guards around it (the soonest of their
 /// deadlines), or `None` outside any guard with a time limit.
 ///
-/// Inside a call guarded by a time limit (a breaker's `timeout` or `half_open_timeout`, a raced
-/// call's `total` and, for each attempt, `each`; through the attributes, the builders or the
+/// Inside a call guarded by a time limit (`#[timeout]`'s `total`, a breaker's `timeout` or
+/// `half_open_timeout`, a raced call's `total` and, for each attempt, `each`; through the attributes, the builders or the
 /// `tower` layers alike), the body can read when the call will be cut off, and pass it on: as an
 /// upstream's timeout header, a database statement timeout, a gRPC deadline. Nested guards give
 /// the tighter deadline: a race with a `total` of 10 s under a breaker's `timeout` of 1 s sees the

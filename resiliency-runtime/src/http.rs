@@ -3,7 +3,7 @@
 //!
 //! A [`Rejected`] is a response through [`IntoResponse`]: a refusal (`#[too_busy]`, an open or
 //! half-open breaker) is `503 Service Unavailable` with a `Retry-After` header; a call that ran
-//! out of time (a breaker's `timeout`, a race's `total` or `each`) is `504 Gateway Timeout`. The
+//! out of time (`#[timeout]`, a breaker's `timeout`, a race's `total` or `each`) is `504 Gateway Timeout`. The
 //! body says the status's meaning and when to retry, never the names of functions, breakers,
 //! keys or hosts: those go to a `tracing` event (target `resiliency::http`, level `debug`) with the
 //! full message. [`set_detailed_bodies`] puts the full message in the body too, for services

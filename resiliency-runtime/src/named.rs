@@ -19,7 +19,7 @@ pub(crate) enum Origin {
     /// A `tower` layer's `new`.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     Layer,
-    /// A `#[too_busy]` or `#[race_retry]` site.
+    /// An attribute's site.
     Attribute,
 }
 

@@ -1,9 +1,9 @@
 //! Tower layers over the engines of the attributes (feature `tower`): [`BreakerLayer`],
-//! [`TooBusyLayer`] and [`RaceRetryLayer`].
+//! [`TooBusyLayer`], [`RaceRetryLayer`] and [`TimeoutLayer`].
 //!
 //! Each layer drives the policy registered under its name, the one the attribute of that name,
-//! [`breaker::get`](crate::breaker::get), [`too_busy::get`](crate::too_busy::get) and
-//! [`race_retry::get`](crate::race_retry::get) return: the run-time [`settings`](crate::settings) by name
+//! [`breaker::get`](crate::breaker::get), [`too_busy::get`](crate::too_busy::get),
+//! [`race_retry::get`](crate::race_retry::get) and [`timeout::get`](crate::timeout::get) return: the run-time [`settings`](crate::settings) by name
 //! and the `metrics` series by name apply to it with no code of yours. The first to register a
 //! name (a layer, an attribute's first call, a builder's `register`) gives its options; a layer
 //! whose own options differ uses the registered policy all the same, and logs the difference as
@@ -222,11 +222,12 @@
 //! # Guarantees
 //!
 //! The layers add no state of their own to the engines', whose guarantees hold
-//! ([`breaker`](crate::breaker), [`too_busy`](crate::too_busy), [`race_retry`](crate::race_retry)):
+//! ([`breaker`](crate::breaker), [`too_busy`](crate::too_busy), [`race_retry`](crate::race_retry),
+//! [`timeout`](crate::timeout)):
 //!
 //! * **A response future dropped** at any point (before its first poll too) gives back what it
 //!   holds: a breaker's probe slot or a guard's slot (both taken in `call`), counting neither
-//!   way; a race's attempts, every one dropped with it.
+//!   way; a race's attempts, every one dropped with it; a time limit's inner future and timer.
 //! * **An inner service that panics**: in its future, the breaker counts an error, the guard's
 //!   slot comes back once the future is dropped, the race ends with the panic; in its `call`, a
 //!   probe slot taken for it comes back and nothing counts. A classifier or `retry_if` that
