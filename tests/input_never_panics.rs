@@ -26,6 +26,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use resiliency::race_retry::RaceRetry;
 use resiliency::retry_hint::parse_retry_after;
 use resiliency::settings::{self, Overrides, Policy, Value, ALL};
+use resiliency::timeout::Timeout;
 use resiliency::too_busy::TooBusy;
 use resiliency::tower::{authority_of, BreakerLayer};
 use resiliency::{Breaker, Rejected};
@@ -289,6 +290,7 @@ fn apply(text: &str, edit: &Edit) -> String {
 const BREAKER: &str = "input_never_panics::breaker";
 const RACE: &str = "input_never_panics::race";
 const BUSY: &str = "input_never_panics::busy";
+const TIMEOUT: &str = "input_never_panics::timeout";
 
 /// The paused runtimes the sites' calls run on, for every test: one for the breaker and the race,
 /// one for the guard (whose lag monitor wakes every few milliseconds of the paused clock, which
@@ -308,6 +310,7 @@ struct Sites {
     breaker: Arc<Breaker>,
     race: &'static RaceRetry,
     busy: &'static TooBusy,
+    timeout: &'static Timeout,
 }
 
 static SITES: LazyLock<Sites> = LazyLock::new(|| {
@@ -325,6 +328,10 @@ static SITES: LazyLock<Sites> = LazyLock::new(|| {
             .register()
             .unwrap(),
         busy: TooBusy::builder(BUSY).max_in_flight(8).register().unwrap(),
+        timeout: Timeout::builder(TIMEOUT)
+            .total(Duration::from_secs(2))
+            .register()
+            .unwrap(),
     }
 });
 
@@ -333,6 +340,7 @@ fn site_of(policy: Policy) -> &'static str {
         Policy::Breaker => BREAKER,
         Policy::RaceRetry => RACE,
         Policy::TooBusy => BUSY,
+        Policy::Timeout => TIMEOUT,
     }
 }
 
@@ -377,6 +385,15 @@ fn use_every_site() -> Result<(), TestCaseError> {
             }
         });
         let _ = tokio::time::timeout(HANG, race).await;
+        // A time limit of any `total`: an answer after a minute is in time or cut off, never hung.
+        let limited = sites.timeout.call(async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok::<(), BoxError>(())
+        });
+        prop_assert!(
+            tokio::time::timeout(HANG, limited).await.is_ok(),
+            "the time-limited call hung"
+        );
         Ok(())
     })?;
     RUNTIMES.busy.block_on(async {
@@ -1032,6 +1049,7 @@ fn env_variable() -> impl Strategy<Value = (String, OsString)> {
             Policy::Breaker => "BREAKER",
             Policy::RaceRetry => "RACE_RETRY",
             Policy::TooBusy => "TOO_BUSY",
+            Policy::Timeout => "TIMEOUT",
         };
         let setting = misspelt.unwrap_or_else(|| name.to_ascii_uppercase());
         let key = if every_site {
