@@ -1,7 +1,7 @@
 //! Input from outside the process never panics or hangs: `Retry-After` headers, keys taken from
 //! requests, settings from code, files (TOML, JSON) and the environment give a value or a clear
 //! error for arbitrary bytes, and the values they give are used (calls through the breaker,
-//! race and guard they reach) without a panic either.
+//! race, guard and time limit they reach) without a panic either.
 //!
 //! Each reader gets arbitrary bytes or text, and near-valid input: a generator that builds almost
 //! valid dates, durations, names and files and then mutates them, so that the deep branches are
@@ -26,6 +26,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use resiliency::race_retry::RaceRetry;
 use resiliency::retry_hint::parse_retry_after;
 use resiliency::settings::{self, Overrides, Policy, Value, ALL};
+use resiliency::timeout::Timeout;
 use resiliency::too_busy::TooBusy;
 use resiliency::tower::{authority_of, BreakerLayer};
 use resiliency::{Breaker, Rejected};
@@ -289,6 +290,7 @@ fn apply(text: &str, edit: &Edit) -> String {
 const BREAKER: &str = "input_never_panics::breaker";
 const RACE: &str = "input_never_panics::race";
 const BUSY: &str = "input_never_panics::busy";
+const TIMEOUT: &str = "input_never_panics::timeout";
 
 /// The paused runtimes the sites' calls run on, for every test: one for the breaker and the race,
 /// one for the guard (whose lag monitor wakes every few milliseconds of the paused clock, which
@@ -308,6 +310,7 @@ struct Sites {
     breaker: Arc<Breaker>,
     race: &'static RaceRetry,
     busy: &'static TooBusy,
+    timeout: &'static Timeout,
 }
 
 static SITES: LazyLock<Sites> = LazyLock::new(|| {
@@ -325,6 +328,10 @@ static SITES: LazyLock<Sites> = LazyLock::new(|| {
             .register()
             .unwrap(),
         busy: TooBusy::builder(BUSY).max_in_flight(8).register().unwrap(),
+        timeout: Timeout::builder(TIMEOUT)
+            .total(Duration::from_secs(2))
+            .register()
+            .unwrap(),
     }
 });
 
@@ -333,13 +340,15 @@ fn site_of(policy: Policy) -> &'static str {
         Policy::Breaker => BREAKER,
         Policy::RaceRetry => RACE,
         Policy::TooBusy => BUSY,
+        Policy::Timeout => TIMEOUT,
     }
 }
 
 /// A call through each site, as the settings in force have it: a breaker's errors and a
-/// success an hour later, a race whose first attempt fails, a guarded call. The breaker and the
-/// guard answer within [`HANG`]; a race may be set to wait longer (a backoff of centuries), and is
-/// then dropped, which must not panic either.
+/// success an hour later, a race whose first attempt fails, a guarded call, a time-limited call
+/// that answers at once and one that waits an hour. The breaker and the guard answer within
+/// [`HANG`]; a race or a time limit may be set to wait longer (a backoff or a `total` of
+/// centuries), and is then dropped, which must not panic either.
 fn use_every_site() -> Result<(), TestCaseError> {
     let sites = &*SITES;
     RUNTIMES.main.block_on(async {
@@ -377,6 +386,18 @@ fn use_every_site() -> Result<(), TestCaseError> {
             }
         });
         let _ = tokio::time::timeout(HANG, race).await;
+        // A body that answers at once, and one that waits past any `total` the settings give.
+        let limited = async {
+            let _ = sites.timeout.call(async { Ok::<(), BoxError>(()) }).await;
+            let _ = sites
+                .timeout
+                .call(async {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok::<(), BoxError>(())
+                })
+                .await;
+        };
+        let _ = tokio::time::timeout(HANG, limited).await;
         Ok(())
     })?;
     RUNTIMES.busy.block_on(async {
@@ -1032,6 +1053,7 @@ fn env_variable() -> impl Strategy<Value = (String, OsString)> {
             Policy::Breaker => "BREAKER",
             Policy::RaceRetry => "RACE_RETRY",
             Policy::TooBusy => "TOO_BUSY",
+            Policy::Timeout => "TIMEOUT",
         };
         let setting = misspelt.unwrap_or_else(|| name.to_ascii_uppercase());
         let key = if every_site {
