@@ -229,8 +229,17 @@ pub(crate) trait Attribute: Arguments {
 
 /// Parses, validates and expands `#[A(args)] item`.
 pub(crate) fn run<A: Attribute>(args: TokenStream, item: TokenStream) -> TokenStream {
+    run_with::<A>(args, item, Errors::default())
+}
+
+/// [`run`], with the errors an attribute found in its arguments before (`#[timeout]`'s duration
+/// written without its name, see `timeout::ast::positional`), reported with the others.
+pub(crate) fn run_with<A: Attribute>(
+    args: TokenStream,
+    item: TokenStream,
+    mut errors: Errors,
+) -> TokenStream {
     let (deferred, args) = func::take_deferred(args);
-    let mut errors = Errors::default();
     let (attr, given) = parse_args::<A>(args.clone(), A::NAME, &mut errors);
     attr.validate(&given, &mut errors);
     let mut func = func::parse(item.clone(), A::NAME, A::RETURNS, &mut errors);
@@ -282,7 +291,12 @@ pub(crate) struct Stacking<'a> {
 /// The arguments written, even those whose value did not parse, with their names' spans: checks
 /// across arguments look here, so that a malformed `timeout` is not also reported missing.
 #[derive(Default)]
-pub(crate) struct Given(Vec<(String, Span)>);
+pub(crate) struct Given {
+    written: Vec<(String, Span)>,
+    /// The arguments an unknown name was taken for (`totl`, `total`'s typo): refused at that
+    /// name, and not also reported missing.
+    meant: Vec<&'static str>,
+}
 
 impl Given {
     /// The arguments written whose value the rules cannot read: a malformed one, and an
@@ -294,12 +308,13 @@ impl Given {
             .copied()
             .filter(|name| self.span(name).is_some() && args.value_span(name).is_none());
         let expressions = args.at_first_use().into_iter().map(|(name, _)| name);
-        unread.chain(expressions).collect()
+        let meant = self.meant.iter().copied();
+        unread.chain(expressions).chain(meant).collect()
     }
 
     /// The span of argument `name`'s name, when it was written.
     pub(crate) fn span(&self, name: &str) -> Option<Span> {
-        self.0
+        self.written
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, span)| *span)
@@ -337,7 +352,9 @@ pub(crate) fn parse_args<A: Arguments>(
             .unwrap_or_else(|| path.to_token_stream().to_string().replace(' ', ""));
         let name_span = path.span();
         if !A::NAMES.contains(&name.as_str()) {
-            errors.push(name_span, unknown(macro_name, &name, A::NAMES));
+            let (message, meant) = unknown(macro_name, &name, A::NAMES);
+            errors.push(name_span, message);
+            given.meant.extend(meant);
             continue;
         }
         if given.span(&name).is_some() {
@@ -351,7 +368,7 @@ pub(crate) fn parse_args<A: Arguments>(
             errors.add(as_list(&name, list));
             continue;
         }
-        given.0.push((name, name_span));
+        given.written.push((name, name_span));
         known.push(NestedMeta::Meta(meta));
     }
     let mut parsed = Vec::new();
@@ -376,20 +393,44 @@ pub(crate) fn as_list(name: &str, list: &MetaList) -> syn::Error {
     )
 }
 
-/// The message about an unknown argument: darling's suggestion if one is close, and every name.
-fn unknown(macro_name: &str, name: &str, known: &[&str]) -> String {
-    let hint = match suggestion(name, known) {
-        Some(close) => format!("did you mean `{close}`? "),
-        None => String::new(),
+/// Names of other attributes' arguments, or of other libraries', that mean an argument of this
+/// one: `(attribute, name written, argument meant, why)`.
+const MISNAMED: &[(&str, &str, &str, &str)] = &[(
+    "timeout",
+    "timeout",
+    "total",
+    "the time limit is `total` (`#[timeout(\"2s\")]` is short for `#[timeout(total = \"2s\")]`); ",
+)];
+
+/// The message about an unknown argument: the argument it means if it is a known misnaming, or
+/// darling's suggestion if one is close, and every name; with the argument meant, if any.
+fn unknown(
+    macro_name: &str,
+    name: &str,
+    known: &'static [&'static str],
+) -> (String, Option<&'static str>) {
+    let misnamed = MISNAMED
+        .iter()
+        .find(|(attribute, wrong, _, _)| *attribute == macro_name && *wrong == name)
+        .map(|(_, _, right, why)| (*right, *why));
+    let meant = misnamed.map(|(right, _)| right).or_else(|| {
+        let close = suggestion(name, known)?;
+        known.iter().copied().find(|k| *k == close)
+    });
+    let hint = match (meant, misnamed) {
+        (Some(meant), Some((_, why))) => format!("did you mean `{meant}`? {why}"),
+        (Some(meant), None) => format!("did you mean `{meant}`? "),
+        (None, _) => String::new(),
     };
-    format!(
+    let message = format!(
         "unknown argument `{name}` of `#[{macro_name}]`; {hint}the arguments are: {}",
         known
             .iter()
             .map(|k| format!("`{k}`"))
             .collect::<Vec<_>>()
             .join(", ")
-    )
+    );
+    (message, meant)
 }
 
 /// The known name darling suggests for `name` (the closest by Jaro-Winkler similarity, when it is

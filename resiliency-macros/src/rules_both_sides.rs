@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use proc_macro2::TokenStream;
 use resiliency_runtime::race_retry::{After, RaceRetry as Raced};
+use resiliency_runtime::timeout::Timeout as TimeLimit;
 use resiliency_runtime::too_busy::TooBusy as BusyGuard;
 use resiliency_runtime::{Breaker as RtBreaker, ConfigError};
 
 use crate::breaker::ast::Breaker;
 use crate::driver::{parse_args, Attribute, Errors};
 use crate::race_retry::ast::RaceRetry;
+use crate::timeout::ast::Timeout;
 use crate::too_busy::ast::TooBusy;
 
 /// The messages `#[A(args)]` refuses its arguments with.
@@ -215,5 +217,35 @@ fn every_rule_refuses_the_same_through_attribute_and_builder() {
     for (args, built) in busy_cases {
         let name = if args.starts_with("name") { "" } else { "t" };
         check("too_busy", name, refused_by::<TooBusy>(args), built, args);
+    }
+
+    let l = || TimeLimit::builder("l");
+    let timeout_cases = [
+        (
+            "name = \"\", total = \"2s\"",
+            TimeLimit::builder("").total(ms(2000)).build(),
+        ),
+        ("", l().build()),
+        ("name = \"l\"", l().build()),
+        ("total = \"0s\"", l().total(Duration::ZERO).build()),
+        // The duration first, without its name, is the `total`.
+        ("\"0s\"", l().total(Duration::ZERO).build()),
+    ];
+    for (args, built) in timeout_cases {
+        let name = if args.starts_with("name = \"\"") {
+            ""
+        } else {
+            "l"
+        };
+        let written =
+            crate::timeout::ast::positional(args.parse().unwrap(), &mut Errors::default());
+        let written = written.to_string();
+        check(
+            "timeout",
+            name,
+            refused_by::<Timeout>(&written),
+            built,
+            args,
+        );
     }
 }

@@ -34,6 +34,7 @@ mod shapes_axum;
 mod shapes_breaker;
 mod shapes_common;
 mod shapes_race_retry;
+mod shapes_timeout;
 mod shapes_too_busy;
 mod timeout;
 mod too_busy_auto;

@@ -15,7 +15,9 @@ mod valid;
 pub(crate) use ast::Timeout as Args;
 
 pub(crate) fn timeout(args: TokenStream, item: TokenStream) -> TokenStream {
-    driver::run::<ast::Timeout>(ast::positional(args), item)
+    let mut errors = Errors::default();
+    let args = ast::positional(args, &mut errors);
+    driver::run_with::<ast::Timeout>(args, item, errors)
 }
 
 impl Attribute for ast::Timeout {
