@@ -3,7 +3,7 @@
 //! at run time (a `ConfigError`).
 //!
 //! Each policy's settings are declared in one table (`breaker_settings!`, `race_retry_settings!`,
-//! `too_busy_settings!`, `timeout_settings!`, hidden: see the `table` module's source), which every crate of the
+//! `too_busy_settings!`, `timeout_settings!`, `rate_limit_settings!`, hidden: see the `table` module's source), which every crate of the
 //! workspace reads: the options structs below, the attributes' arguments, the builders' methods,
 //! the settings by name and the docs' tables all come from it, each setting's default included:
 //! a setting with a fixed default has an accessor of its name on its options struct that gives
@@ -12,8 +12,9 @@
 //! module's source): each policy's names, its options struct, its rules and its table.
 //!
 //! For each policy, a plain struct holds the options as given ([`BreakerOptions`],
-//! [`RaceRetryOptions`], [`TooBusyOptions`], [`TimeoutOptions`]) and a function returns every
-//! [`Violation`] of its rules at once ([`breaker`], [`race_retry`], [`too_busy`], [`timeout`]). An option left out is `None`; the
+//! [`RaceRetryOptions`], [`TooBusyOptions`], [`TimeoutOptions`], [`RateLimitOptions`]) and a
+//! function returns every [`Violation`] of its rules at once ([`breaker`], [`race_retry`],
+//! [`too_busy`], [`timeout`], [`rate_limit`]). An option left out is `None`; the
 //! `written` list names arguments that were written but whose value cannot be read at compile
 //! time (a malformed literal, or an expression such as a `const` that the builder checks at
 //! first use), so that a rule about an argument's presence does not report it missing while the
@@ -43,6 +44,7 @@ mod breaker;
 mod duration;
 mod policies;
 mod race_retry;
+mod rate_limit;
 mod table;
 mod timeout;
 mod too_busy;
@@ -53,6 +55,7 @@ pub use race_retry::{
     race_retry, After, Backoff, Budget, RaceRetryOptions, MAX_BUDGET_SHARE, MAX_RETRIES,
     MIN_BUDGET_SHARE,
 };
+pub use rate_limit::{parse_rate, rate_limit, Rate, RateLimitOptions};
 pub use timeout::{timeout, TimeoutOptions};
 pub use too_busy::{too_busy, InFlight, TooBusyOptions};
 

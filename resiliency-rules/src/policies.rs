@@ -41,6 +41,9 @@ macro_rules! policies {
             /// `#[timeout]`.
             Timeout: timeout, env "TIMEOUT",
                 options TimeoutOptions {}, rules timeout, table timeout_settings;
+            /// `#[rate_limit]`.
+            RateLimit: rate_limit, env "RATE_LIMIT",
+                options RateLimitOptions {}, rules rate_limit, table rate_limit_settings;
         }
     };
 }

@@ -1,7 +1,7 @@
 //! Each policy's settings, declared once.
 //!
 //! A policy's table is a macro (`breaker_settings!`, `race_retry_settings!`,
-//! `too_busy_settings!`, `timeout_settings!`) that hands its rows to another macro, written after the `!`:
+//! `too_busy_settings!`, `timeout_settings!`, `rate_limit_settings!`) that hands its rows to another macro, written after the `!`:
 //!
 //! ```text
 //! resiliency_rules::breaker_settings!(path::to::consumer! { tokens the consumer wants first });
@@ -43,7 +43,8 @@
 //!
 //! The kinds: `Count` (a `u32` from 1), `Keys` (a `usize` from 1), `Number` and `Factor` (an
 //! `f64`), `Duration`, `Timeout` (a `Duration`, or `"off"` at run time for none), `After`,
-//! `Budget`, `Backoff` and `InFlight` (the enums of this crate).
+//! `Budget`, `Backoff` and `InFlight` (the enums of this crate), and `Rate` (a [`Rate`](crate::Rate),
+//! written `"100/s"`).
 
 use std::time::Duration;
 

@@ -2,7 +2,8 @@
 //! that names the service's insides.
 //!
 //! A [`Rejected`] is a response through [`IntoResponse`]: a refusal (`#[too_busy]`, an open or
-//! half-open breaker) is `503 Service Unavailable` with a `Retry-After` header; a call that ran
+//! half-open breaker) is `503 Service Unavailable` with a `Retry-After` header, a rate limit's
+//! `429 Too Many Requests` with the time until its permit frees as `Retry-After`; a call that ran
 //! out of time (`#[timeout]`, a breaker's `timeout`, a race's `total` or `each`) is `504 Gateway Timeout`. The
 //! body says the status's meaning and when to retry, never the names of functions, breakers,
 //! keys or hosts: those go to a `tracing` event (target `resiliency::http`, level `debug`) with the
@@ -120,11 +121,21 @@ impl Rejected {
                     d.as_secs().saturating_add(u64::from(d.subsec_nanos() > 0))
                 })
                 .max(1);
-            (StatusCode::SERVICE_UNAVAILABLE, Some(seconds))
+            let status = if self.is_rate_limited() {
+                StatusCode::TOO_MANY_REQUESTS
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            (status, Some(seconds))
+        };
+        let reason = if status == StatusCode::TOO_MANY_REQUESTS {
+            "Too Many Requests"
+        } else {
+            "Service Unavailable"
         };
         let mut body = match retry_after {
-            Some(1) => "Service Unavailable. Retry after 1 second.".to_owned(),
-            Some(seconds) => format!("Service Unavailable. Retry after {seconds} seconds."),
+            Some(1) => format!("{reason}. Retry after 1 second."),
+            Some(seconds) => format!("{reason}. Retry after {seconds} seconds."),
             None => "Gateway Timeout. No answer in time.".to_owned(),
         };
         if detailed_bodies() {

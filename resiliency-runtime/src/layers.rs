@@ -15,6 +15,7 @@ const POLICIES: &[&str] = &[
     "too_busy",
     "race_retry",
     "timeout",
+    "rate_limit",
     "tower",
     "metrics",
     "fallback",

@@ -3,7 +3,8 @@
 //! load shedding ([`too_busy`]: the runtime's lag as toobusy-js measures it, a cap on calls in
 //! flight, recent latency), raced retries under one deadline ([`race_retry`]: staggered attempts that
 //! race instead of aborting, a shared retry budget, backoff), a time limit on one call
-//! ([`timeout`]), and the [`Rejected`] error every
+//! ([`timeout`]), a rate limit ([`rate_limit`]: GCRA in one atomic word, waits up to
+//! `max_wait`), and the [`Rejected`] error every
 //! policy refuses a call with. With the `axum` feature, `http` turns refusals into responses;
 //! with the `metrics` feature, `metrics` lists the series every policy reports.
 //!
@@ -39,6 +40,7 @@ mod named;
 mod options;
 pub mod race_retry;
 mod random;
+pub mod rate_limit;
 mod rejected;
 pub mod retry_hint;
 pub mod settings;

@@ -85,6 +85,7 @@
 //! | `resiliency_race_attempts_total` | counter | `name` | every attempt started, the first included |
 //! | `resiliency_race_wins_total` | counter | `name`, `attempt` | once per successful call, by the number of the attempt that won, counted from 1: `"1"` (the first attempt) to `"17"` ([`MAX_RETRIES`](crate::race_retry::MAX_RETRIES) + 1), one more than the number `attempt = n` and `race_retry::numbered` give the body |
 //! | `resiliency_race_budget_refused_total` | counter | `name` | every extra attempt the retry budget did not allow |
+//! | `resiliency_rate_limit_calls_total` | counter | `name`, `outcome` | once per call through a rate limit: `admitted` (at once), `waited` (admitted after waiting for its permit, `max_wait`), `refused` |
 //! | `resiliency_timeout_calls_total` | counter | `name`, `outcome` | once per call under a `#[timeout]` that ends: `completed` (it answered, `Ok` or `Err`, within `total`) or `timed_out`. A call dropped or ended by a panic is not counted |
 //! | `resiliency_fallbacks_total` | counter | `name`, `policy`, `cause` | once per fallback taken (`fallback = path` on an attribute): `policy` is the attribute's (`breaker`, `too_busy`, `race_retry`), `cause` is `refused` (the policy refused the call, under the default `fallback_on = "refusals"`) or `error` (any `Err` under `fallback_on = "errors"`, a refusal included). The guarded call itself counts as the policy's refusal or error, never as a success. Registered at the first fallback |
 //! | `resiliency_race_attempt_duration_seconds` | histogram | `name` | the time an attempt ran, for each attempt the engine times: every attempt that fails, runs past `each` or panics; and, in the calls whose attempts are timed, the winner and the attempts cancelled (with the time they ran). Attempts are timed in the calls sampled for an `after = "pNN"` percentile, and in every call while attempts are reported ([`race_retry::observe`](crate::race_retry::observe), or a `tracing` subscriber at debug level) |
@@ -155,6 +156,8 @@ pub const RACE_WINS: &str = "resiliency_race_wins_total";
 pub const RACE_BUDGET_REFUSED: &str = "resiliency_race_budget_refused_total";
 /// How long timed attempts ran, in seconds.
 pub const RACE_ATTEMPT_DURATION: &str = "resiliency_race_attempt_duration_seconds";
+/// Calls through a `#[rate_limit]`, by `outcome`: `admitted`, `waited`, `refused`.
+pub const RATE_LIMIT_CALLS: &str = "resiliency_rate_limit_calls_total";
 /// Calls under a `#[timeout]` that ended, by `outcome`: `completed`, `timed_out`.
 pub const TIMEOUT_CALLS: &str = "resiliency_timeout_calls_total";
 /// Fallbacks taken (`fallback = path` on an attribute), by `policy` and `cause`.

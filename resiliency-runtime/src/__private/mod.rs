@@ -1,7 +1,7 @@
 //! Support for the code that the attributes generate. Not a public API: anything here may change
 //! in any release.
 //!
-//! One file per concern: `breaker.rs`, `too_busy.rs`, `race_retry.rs` and `timeout.rs` hold each attribute's
+//! One file per concern: `breaker.rs`, `too_busy.rs`, `race_retry.rs`, `timeout.rs` and `rate_limit.rs` hold each attribute's
 //! site (its policy, set up on first use) and the calls its expansion makes; this file what every
 //! expansion shares. Nothing else in the runtime imports from here.
 
@@ -9,6 +9,7 @@ use std::future::Future;
 
 mod breaker;
 mod race_retry;
+mod rate_limit;
 mod timeout;
 mod too_busy;
 
@@ -16,6 +17,7 @@ pub use breaker::{BreakerSite, KeyedSite, Site};
 pub use race_retry::{
     attempt_arg, race_retry_unchecked, After, AttemptArg, Backoff, Budget, RaceCall, RaceSite,
 };
+pub use rate_limit::{RateLimitSite, RateSite};
 pub use timeout::{LimitSite, TimeoutSite};
 #[cfg(not(feature = "axum"))]
 pub use too_busy::NeedsAxumFeature;
@@ -31,7 +33,8 @@ pub use crate::race_retry::numbered;
 pub use crate::rejected::FromRejected;
 pub use crate::retry_hint::{HintOf, NoHint, ReadsHint};
 pub use resiliency_rules::{
-    breaker_settings, default_words, race_retry_settings, timeout_settings, too_busy_settings,
+    breaker_settings, default_words, race_retry_settings, rate_limit_settings, timeout_settings,
+    too_busy_settings, Rate,
 };
 
 /// The type an attribute's `async move` body must produce: generated code names it in a `return`

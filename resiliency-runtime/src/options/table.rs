@@ -110,6 +110,7 @@ macro_rules! param {
     (Budget, $ty:ty) => { impl Into<$ty> };
     (Backoff, $ty:ty) => { impl Into<$ty> };
     (InFlight, $ty:ty) => { impl Into<$ty> };
+    (Rate, $ty:ty) => { impl Into<$ty> };
     ($kind:ident, $ty:ty) => { $ty };
 }
 pub(crate) use param;
@@ -309,6 +310,26 @@ pub(crate) mod kind {
                 rules::InFlight::Fixed(limit) => Value::from(limit),
                 rules::InFlight::Auto => Value::from("auto"),
             }
+        }
+    }
+
+    /// `rate`: calls per period, as the attribute writes it (`"100/s"`, `"10/100ms"`).
+    pub(crate) struct Rate;
+
+    impl Kind for Rate {
+        type Of = rules::Rate;
+        fn read(setting: &'static str, value: &Value) -> Result<Option<rules::Rate>, String> {
+            match value {
+                Value::Text(text) => rules::parse_rate(text)
+                    .map(Some)
+                    .map_err(|e| format!("`{setting}`: {e}")),
+                other => Err(format!(
+                    "`{setting}` must be a rate such as \"100/s\", got {other}"
+                )),
+            }
+        }
+        fn show(value: rules::Rate) -> Value {
+            Value::Text(value.to_string())
         }
     }
 }

@@ -42,6 +42,15 @@ impl fmt::Display for Rejected {
                     Rounded(*total)
                 )
             }
+            Reason::RateLimited {
+                name,
+                rate,
+                retry_after,
+            } => write!(
+                f,
+                "`{name}` is over its rate limit of {rate}; the next permit frees in {}",
+                Rounded(*retry_after)
+            ),
             Reason::Elapsed { name, total } => write!(
                 f,
                 "`{name}` did not answer within its time limit of {}",

@@ -67,6 +67,12 @@ pub(crate) enum Reason {
         name: &'static str,
         each: Duration,
     },
+    /// A rate limit refused the call: its permit frees in `retry_after`.
+    RateLimited {
+        name: &'static str,
+        rate: resiliency_rules::Rate,
+        retry_after: Duration,
+    },
     /// `#[timeout]`'s `total` passed before the call answered.
     Elapsed {
         name: &'static str,
@@ -170,6 +176,9 @@ pub enum RejectedKind {
     /// `#[too_busy]` shed the call: the runtime lags, too many calls are in flight, or recent
     /// calls are too slow ([`Rejected::busy_signal`] says which). The call did not run.
     TooBusy,
+    /// A rate limit refused the call: the calls of its period are spent
+    /// ([`Rejected::retry_after`] says when the next permit frees). The call did not run.
+    RateLimited,
     /// `#[race_retry]`'s overall deadline (`total`) passed before any attempt succeeded; the
     /// attempts still running were cancelled.
     Deadline,
@@ -288,6 +297,7 @@ impl Rejected {
                 RejectedKind::Timeout
             }
             Reason::TooBusy { .. } => RejectedKind::TooBusy,
+            Reason::RateLimited { .. } => RejectedKind::RateLimited,
             Reason::Deadline { .. } => RejectedKind::Deadline,
         }
     }
@@ -343,6 +353,12 @@ impl Rejected {
         self.kind() == RejectedKind::Timeout
     }
 
+    /// True when a rate limit refused the call; [`retry_after`](Self::retry_after) says when its
+    /// permit frees.
+    pub fn is_rate_limited(&self) -> bool {
+        self.kind() == RejectedKind::RateLimited
+    }
+
     /// True when `#[race_retry]`'s overall deadline passed with no attempt successful.
     pub fn is_deadline(&self) -> bool {
         self.kind() == RejectedKind::Deadline
@@ -354,7 +370,8 @@ impl Rejected {
             Reason::TooBusy { name, .. }
             | Reason::Deadline { name, .. }
             | Reason::AttemptTimeout { name, .. }
-            | Reason::Elapsed { name, .. } => name,
+            | Reason::Elapsed { name, .. }
+            | Reason::RateLimited { name, .. } => name,
             _ => self.circuit().map_or("", |c| &c.name),
         }
     }
@@ -365,10 +382,11 @@ impl Rejected {
     }
 
     /// How long until the policy will let a call through again, when it knows: for an open breaker,
-    /// the time left until it half-opens. Useful for an HTTP `Retry-After` header.
+    /// the time left until it half-opens; for a rate limit, until the call's permit frees. Useful for an HTTP `Retry-After` header.
     pub fn retry_after(&self) -> Option<Duration> {
         match *self.reason {
             Reason::Open { retry_in, .. } => Some(retry_in),
+            Reason::RateLimited { retry_after, .. } => Some(retry_after),
             _ => None,
         }
     }
@@ -382,7 +400,8 @@ impl Rejected {
             Reason::TooBusy { .. }
             | Reason::Deadline { .. }
             | Reason::AttemptTimeout { .. }
-            | Reason::Elapsed { .. } => None,
+            | Reason::Elapsed { .. }
+            | Reason::RateLimited { .. } => None,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Tower layers over the engines of the attributes (feature `tower`): [`BreakerLayer`],
-//! [`TooBusyLayer`], [`RaceRetryLayer`] and [`TimeoutLayer`].
+//! [`TooBusyLayer`], [`RaceRetryLayer`], [`TimeoutLayer`] and [`RateLimitLayer`].
 //!
 //! Each layer drives the policy registered under its name, the one the attribute of that name,
 //! [`breaker::get`](crate::breaker::get), [`too_busy::get`](crate::too_busy::get),
@@ -244,6 +244,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 pub use crate::breaker::layer::{BreakerLayer, BreakerService, KeyBy, PerKey, Unkeyed};
 pub use crate::race_retry::layer::{RaceRetryLayer, RaceRetryService, RetryIf, RetryWith};
+pub use crate::rate_limit::layer::{RateLimitLayer, RateLimitService};
 pub use crate::timeout::layer::{TimeoutLayer, TimeoutService};
 pub use crate::too_busy::layer::{TooBusyLayer, TooBusyService};
 pub use classify::{server_errors, AnyError, Classify, FailureIf, ServerErrors};
@@ -252,6 +253,7 @@ pub use classify::{server_errors, AnyError, Classify, FailureIf, ServerErrors};
 pub mod future {
     pub use crate::breaker::layer::BreakerFuture;
     pub use crate::race_retry::layer::RaceFuture;
+    pub use crate::rate_limit::layer::RateLimitFuture;
     pub use crate::timeout::layer::TimeoutFuture;
     pub use crate::too_busy::layer::TooBusyFuture;
 }

@@ -1,0 +1,273 @@
+//! [`RateLimit`]: GCRA over one atomic word, its settings changeable at run time.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use resiliency_rules::Rate;
+use tokio::time::Instant;
+
+use super::builder::RateLimitBuilder;
+use super::future::RateLimitCall;
+use super::meter::MeterCell;
+use crate::rejected::{FromRejected, Reason, Rejected};
+use crate::stripes::Padded;
+
+/// A rate limit: at most `rate` calls per period, paced evenly, with up to `burst` at once after a
+/// quiet while (the generic cell rate algorithm, as governor and redis-cell implement it: one
+/// atomic word, the time the next call is due, and no lock, task or timer). A call over the limit
+/// is refused with the time until the next permit ([`Rejected::retry_after`]), or waits for its
+/// permit up to `max_wait`.
+///
+/// Made by [`RateLimit::builder`], by `#[rate_limit]` (one per site name) or by a
+/// [`RateLimitLayer`](crate::tower::RateLimitLayer). See the [module docs](super).
+pub struct RateLimit {
+    name: &'static str,
+    /// GCRA's theoretical arrival time: when, in ns since `base`, the calls admitted so far would
+    /// all have come at the rate's pace. A call is admitted while it is at most `tolerance_ns`
+    /// ahead of now. Alone on its cache line: every call writes it.
+    tat: Padded<AtomicU64>,
+    /// The settings in force: the time between two calls at the rate's pace (ns, at least 1),
+    /// how far ahead of now the calls admitted may run (`burst` intervals), the longest wait for
+    /// a permit (0: none), and the rate as given (its count and period), for messages.
+    interval_ns: AtomicU64,
+    tolerance_ns: AtomicU64,
+    max_wait_ns: AtomicU64,
+    count: AtomicU64,
+    per_ns: AtomicU64,
+    base: Instant,
+    pub(super) metrics: MeterCell,
+}
+
+/// What admission decided.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// Admitted now.
+    Now,
+    /// A permit reserved `wait_ns` from now: the call runs then. `tat` is the arrival time it
+    /// set, which a call dropped while it waits gives back if no later call took one since.
+    Wait { wait_ns: u64, tat: u64 },
+    /// Refused: the next permit frees in `retry_ns`.
+    Refused { retry_ns: u64 },
+}
+
+impl fmt::Debug for RateLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("name", &self.name)
+            .field("rate", &self.rate().to_string())
+            .field("burst", &self.burst())
+            .field("max_wait", &self.max_wait())
+            .finish()
+    }
+}
+
+impl RateLimit {
+    /// A builder for a rate limit called `name` (the name its events, metrics and refusals
+    /// carry).
+    ///
+    /// ```
+    /// use resiliency::rate_limit::{Rate, RateLimit};
+    ///
+    /// let limit = RateLimit::builder("api").rate(Rate::per_second(100)).burst(20).build().unwrap();
+    /// assert_eq!(limit.rate().to_string(), "100/s");
+    /// assert_eq!(limit.burst(), 20);
+    /// // `rate` is required.
+    /// let err = RateLimit::builder("api").build().unwrap_err();
+    /// assert!(err.to_string().contains("`rate` is required"));
+    /// ```
+    pub fn builder(name: &'static str) -> RateLimitBuilder {
+        RateLimitBuilder::new(name)
+    }
+
+    /// A rate limit with no rate yet (`apply` gives it one): every call admitted.
+    pub(crate) fn new(name: &'static str) -> Self {
+        RateLimit {
+            name,
+            tat: Padded(AtomicU64::new(0)),
+            interval_ns: AtomicU64::new(1),
+            tolerance_ns: AtomicU64::new(u64::MAX),
+            max_wait_ns: AtomicU64::new(0),
+            count: AtomicU64::new(u64::from(u32::MAX)),
+            per_ns: AtomicU64::new(1),
+            base: Instant::now(),
+            metrics: MeterCell::new(),
+        }
+    }
+
+    /// Puts checked options in force. The calls admitted so far keep counting against the new
+    /// rate (the arrival time stays), so a change neither frees a new burst nor refuses calls that
+    /// the old rate let in.
+    pub(crate) fn apply(&self, builder: &RateLimitBuilder) {
+        let options = &builder.options;
+        let rate = options.rate.unwrap_or(Rate::new(u32::MAX, Duration::from_nanos(1)));
+        let interval = rate.interval_ns();
+        let burst = u64::from(options.burst.unwrap_or(rate.count).max(1));
+        self.count.store(u64::from(rate.count), Relaxed);
+        self.per_ns.store(nanos(rate.per), Relaxed);
+        self.interval_ns.store(interval, Relaxed);
+        self.tolerance_ns
+            .store(interval.saturating_mul(burst), Relaxed);
+        self.max_wait_ns
+            .store(options.max_wait.map_or(0, nanos), Relaxed);
+    }
+
+    /// The rate limit's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The rate in force.
+    pub fn rate(&self) -> Rate {
+        Rate::new(
+            u32::try_from(self.count.load(Relaxed)).unwrap_or(u32::MAX),
+            Duration::from_nanos(self.per_ns.load(Relaxed)),
+        )
+    }
+
+    /// The burst in force: how many calls may come at once after a quiet while.
+    pub fn burst(&self) -> u64 {
+        self.tolerance_ns.load(Relaxed) / self.interval_ns.load(Relaxed).max(1)
+    }
+
+    /// How long a call may wait for its permit (`None`: it is refused at once).
+    pub fn max_wait(&self) -> Option<Duration> {
+        match self.max_wait_ns.load(Relaxed) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
+        }
+    }
+
+    /// How many calls would be admitted at once now, with no wait: from 0 to the burst.
+    pub fn available(&self) -> u64 {
+        let now = self.now();
+        let interval = self.interval_ns.load(Relaxed).max(1);
+        let tolerance = self.tolerance_ns.load(Relaxed);
+        let ahead = self.tat.0.load(Relaxed).saturating_sub(now);
+        tolerance.saturating_sub(ahead) / interval
+    }
+
+    /// Now, in ns since `base`.
+    #[inline]
+    pub(super) fn now(&self) -> u64 {
+        nanos(Instant::now().saturating_duration_since(self.base))
+    }
+
+    /// Asks for a permit now: admitted, a permit reserved after a wait of at most `max_wait`
+    /// (when `may_wait`), or refused. One compare-and-swap on the arrival time when admitted.
+    #[inline]
+    pub(crate) fn admit(&self, may_wait: bool) -> Admit {
+        let now = self.now();
+        let interval = self.interval_ns.load(Relaxed);
+        let tolerance = self.tolerance_ns.load(Relaxed);
+        let mut tat = self.tat.0.load(Relaxed);
+        loop {
+            let next = tat.max(now).saturating_add(interval);
+            // How far past the tolerance the calls admitted would run with this one.
+            let over = (next - now).saturating_sub(tolerance);
+            let admit = if over == 0 {
+                Admit::Now
+            } else if may_wait && over <= self.max_wait_ns.load(Relaxed) {
+                Admit::Wait {
+                    wait_ns: over,
+                    tat: next,
+                }
+            } else {
+                return Admit::Refused { retry_ns: over };
+            };
+            match self
+                .tat
+                .0
+                .compare_exchange_weak(tat, next, Relaxed, Relaxed)
+            {
+                Ok(_) => return admit,
+                Err(current) => tat = current,
+            }
+        }
+    }
+
+    /// A call that reserved a permit setting the arrival time to `tat` will not use it: given
+    /// back if no later call took one since.
+    pub(crate) fn give_back(&self, tat: u64) {
+        let interval = self.interval_ns.load(Relaxed);
+        let _ = self
+            .tat
+            .0
+            .compare_exchange(tat, tat.saturating_sub(interval), Relaxed, Relaxed);
+    }
+
+    /// The refusal of a call whose permit frees in `retry_ns`, counted and told to `tracing`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn refusal(&self, retry_ns: u64) -> Rejected {
+        self.meter().refused();
+        let retry_after = Duration::from_nanos(retry_ns);
+        let rate = self.rate();
+        tracing::debug!(
+            target: "resiliency::rate_limit",
+            name = self.name,
+            rate = %rate,
+            retry_after_ms = retry_after.as_millis() as u64,
+            "call refused"
+        );
+        Rejected::new(Reason::RateLimited {
+            name: self.name,
+            rate,
+            retry_after,
+        })
+    }
+
+    /// Calls `body` under the rate limit: admitted at its first poll if a permit is free, after a
+    /// wait for its permit (up to `max_wait`, first come first served), or refused with
+    /// `Err(E::from(Rejected))`, whose [`retry_after`](Rejected::retry_after) says when the next
+    /// permit frees.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resiliency::rate_limit::{Rate, RateLimit};
+    /// use resiliency::Rejected;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let limit = RateLimit::builder("search").rate(Rate::per_second(10)).burst(2).build().unwrap();
+    /// let call = || limit.call(async { Ok::<_, Rejected>(()) });
+    /// assert!(call().await.is_ok());
+    /// assert!(call().await.is_ok()); // the burst
+    /// let refused = call().await.unwrap_err();
+    /// assert!(refused.is_rate_limited());
+    /// assert_eq!(refused.retry_after(), Some(Duration::from_millis(100)));
+    /// # }
+    /// ```
+    #[inline]
+    pub fn call<T, E, F>(&self, body: F) -> RateLimitCall<'_, F, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        RateLimitCall::new(self, body)
+    }
+
+    /// Calls a blocking `body` under the rate limit, on the caller's thread: at once if a permit
+    /// is free, after sleeping the thread for its permit (up to `max_wait`), or not at all, with
+    /// `Err(E::from(Rejected))`.
+    pub fn call_blocking<T, E, F>(&self, body: F) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+    {
+        match self.admit(true) {
+            Admit::Now => self.meter().admitted(),
+            Admit::Wait { wait_ns, .. } => {
+                self.meter().waited();
+                std::thread::sleep(Duration::from_nanos(wait_ns));
+            }
+            Admit::Refused { retry_ns } => return Err(E::from(self.refusal(retry_ns))),
+        }
+        body()
+    }
+}
+
+pub(super) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
