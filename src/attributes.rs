@@ -839,3 +839,95 @@ resiliency_runtime::__private::timeout_settings!(crate::attributes::documented! 
     }
     item { pub use resiliency_macros::timeout; }
 });
+
+resiliency_runtime::__private::rate_limit_settings!(crate::attributes::documented! {
+    before {
+        /// A rate limit on an `async fn` or a blocking fn: at most `rate` calls per period, paced
+        /// evenly, with up to `burst` at once (GCRA, one atomic word); a call over it is refused at
+        /// once with `Err(E::from(Rejected))` ([`Rejected::is_rate_limited`](crate::Rejected::is_rate_limited),
+        /// [`retry_after`](crate::Rejected::retry_after): when its permit frees; with the `axum`
+        /// feature a `429 Too Many Requests` with `Retry-After`), or waits for its permit up to
+        /// `max_wait`.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resiliency::{rate_limit, Rejected};
+        ///
+        /// struct Partner;
+        ///
+        /// impl Partner {
+        ///     // The partner's API takes 5 calls a second; a call waits up to 500 ms for its turn.
+        ///     #[rate_limit(rate = "5/s", burst = 1, max_wait = "500ms")]
+        ///     async fn send(&self, order: u64) -> Result<u64, Rejected> {
+        ///         Ok(order)
+        ///     }
+        /// }
+        ///
+        /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+        /// # async fn main() {
+        /// let started = tokio::time::Instant::now();
+        /// let (a, b, c) = tokio::join!(Partner.send(1), Partner.send(2), Partner.send(3));
+        /// assert_eq!((a.unwrap(), b.unwrap(), c.unwrap()), (1, 2, 3));
+        /// // One permit every 200 ms, in the order the calls came.
+        /// assert_eq!(started.elapsed(), Duration::from_millis(400));
+        /// // Three more at once: their turns are 200, 400 and 600 ms away; the last is past
+        /// // `max_wait`, and refused at once with the time until its permit.
+        /// let (d, e, f) = tokio::join!(Partner.send(4), Partner.send(5), Partner.send(6));
+        /// assert_eq!((d.unwrap(), e.unwrap()), (4, 5));
+        /// assert_eq!(f.unwrap_err().retry_after(), Some(Duration::from_millis(600)));
+        /// # }
+        /// ```
+        ///
+        /// `#[rate_limit("100/s")]` is short for `#[rate_limit(rate = "100/s")]`.
+        ///
+        /// | argument | meaning | default |
+        /// |---|---|---|
+        /// | `name = "partner-api"` | calls with one name share one rate limit (its permits, settings by name and metrics; with a `RateLimit` registered from code or by a `RateLimitLayer` by that name) | the fn's path, e.g. `my_app::partner::send` |
+    }
+    after {
+        /// | `fallback = path` | a fn or method (`Self::cached`) called instead when the call is refused: with the fn's arguments (`self` first, owned ones cloned before the call) and the `Rejected`; sync or `async`; see [Fallbacks](macro@crate::breaker#fallbacks) | none: the refusal is the caller's `Err` |
+        /// | `fallback_on = "errors"` | the fallback covers every `Err`, refusals included, and gets the fn's error type | `"refusals"` |
+        /// | `crate = "..."` | the path of this crate, if renamed | `::resiliency` |
+        ///
+        /// `rate` may also be an expression of type [`rate_limit::Rate`](crate::rate_limit::Rate)
+        /// (`Rate::per_second(LIMIT)`), `burst` a `u32` and `max_wait` a `Duration` expression, each
+        /// evaluated once, at the first call, and checked then. Each can be overridden by name at run
+        /// time ([`settings`](mod@crate::settings): `RESILIENCY_RATE_LIMIT__<NAME>__RATE=200/s`, or
+        /// `[rate_limit."name"] rate = "200/s"` in a settings file); a change keeps the calls admitted
+        /// counting, so it neither frees a new burst nor refuses what the old rate let in.
+        ///
+        /// **The rule.** With `interval = period / count` (`"100/s"`: 10 ms), a call is admitted while
+        /// the calls admitted so far, paced at one per interval, would not run more than `burst`
+        /// intervals ahead of now. Over any span `t` at most `t / interval + burst` calls are admitted,
+        /// from however many tasks and threads. A refused call's `retry_after` is when its permit
+        /// frees: a call made then is admitted unless another took the permit first.
+        ///
+        /// **Waiting (`max_wait`).** A call whose permit frees within `max_wait` takes it at once and
+        /// waits for it (so calls are served in the order they came); one whose permit is further away
+        /// is refused at once, with no wait. A call that would wait past the deadline of a guard
+        /// around it ([`resiliency::deadline`](crate::deadline)) is refused at once. A call dropped
+        /// while it waits gives its permit back when no later call has taken one since.
+        ///
+        /// **In a stack.** Attributes of this crate apply top to bottom (the first written is the
+        /// outermost). `#[rate_limit]` above `#[breaker]` refuses before the breaker counts anything;
+        /// below it, a refusal is an error the breaker counts (and an outbound call refused by its
+        /// own limit is not the upstream failing): put the rate limit outside. Under `#[race_retry]`,
+        /// each attempt takes a permit, and a refused attempt's `retry_after` paces the next.
+        ///
+        /// # Guarantees
+        ///
+        /// * **A body that panics** or **a call dropped** while its body runs: its permit was spent
+        ///   when it was admitted; nothing else is held.
+        /// * **A call dropped** before its first poll took no permit; one dropped while it waits gives
+        ///   its permit back when no later call has taken one since.
+        /// * **Without a time driver**: admission reads the clock and sets no timer, so a limit without
+        ///   `max_wait` works on any executor. A call that must wait, outside a tokio runtime or on one
+        ///   built without `enable_time`, panics at its first poll with tokio's "timers are disabled",
+        ///   its permit given back.
+        /// * **A blocking fn** is admitted or refused the same way, on the caller's thread; with
+        ///   `max_wait`, it sleeps the thread until its permit frees.
+        /// * **Extreme settings**: a rate's interval is at least 1 ns; a burst or a `max_wait` of any
+        ///   size saturates rather than wraps.
+    }
+    item { pub use resiliency_macros::rate_limit; }
+});

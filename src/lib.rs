@@ -34,6 +34,8 @@
 //!   aborting it, under one deadline, with a shared retry budget; `attempt = n` sends a retry to
 //!   another replica.
 //! * [`#[timeout]`](macro@timeout): a time limit on one call, its body dropped when it passes.
+//! * [`#[rate_limit]`](macro@rate_limit): at most `rate` calls per period (GCRA), refused with
+//!   the time until the next permit, or waiting for it up to `max_wait`.
 //!
 //! Each takes `fallback = path`, what a refused call returns instead
 //! ([Fallbacks](macro@breaker#fallbacks)). Inside a guarded call, [`time_left`] says how long
@@ -43,7 +45,8 @@
 //! Everything the attributes use is also usable from code: [`Breaker::builder`], the
 //! [`breaker`](mod@breaker) module's registry, subscriptions and keyed families, and the
 //! [`too_busy`](mod@too_busy) module's monitor settings and `TooBusy` guards, the [`race_retry`](mod@race_retry) module's `RaceRetry`
-//! policies, `observe` and stats, and the [`timeout`](mod@timeout) module's `Timeout`. With the `axum` feature, the `http` module turns refusals into
+//! policies, `observe` and stats, the [`timeout`](mod@timeout) module's `Timeout` and the [`rate_limit`](mod@rate_limit)
+//! module's `RateLimit`. With the `axum` feature, the `http` module turns refusals into
 //! 503 and 504 responses whose bodies name nothing inside the service. With the `metrics`
 //! feature, every policy reports counters, gauges and histograms through the `metrics` facade
 //! (the `metrics` module lists them). With the `tower` feature, the `tower` module has the
@@ -58,7 +61,7 @@
 
 mod attributes;
 
-pub use attributes::{breaker, race_retry, timeout, too_busy};
+pub use attributes::{breaker, race_retry, rate_limit, timeout, too_busy};
 #[cfg(feature = "axum")]
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub use resiliency_runtime::http;
@@ -68,7 +71,9 @@ pub use resiliency_runtime::metrics;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use resiliency_runtime::tower;
-pub use resiliency_runtime::{breaker, race_retry, retry_hint, settings, timeout, too_busy};
+pub use resiliency_runtime::{
+    breaker, race_retry, rate_limit, retry_hint, settings, timeout, too_busy,
+};
 pub use resiliency_runtime::{deadline, time_left};
 pub use resiliency_runtime::{
     Breaker, BreakerBuilder, ConfigError, KeyedBreaker, Rejected, RejectedKind, RetryHint,

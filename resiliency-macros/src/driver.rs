@@ -497,6 +497,7 @@ mod tests {
         names_are_fields::<crate::race_retry::Args>();
         names_are_fields::<crate::too_busy::Args>();
         names_are_fields::<crate::timeout::Args>();
+        names_are_fields::<crate::rate_limit::Args>();
     }
 
     #[test]

@@ -74,3 +74,11 @@ impl Emit for resiliency_rules::InFlight {
         }
     }
 }
+
+impl Emit for resiliency_rules::Rate {
+    fn emit(&self, krate: &TokenStream) -> TokenStream {
+        let count = proc_macro2::Literal::u32_unsuffixed(self.count);
+        let per = duration_tokens(self.per);
+        quote::quote!(#krate::__private::Rate::new(#count, #per))
+    }
+}

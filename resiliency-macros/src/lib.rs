@@ -14,7 +14,9 @@ mod driver;
 mod emit;
 mod fallback;
 mod func;
+mod positional;
 mod race_retry;
+mod rate_limit;
 mod timeout;
 mod too_busy;
 mod value;
@@ -38,6 +40,12 @@ pub fn too_busy(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn timeout(args: TokenStream, item: TokenStream) -> TokenStream {
     timeout::timeout(args.into(), item.into()).into()
+}
+
+#[allow(missing_docs)]
+#[proc_macro_attribute]
+pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
+    rate_limit::rate_limit(args.into(), item.into()).into()
 }
 
 #[allow(missing_docs)]

@@ -188,6 +188,28 @@ impl Value for Duration {
     }
 }
 
+/// A rate literal: `"100/s"`, `"10/100ms"`.
+pub(crate) struct Rate;
+
+const RATE: &str = "a rate string such as \"100/s\", \"5/m\" or \"10/100ms\"";
+
+impl Value for Rate {
+    type Out = resiliency_rules::Rate;
+
+    fn expected(&self) -> String {
+        RATE.to_owned()
+    }
+
+    fn parse(&self, name: &str, expr: &Expr) -> syn::Result<(Self::Out, Span)> {
+        let Lit::Str(text) = lit(name, expr, RATE)? else {
+            return Err(expected(name, expr, RATE));
+        };
+        let rate = resiliency_rules::parse_rate(&text.value())
+            .map_err(|why| syn::Error::new(text.span(), format_args!("`{name}`: {why}")))?;
+        Ok((rate, expr.span()))
+    }
+}
+
 /// An integer literal that fits `T` (zero is for the rules to refuse).
 pub(crate) struct Count<T>(std::marker::PhantomData<T>);
 
@@ -407,6 +429,9 @@ macro_rules! parser {
     };
     (InFlight, $example:literal) => {
         $crate::too_busy::ast::InFlightValue
+    };
+    (Rate, $example:literal) => {
+        $crate::value::Rate
     };
 }
 pub(crate) use parser;

@@ -67,13 +67,19 @@ impl fmt::Display for Rate {
 /// assert!(parse_rate("0/s").unwrap_err().contains("at least 1"));
 /// ```
 pub fn parse_rate(text: &str) -> Result<Rate, String> {
-    const SHAPE: &str = "a rate is a whole number of calls per period, such as \"100/s\", \"5/m\" or \"10/100ms\"";
+    const SHAPE: &str =
+        "a rate is a whole number of calls per period, such as \"100/s\", \"5/m\" or \"10/100ms\"";
     let Some((count, per)) = text.split_once('/') else {
         return Err(format!("`{}` has no `/`: {SHAPE}", text.trim()));
     };
     let count = count.trim();
     let count: u32 = match count.parse() {
-        Ok(0) => return Err(format!("`{}`: the number of calls must be at least 1", text.trim())),
+        Ok(0) => {
+            return Err(format!(
+                "`{}`: the number of calls must be at least 1",
+                text.trim()
+            ))
+        }
         Ok(count) => count,
         Err(_) => {
             return Err(format!(

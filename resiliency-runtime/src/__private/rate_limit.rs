@@ -5,9 +5,9 @@ use std::fmt;
 use std::future::Future;
 use std::sync::OnceLock;
 
-use crate::rejected::FromRejected;
 use crate::rate_limit::future::RateLimitCall;
 use crate::rate_limit::{RateLimit, RateLimitBuilder};
+use crate::rejected::FromRejected;
 
 /// A `#[rate_limit]` site: its rate limit, set up on first use from the attribute's arguments
 /// (`configure`, as builder calls), with the run-time settings on top. It is the one registered

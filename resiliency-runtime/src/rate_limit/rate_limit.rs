@@ -101,7 +101,9 @@ impl RateLimit {
     /// the old rate let in.
     pub(crate) fn apply(&self, builder: &RateLimitBuilder) {
         let options = &builder.options;
-        let rate = options.rate.unwrap_or(Rate::new(u32::MAX, Duration::from_nanos(1)));
+        let rate = options
+            .rate
+            .unwrap_or(Rate::new(u32::MAX, Duration::from_nanos(1)));
         let interval = rate.interval_ns();
         let burst = u64::from(options.burst.unwrap_or(rate.count).max(1));
         self.count.store(u64::from(rate.count), Relaxed);
