@@ -1,7 +1,7 @@
-//! What the cost benchmarks (`breaker`, `too_busy_cost`, `race_overhead`) share: contenders that
-//! run on both [drivers](super::drive), their figures per driver and thread count, the table
-//! that shows them beside the instructions per call counted by [callgrind](super::callgrind),
-//! and their `BENCH_PROFILE` mode.
+//! What the cost benchmarks (`breaker`, `too_busy_cost`, `race_overhead`, `timeout_cost`) share:
+//! contenders that run on both [drivers](super::drive), their figures per driver and thread
+//! count, the table that shows them beside the instructions per call counted by
+//! [callgrind](super::callgrind), and their `BENCH_PROFILE` mode.
 
 use std::future::Future;
 use std::sync::Mutex;
