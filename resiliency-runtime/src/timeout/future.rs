@@ -3,9 +3,9 @@
 //!
 //! A small enum says where the call stands: new, waiting (with its deadline), done. The clock is
 //! read when the body first waits (or earlier, if the body reads its deadline); only then is the
-//! timer made, on the heap: a call that answers on its first poll reads no clock, makes no timer
-//! and allocates nothing. The body is polled before the timer, so a body that answers as the
-//! time runs out keeps its answer, as with `tokio::time::timeout`.
+//! timer armed, in place: a call that answers on its first poll reads no clock and registers no
+//! timer. The body is polled before the timer, so a body that answers as the time runs out keeps
+//! its answer, as with `tokio::time::timeout`.
 
 use std::fmt;
 use std::future::Future;
@@ -34,6 +34,19 @@ pin_project! {
 }
 
 pin_project! {
+    /// The timer, armed at the body's first wait; disarmed (and deregistered) when the call
+    /// ends.
+    #[project = TimerProj]
+    enum Timer {
+        Idle,
+        Armed {
+            #[pin]
+            sleep: Sleep,
+        },
+    }
+}
+
+pin_project! {
     /// The future of a call under a [`Timeout`]: see [`Timeout::call`]. Code rarely spells it
     /// out: `.await` the call.
     ///
@@ -44,9 +57,8 @@ pin_project! {
         reject: fn(Rejected) -> E,
         limit: &'a Timeout,
         stage: Stage,
-        // Made at the body's first wait; `None` before, after, and for a `total` too long for an
-        // `Instant`.
-        timer: Option<Pin<Box<Sleep>>>,
+        #[pin]
+        timer: Timer,
         #[pin]
         body: Body<F>,
     }
@@ -57,8 +69,8 @@ pin_project! {
 enum Stage {
     /// Not polled yet.
     New,
-    /// The body has waited: its deadline (`None`: too far for an `Instant`, never) and the
-    /// `total` it was given.
+    /// The body has waited: its deadline (`None`: too far for an `Instant`, never, and no timer)
+    /// and the `total` it was given.
     Waiting {
         deadline: Option<Instant>,
         total_ns: u64,
@@ -73,7 +85,7 @@ impl<'a, F, E: FromRejected> TimeoutCall<'a, F, E> {
             reject: E::from,
             limit,
             stage: Stage::New,
-            timer: None,
+            timer: Timer::Idle,
             body: Body::Running { future: body },
         }
     }
@@ -94,11 +106,13 @@ where
 {
     type Output = Result<T, E>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let BodyProj::Running { future } = this.body.as_mut().project() else {
             panic!("a `#[timeout]` call was polled after it completed");
         };
+        let had_budget = tokio::task::coop::has_budget_remaining();
         let total_ns = match *this.stage {
             Stage::New => {
                 let total_ns = this.limit.total_ns();
@@ -110,12 +124,7 @@ where
                 if let Poll::Ready(output) = poll {
                     return finish(this.stage, this.body, this.limit, output);
                 }
-                let start = started.unwrap_or_else(Instant::now);
-                let deadline = start.checked_add(Duration::from_nanos(total_ns));
-                *this.stage = Stage::Waiting { deadline, total_ns };
-                // A runtime without a time driver panics here, with tokio's message, as
-                // `tokio::time::timeout` does; the body is dropped with the call.
-                *this.timer = deadline.map(|at| Box::pin(tokio::time::sleep_until(at)));
+                arm(this.stage, this.timer.as_mut(), started, total_ns);
                 total_ns
             }
             Stage::Waiting { deadline, total_ns } => {
@@ -123,29 +132,64 @@ where
                 let poll = future.poll(cx);
                 drop(scope);
                 if let Poll::Ready(output) = poll {
-                    *this.timer = None;
+                    this.timer.set(Timer::Idle);
                     return finish(this.stage, this.body, this.limit, output);
                 }
                 total_ns
             }
             Stage::Done => unreachable!("a done call has no body"),
         };
-        // Unconstrained by tokio's cooperative budget, as `tokio::time::timeout` polls its timer:
-        // a body that spent the budget in this poll must still be cut off when its time is up.
-        let fired = this.timer.as_mut().is_some_and(|timer| {
-            Pin::new(&mut tokio::task::unconstrained(timer.as_mut()))
+        let TimerProj::Armed { sleep } = this.timer.as_mut().project() else {
+            return Poll::Pending;
+        };
+        // As `tokio::time::timeout` polls its timer: unconstrained by tokio's cooperative budget
+        // when the body spent it in this poll, so that a busy body is still cut off in time.
+        let fired = if had_budget && !tokio::task::coop::has_budget_remaining() {
+            Pin::new(&mut tokio::task::unconstrained(sleep))
                 .poll(cx)
                 .is_ready()
-        });
+        } else {
+            sleep.poll(cx).is_ready()
+        };
         if !fired {
             return Poll::Pending;
         }
-        *this.timer = None;
+        this.timer.set(Timer::Idle);
         *this.stage = Stage::Done;
         // The body goes now, before the caller sees the error.
         this.body.project_replace(Body::Gone);
         Poll::Ready(Err((this.reject)(timed_out(this.limit, total_ns))))
     }
+}
+
+/// The body's first wait: its deadline, counted from `started` (when it read the deadline) or
+/// now, and the timer armed for it (none for a deadline too far for an `Instant`). A runtime
+/// without a time driver panics here, with tokio's message, as `tokio::time::timeout` does; the
+/// body is dropped with the call.
+#[inline(never)]
+fn arm(stage: &mut Stage, mut timer: Pin<&mut Timer>, started: Option<Instant>, total_ns: u64) {
+    let start = started.unwrap_or_else(Instant::now);
+    let deadline = start.checked_add(Duration::from_nanos(total_ns));
+    *stage = Stage::Waiting { deadline, total_ns };
+    if let Some(at) = deadline {
+        timer.set(Timer::Armed {
+            sleep: tokio::time::sleep_until(at),
+        });
+    }
+}
+
+/// The body answered in time: it is dropped, and the answer returned.
+#[inline]
+fn finish<F, T>(
+    stage: &mut Stage,
+    body: Pin<&mut Body<F>>,
+    limit: &Timeout,
+    output: T,
+) -> Poll<T> {
+    *stage = Stage::Done;
+    body.project_replace(Body::Gone);
+    limit.meter().completed();
+    Poll::Ready(output)
 }
 
 /// A call ran out of time: counted, told to `tracing` (debug), and its refusal.
@@ -161,13 +205,4 @@ fn timed_out(limit: &Timeout, total_ns: u64) -> Rejected {
         "call timed out"
     );
     Rejected::new(Reason::Elapsed { name, total })
-}
-
-/// The body answered in time: it is dropped, and the answer returned.
-#[inline]
-fn finish<F, T>(stage: &mut Stage, body: Pin<&mut Body<F>>, limit: &Timeout, output: T) -> Poll<T> {
-    *stage = Stage::Done;
-    body.project_replace(Body::Gone);
-    limit.meter().completed();
-    Poll::Ready(output)
 }

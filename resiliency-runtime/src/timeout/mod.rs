@@ -34,9 +34,10 @@
 //!
 //! # When the time counts from
 //!
-//! From the body's first wait: a body that answers on its first poll reads no clock, makes no
-//! timer and allocates nothing; one that waits reads the clock then and makes one timer, on the
-//! heap, freed when the call ends. A body that reads its deadline before it first waits starts
+//! From the body's first wait: a body that answers on its first poll reads no clock and registers
+//! no timer; one that waits reads the clock then and arms the call's timer (held in the call's
+//! future, as `tokio::time::timeout` holds its own: nothing is allocated), disarmed when the call
+//! ends. A body that reads its deadline before it first waits starts
 //! the clock at that read. (What the first poll runs before its first wait is the body's own
 //! code on this thread, which no timer could interrupt.) The body is polled before the timer, so
 //! an answer that comes as the time runs out is kept, as with `tokio::time::timeout`.
