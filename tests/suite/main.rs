@@ -25,6 +25,7 @@ mod msrv;
 mod one_registry;
 mod race_retry;
 mod race_retry_attempts;
+mod rate_limit;
 mod refusals_found;
 mod refusals_yield;
 mod retry_after;

@@ -9,12 +9,11 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Sleep;
 
-use super::rate_limit::{Admit, RateLimit};
+use super::rate_limit::{later, Admit, RateLimit};
 use crate::rejected::{poll_refusal, FromRejected, Rejected};
 
 pin_project! {
@@ -90,7 +89,7 @@ impl<'a, F, E> RateLimitCall<'a, F, E> {
                 (Stage::Running, None)
             }
             Admit::Wait { wait_ns, tat } => {
-                let at = Instant::now() + Duration::from_nanos(wait_ns);
+                let at = later(wait_ns);
                 if crate::deadline().is_some_and(|deadline| deadline < at) {
                     limit.give_back(tat);
                     return Err(limit.refusal(wait_ns));
@@ -145,7 +144,7 @@ where
                         *this.stage = Stage::Running;
                     }
                     Admit::Wait { wait_ns, tat } => {
-                        let at = Instant::now() + Duration::from_nanos(wait_ns);
+                        let at = later(wait_ns);
                         if crate::deadline().is_some_and(|deadline| deadline < at) {
                             // The caller gives up before the permit frees: refused now.
                             limit.give_back(tat);

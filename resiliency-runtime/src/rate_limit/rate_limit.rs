@@ -104,13 +104,14 @@ impl RateLimit {
         let rate = options
             .rate
             .unwrap_or(Rate::new(u32::MAX, Duration::from_nanos(1)));
-        let interval = rate.interval_ns();
+        // Capped, so that the arrival time never saturates within the life of a process.
+        let interval = rate.interval_ns().min(LONGEST);
         let burst = u64::from(options.burst.unwrap_or(rate.count).max(1));
         self.count.store(u64::from(rate.count), Relaxed);
         self.per_ns.store(nanos(rate.per), Relaxed);
         self.interval_ns.store(interval, Relaxed);
         self.tolerance_ns
-            .store(interval.saturating_mul(burst), Relaxed);
+            .store(interval.saturating_mul(burst).min(LONGEST), Relaxed);
         self.max_wait_ns
             .store(options.max_wait.map_or(0, nanos), Relaxed);
     }
@@ -270,6 +271,81 @@ impl RateLimit {
     }
 }
 
+/// The longest interval and tolerance, in ns (about 146 years): the arrival time, a sum of a
+/// time since the limit's start and at most two of these, never reaches `u64::MAX`.
+const LONGEST: u64 = 1 << 62;
+
+/// `ns` from now, or as far as an `Instant` goes.
+pub(super) fn later(ns: u64) -> Instant {
+    let now = Instant::now();
+    now.checked_add(Duration::from_nanos(ns))
+        .or_else(|| now.checked_add(Duration::from_secs(86_400 * 365 * 30)))
+        .unwrap_or(now)
+}
+
 pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn limit(count: u32, per_ms: u64, burst: u32) -> RateLimit {
+        RateLimit::builder("rate_limit::tests")
+            .rate(Rate::new(count, Duration::from_millis(per_ms)))
+            .burst(burst)
+            .build()
+            .unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Whatever the pattern of calls: within any span of time, at most `span / interval +
+        /// burst` are admitted; and a call refused with `retry_after = r`, made again `r` later
+        /// with no call in between, is admitted.
+        #[test]
+        fn the_bound_holds_and_a_refusal_tells_the_truth(
+            count in 1u32..50,
+            per_ms in 1u64..200,
+            burst in 1u32..8,
+            steps in prop::collection::vec((0u64..30, 0u8..5), 1..120),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let limit = limit(count, per_ms, burst);
+                let interval = limit.interval_ns.load(Relaxed);
+                let mut admitted: Vec<u64> = Vec::new();
+                for (advance_ms, calls) in steps {
+                    tokio::time::advance(Duration::from_millis(advance_ms)).await;
+                    for _ in 0..calls {
+                        match limit.admit(false) {
+                            Admit::Now => admitted.push(limit.now()),
+                            Admit::Refused { retry_ns } => {
+                                prop_assert!(retry_ns > 0 && retry_ns <= interval);
+                                // Made again `retry_ns` later, nothing in between: admitted.
+                                tokio::time::advance(Duration::from_nanos(retry_ns)).await;
+                                prop_assert_eq!(limit.admit(false), Admit::Now);
+                                admitted.push(limit.now());
+                            }
+                            Admit::Wait { .. } => prop_assert!(false, "no wait without max_wait"),
+                        }
+                    }
+                }
+                for (i, from) in admitted.iter().enumerate() {
+                    for (j, to) in admitted.iter().enumerate().skip(i) {
+                        let most = (to - from) / interval + u64::from(burst);
+                        prop_assert!((j - i + 1) as u64 <= most, "{} admitted within {} ns", j - i + 1, to - from);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+    }
 }

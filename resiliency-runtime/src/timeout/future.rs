@@ -180,12 +180,7 @@ fn arm(stage: &mut Stage, mut timer: Pin<&mut Timer>, started: Option<Instant>, 
 
 /// The body answered in time: it is dropped, and the answer returned.
 #[inline]
-fn finish<F, T>(
-    stage: &mut Stage,
-    body: Pin<&mut Body<F>>,
-    limit: &Timeout,
-    output: T,
-) -> Poll<T> {
+fn finish<F, T>(stage: &mut Stage, body: Pin<&mut Body<F>>, limit: &Timeout, output: T) -> Poll<T> {
     *stage = Stage::Done;
     body.project_replace(Body::Gone);
     limit.meter().completed();
