@@ -24,6 +24,7 @@ use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use resiliency::race_retry::RaceRetry;
+use resiliency::rate_limit::{parse_rate, Rate, RateLimit};
 use resiliency::retry_hint::parse_retry_after;
 use resiliency::settings::{self, Overrides, Policy, Value, ALL};
 use resiliency::timeout::Timeout;
@@ -151,6 +152,7 @@ fn plausible_text() -> impl Strategy<Value = String> {
         "[1-9][0-9]{0,2}(ms|s)",
         "[1-9][0-9]?",
         "0\\.[1-9]",
+        "[0-9]{1,4} ?/ ?([0-9]{0,3}(ms|s|m|h)|[a-z]{0,3})",
         select(vec![
             "off", "auto", "p95", "p50", "2.0", "1.5s", "1m30s", "250us"
         ])
@@ -158,9 +160,10 @@ fn plausible_text() -> impl Strategy<Value = String> {
     ]
 }
 
-/// Texts of each kind settings take: counts, shares, factors, durations, words.
-const SAMPLES: [&str; 14] = [
+/// Texts of each kind settings take: counts, shares, factors, durations, words, rates.
+const SAMPLES: [&str; 17] = [
     "1", "3", "10", "0.5", "0.9", "2.0", "50ms", "1s", "3s", "30s", "off", "auto", "p95", "p50",
+    "100/s", "5/m", "10/100ms",
 ];
 
 /// Each policy's setting and the [`SAMPLES`] of its kind.
@@ -291,6 +294,7 @@ const BREAKER: &str = "input_never_panics::breaker";
 const RACE: &str = "input_never_panics::race";
 const BUSY: &str = "input_never_panics::busy";
 const TIMEOUT: &str = "input_never_panics::timeout";
+const RATE_LIMIT: &str = "input_never_panics::rate_limit";
 
 /// The paused runtimes the sites' calls run on, for every test: one for the breaker and the race,
 /// one for the guard (whose lag monitor wakes every few milliseconds of the paused clock, which
@@ -311,6 +315,7 @@ struct Sites {
     race: &'static RaceRetry,
     busy: &'static TooBusy,
     timeout: &'static Timeout,
+    rate_limit: &'static RateLimit,
 }
 
 static SITES: LazyLock<Sites> = LazyLock::new(|| {
@@ -332,6 +337,10 @@ static SITES: LazyLock<Sites> = LazyLock::new(|| {
             .total(Duration::from_secs(2))
             .register()
             .unwrap(),
+        rate_limit: RateLimit::builder(RATE_LIMIT)
+            .rate(Rate::per_second(100))
+            .register()
+            .unwrap(),
     }
 });
 
@@ -341,6 +350,7 @@ fn site_of(policy: Policy) -> &'static str {
         Policy::RaceRetry => RACE,
         Policy::TooBusy => BUSY,
         Policy::Timeout => TIMEOUT,
+        Policy::RateLimit => RATE_LIMIT,
     }
 }
 
@@ -394,6 +404,12 @@ fn use_every_site() -> Result<(), TestCaseError> {
             tokio::time::timeout(HANG, limited).await.is_ok(),
             "the time-limited call hung"
         );
+        // A rate limit of any rate, burst and wait: admitted, refused or admitted after a wait,
+        // never hung (a wait of centuries is dropped at `HANG`).
+        for _ in 0..3 {
+            let limited = sites.rate_limit.call(async { Ok::<(), BoxError>(()) });
+            let _ = tokio::time::timeout(HANG, limited).await;
+        }
         Ok(())
     })?;
     RUNTIMES.busy.block_on(async {
@@ -688,6 +704,36 @@ fn values_read_as_what_they_are_or_as_nothing() {
             Ok(())
         })
         .unwrap();
+}
+
+/// A rate of any text (a setting by name, a variable): a rate or a message saying why not, never
+/// a panic; one read back from its Display is the same rate, and its interval is at least 1 ns.
+#[test]
+fn rates_of_any_text_are_read_or_refused_with_a_reason() {
+    let text = prop_oneof![
+        4 => "[0-9]{0,11} ?/ ?[0-9.]{0,21} ?(ns|us|µs|ms|s|m|h|[a-z]{0,3})",
+        1 => "\\PC{0,32}",
+        1 => any::<String>(),
+    ];
+    let read = Reached::default();
+    runner(2048)
+        .run(&text, |text| {
+            match parse_rate(&text) {
+                Ok(rate) => {
+                    read.case(true);
+                    prop_assert!(rate.count >= 1 && !rate.per.is_zero(), "{text:?}: {rate:?}");
+                    prop_assert!(rate.interval_ns() >= 1);
+                    prop_assert_eq!(parse_rate(&rate.to_string()), Ok(rate));
+                }
+                Err(why) => {
+                    read.case(false);
+                    prop_assert!(!why.is_empty());
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    read.at_least(5, "a rate read");
 }
 
 /// `settings::set` of any value for any setting of every policy, on a live site (so the rules
@@ -1050,6 +1096,7 @@ fn env_variable() -> impl Strategy<Value = (String, OsString)> {
             Policy::RaceRetry => "RACE_RETRY",
             Policy::TooBusy => "TOO_BUSY",
             Policy::Timeout => "TIMEOUT",
+            Policy::RateLimit => "RATE_LIMIT",
         };
         let setting = misspelt.unwrap_or_else(|| name.to_ascii_uppercase());
         let key = if every_site {
