@@ -2172,3 +2172,262 @@ async fn timeout__attempt_cap() {
     assert_eq!(timeout_cap_each(&attempts).await.unwrap(), 2);
     assert_eq!(started.elapsed(), ms(201));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Rate limit (`#[rate_limit]`): its row of the matrix
+
+#[resiliency::rate_limit(name = "seams.rate.coop", rate = "1/h", burst = 1)]
+async fn rate_coop() -> Result<(), BoxError> {
+    Ok(())
+}
+
+/// A loop that meets nothing but rate-limit refusals yields to the runtime now and then (each
+/// refusal takes from tokio's cooperative budget), so a timer on the same thread fires.
+#[test]
+fn rate_limit__coop_budget() {
+    init();
+    within_5s(|| {
+        support::current_thread().block_on(async {
+            rate_coop().await.unwrap();
+            let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = fired.clone();
+            tokio::spawn(async move { flag.store(true, Ordering::SeqCst) });
+            let mut refusals = 0u32;
+            while !fired.load(Ordering::SeqCst) {
+                assert!(rejected(&rate_coop().await.unwrap_err()).is_rate_limited());
+                refusals += 1;
+            }
+            assert!(refusals >= 1);
+        })
+    });
+}
+
+#[resiliency::rate_limit(name = "seams.rate.tracing", rate = "1/h", burst = 1)]
+async fn rate_tracing() -> Result<(), BoxError> {
+    Ok(())
+}
+
+/// A subscriber that, on a refusal's event, looks the limit up and calls through it again: the
+/// refusal's event is emitted with no lock held, so neither deadlocks.
+#[tokio::test(start_paused = true)]
+async fn rate_limit__tracing() {
+    init();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let inside = std::cell::Cell::new(false);
+    let _hook = hook::on_event(move |event| {
+        if event.message == "call refused"
+            && event.field("name") == Some("seams.rate.tracing")
+            && !inside.replace(true)
+        {
+            let limit = resiliency::rate_limit::get("seams.rate.tracing").unwrap();
+            let again = limit.call_blocking(|| Ok::<(), BoxError>(()));
+            record
+                .lock()
+                .unwrap()
+                .push((again.is_err(), Some(limit.available())));
+            inside.set(false);
+        }
+    });
+    rate_tracing().await.unwrap();
+    assert!(rejected(&rate_tracing().await.unwrap_err()).is_rate_limited());
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    assert!(seen
+        .iter()
+        .all(|(refused, available)| *refused && *available == Some(0)));
+}
+
+#[resiliency::breaker(name = "seams.rate.hints", error_threshold = 1, error_timeout = "10s")]
+#[resiliency::rate_limit(name = "seams.rate.hints_limit", rate = "1/m", burst = 1)]
+async fn rate_hint() -> Result<(), BoxError> {
+    Ok(())
+}
+
+/// A refusal carries its permit's time as a hint: a breaker around the limit (the order the docs
+/// advise against) counts it as an error and stays open as long as it says, not its own
+/// `error_timeout`; a race above the limit waits that long for its next attempt.
+#[tokio::test(start_paused = true)]
+async fn rate_limit__hints() {
+    init();
+    rate_hint().await.unwrap();
+    let refused = rate_hint().await.unwrap_err();
+    assert!(rejected(&refused).is_rate_limited());
+    let open = rate_hint().await.unwrap_err();
+    assert!(is_circuit_open(&open), "{open}");
+    let retry = rejected(&open).retry_after().unwrap();
+    assert!(
+        retry > secs(50),
+        "held open for the permit's time: {retry:?}"
+    );
+}
+
+#[resiliency::race_retry(name = "seams.rate.race", retries = 2, after = "4s", total = "5s")]
+#[resiliency::rate_limit(name = "seams.rate.race_limit", rate = "1/s", burst = 1)]
+async fn rate_race(log: &Mutex<Vec<Duration>>, start: Instant) -> Result<(), BoxError> {
+    log.lock().unwrap().push(start.elapsed());
+    Err("down".into())
+}
+
+#[tokio::test(start_paused = true)]
+async fn rate_limit__race_waits_for_the_permit() {
+    init();
+    let log = Mutex::new(Vec::new());
+    let start = Instant::now();
+    let _ = rate_race(&log, start).await;
+    let log = log.lock().unwrap().clone();
+    // The first attempt ran; the next, refused by the limit, waited for its permit (a hint of
+    // 1 s), and ran then.
+    assert_eq!(log[0], Duration::ZERO);
+    assert!(log.len() >= 2 && log[1] >= secs(1), "{log:?}");
+}
+
+#[resiliency::rate_limit(
+    name = "seams.rate.slow_limit",
+    rate = "10/s",
+    burst = 1,
+    max_wait = "500ms"
+)]
+#[resiliency::breaker(
+    name = "seams.rate.slow",
+    slow_call_duration = "50ms",
+    error_threshold = 100
+)]
+async fn rate_slow() -> Result<(), BoxError> {
+    sleep(ms(10)).await;
+    Ok(())
+}
+
+/// The limit outside the breaker: a call that waited for its permit is timed by the breaker from
+/// when it runs, so its wait never makes it slow.
+#[tokio::test(start_paused = true)]
+async fn rate_limit__slow_calls() {
+    init();
+    let (a, b, c) = tokio::join!(rate_slow(), rate_slow(), rate_slow());
+    assert!(a.is_ok() && b.is_ok() && c.is_ok());
+    assert_eq!(breaker_calls("seams.rate.slow", "slow"), 0.0);
+    assert_eq!(breaker_calls("seams.rate.slow", "success"), 3.0);
+}
+
+#[resiliency::rate_limit(name = "seams.rate.keyed_limit", rate = "1/h", burst = 2)]
+#[resiliency::breaker(name = "seams.rate.keyed", key = host, error_threshold = 1)]
+async fn rate_keyed(host: &str) -> Result<String, BoxError> {
+    Err(format!("{host} down").into())
+}
+
+/// A limit above a keyed breaker: refused calls never reach the key's breaker, which counts only
+/// the calls that ran.
+#[tokio::test(start_paused = true)]
+async fn rate_limit__keyed() {
+    init();
+    assert!(rate_keyed("a").await.is_err());
+    assert!(rate_keyed("b").await.is_err());
+    let refused = rate_keyed("c").await.unwrap_err();
+    assert!(rejected(&refused).is_rate_limited());
+    let hosts = family("seams.rate.keyed");
+    assert_eq!(hosts.get("a").unwrap().state(), State::Open);
+    assert!(
+        hosts.get("c").is_none(),
+        "the refused call made no breaker for its key"
+    );
+}
+
+/// A `RateLimitLayer` outside a `BreakerLayer`: refused requests never reach the breaker.
+#[tokio::test(start_paused = true)]
+async fn rate_limit__tower_layers() {
+    init();
+    use resiliency::rate_limit::{Rate, RateLimit};
+    use resiliency::tower::RateLimitLayer;
+    let limit = RateLimitLayer::new(
+        RateLimit::builder("seams.rate.tower")
+            .rate(Rate::per_second(1))
+            .burst(1),
+    )
+    .unwrap();
+    let breaker =
+        BreakerLayer::new(Breaker::builder("seams.rate.tower_breaker").error_threshold(2)).unwrap();
+    let mut svc = limit.layer(breaker.layer(service_fn(|_: ()| async {
+        Err::<(), _>(std::io::Error::other("down"))
+    })));
+    assert_eq!(
+        svc.ready()
+            .await
+            .unwrap()
+            .call(())
+            .await
+            .unwrap_err()
+            .to_string(),
+        "down"
+    );
+    for _ in 0..3 {
+        let error = svc.ready().await.unwrap().call(()).await.unwrap_err();
+        assert!(rejected(&error).is_rate_limited());
+    }
+    assert_eq!(
+        breaker::get("seams.rate.tower_breaker").unwrap().state(),
+        State::Closed
+    );
+}
+
+#[resiliency::rate_limit(
+    name = "seams.rate.metrics",
+    rate = "2/s",
+    burst = 1,
+    max_wait = "600ms"
+)]
+async fn rate_metered() -> Result<(), BoxError> {
+    Ok(())
+}
+
+/// Each call counts once: `admitted` at once, `waited` after its wait, `refused`.
+#[tokio::test(start_paused = true)]
+async fn rate_limit__metrics() {
+    init();
+    let name = "seams.rate.metrics";
+    let calls = |outcome| {
+        metric(
+            resiliency::metrics::RATE_LIMIT_CALLS,
+            &[("name", name), ("outcome", outcome)],
+        )
+    };
+    let (a, b, c) = tokio::join!(rate_metered(), rate_metered(), rate_metered());
+    assert!(a.is_ok() && b.is_ok());
+    assert!(rejected(&c.unwrap_err()).is_rate_limited());
+    assert_eq!(
+        (calls("admitted"), calls("waited"), calls("refused")),
+        (1.0, 1.0, 1.0)
+    );
+}
+
+#[resiliency::race_retry(
+    name = "seams.rate.cap",
+    retries = 2,
+    after = "50ms",
+    total = "5s",
+    max_attempts_in_flight = 1
+)]
+#[resiliency::rate_limit(
+    name = "seams.rate.cap_limit",
+    rate = "5/s",
+    burst = 1,
+    max_wait = "1s"
+)]
+async fn rate_cap(attempts: &AtomicU32) -> Result<u32, BoxError> {
+    let n = attempts.fetch_add(1, Ordering::SeqCst);
+    if n == 0 {
+        Err("first".into())
+    } else {
+        Ok(n)
+    }
+}
+
+/// Attempts capped at one in flight, each taking a permit: the second attempt waits for its
+/// permit inside its slot, then runs.
+#[tokio::test(start_paused = true)]
+async fn rate_limit__attempt_cap() {
+    init();
+    let attempts = AtomicU32::new(0);
+    let start = Instant::now();
+    assert_eq!(rate_cap(&attempts).await.unwrap(), 1);
+    assert!(start.elapsed() >= ms(200), "{:?}", start.elapsed());
+}
