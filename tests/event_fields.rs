@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use resiliency::{breaker, race_retry, timeout, too_busy, Breaker, Rejected};
+use resiliency::{breaker, race_retry, rate_limit, timeout, too_busy, Breaker, Rejected};
 
 use support::BoxError;
 
@@ -35,6 +35,11 @@ async fn fails() -> Result<u32, BoxError> {
 #[timeout(name = "fields.timeout", total = "10ms")]
 async fn late() -> Result<(), Rejected> {
     tokio::time::sleep(Duration::from_secs(1)).await;
+    Ok(())
+}
+
+#[rate_limit(name = "fields.rate_limit", rate = "1/h", burst = 1)]
+async fn limited() -> Result<(), Rejected> {
     Ok(())
 }
 
@@ -78,6 +83,9 @@ fn every_event_names_its_site_in_a_name_field() {
             assert_eq!(fails().await.unwrap(), 0);
 
             assert!(late().await.unwrap_err().is_timeout());
+
+            limited().await.unwrap();
+            assert!(limited().await.unwrap_err().is_rate_limited());
         })
     });
     let text = captured.text();
@@ -123,6 +131,16 @@ fn every_event_names_its_site_in_a_name_field() {
         timed_out
             .iter()
             .any(|line| line.contains("name=\"fields.timeout\"") && line.contains("total_ms=10")),
+        "{text}"
+    );
+
+    let refused = events(&text, "resiliency::rate_limit", "call refused");
+    assert!(
+        refused
+            .iter()
+            .any(|line| line.contains("name=\"fields.rate_limit\"")
+                && line.contains("rate=1/h")
+                && line.contains("retry_after_ms=")),
         "{text}"
     );
 

@@ -13,6 +13,7 @@
 
 mod breaker_tour;
 mod race_retry_tour;
+mod rate_limit_tour;
 mod replicas_tour;
 mod settings_tour;
 mod stacking_tour;
@@ -96,6 +97,7 @@ async fn main() {
     too_busy_tour::auto_limit().await;
     race_retry_tour::run().await;
     timeout_tour::run().await;
+    rate_limit_tour::run().await;
     stacking_tour::run().await;
     settings_tour::run().await;
     replicas_tour::run().await.expect("servers on 127.0.0.1");

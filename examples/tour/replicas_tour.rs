@@ -1,4 +1,4 @@
-//! 7. Fallbacks, and hedging to another replica (HTTP on 127.0.0.1).
+//! 8. Fallbacks, and hedging to another replica (HTTP on 127.0.0.1).
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,7 +8,7 @@ use resiliency::{race_retry, Rejected};
 use super::{show, AppError};
 
 // ------------------------------------------------------------------------------------------------
-// 7. Fallbacks, and hedging to another replica (HTTP on 127.0.0.1)
+// 8. Fallbacks, and hedging to another replica (HTTP on 127.0.0.1)
 // ------------------------------------------------------------------------------------------------
 
 /// Two replicas of one service, each an HTTP server on 127.0.0.1 whose requests take `delay_ms`
@@ -61,7 +61,7 @@ impl Replicas {
 }
 
 pub(super) async fn run() -> std::io::Result<()> {
-    println!("\n7. Hedging to another replica, and a fallback (HTTP servers on 127.0.0.1)");
+    println!("\n8. Hedging to another replica, and a fallback (HTTP servers on 127.0.0.1)");
     println!("   #[race_retry(retries = 1, after = \"100ms\", total = \"400ms\", attempt = n, fallback = Self::cached)]");
     let (a_delay, b_delay) = (
         Arc::new(AtomicU64::new(2_000)),

@@ -1,10 +1,10 @@
-//! 6. Settings by name at run time.
+//! 7. Settings by name at run time.
 use resiliency::settings::{self, Policy};
 
 /// Every setting of an attribute is the default of a named site, overridden at run time from
 /// code (here), a configuration file or the environment (`RESILIENCY_BREAKER__PROFILES__...`).
 pub(super) async fn run() {
-    println!("\n6. Settings by name at run time (resiliency::settings)");
+    println!("\n7. Settings by name at run time (resiliency::settings)");
     let profiles = resiliency::breaker::get("profiles").expect("called above");
     println!(
         "  profiles is {}, for {:?} after its last error",

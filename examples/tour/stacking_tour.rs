@@ -1,4 +1,4 @@
-//! 5. Stacking: a guard, a race and a breaker on one fn.
+//! 6. Stacking: a guard, a race and a breaker on one fn.
 use std::time::Instant;
 
 use resiliency::{breaker, race_retry, too_busy};
@@ -6,7 +6,7 @@ use resiliency::{breaker, race_retry, too_busy};
 use super::{set_upstream, show, upstream, AppError, FAILING, HEALTHY};
 
 // ------------------------------------------------------------------------------------------------
-// 5. Stacking
+// 6. Stacking
 // ------------------------------------------------------------------------------------------------
 
 /// The outer attribute wraps the inner one: the breaker guards each raced attempt, and load is
@@ -24,7 +24,7 @@ async fn fetch_profile(id: u64) -> Result<String, AppError> {
 }
 
 pub(super) async fn run() {
-    println!("\n5. #[too_busy] + #[race_retry] + #[breaker] on one fn");
+    println!("\n6. #[too_busy] + #[race_retry] + #[breaker] on one fn");
     let started = Instant::now();
     show(
         "fetch_profile(1)",

@@ -40,15 +40,19 @@ impl Rate {
 }
 
 impl fmt::Display for Rate {
-    /// In the attribute's syntax: `100/s`, `10/100ms`, `5/60s`.
+    /// In the attribute's syntax, the period in the largest unit that writes it whole: `100/s`,
+    /// `5/m`, `1/h`, `10/100ms`, `3/90s`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let per = format!("{:?}", self.per);
-        // `1s` reads `s`.
-        match per.strip_prefix('1') {
-            Some(unit) if unit.chars().all(char::is_alphabetic) => {
-                write!(f, "{}/{unit}", self.count)
-            }
-            _ => write!(f, "{}/{per}", self.count),
+        let nanos = self.per.as_nanos();
+        let (unit, length) = crate::duration::UNITS
+            .iter()
+            .filter(|(unit, _)| *unit != "µs")
+            .map(|&(unit, length)| (unit, u128::from(length)))
+            .find(|(_, length)| nanos % length == 0)
+            .unwrap_or(("ns", 1));
+        match nanos / length {
+            1 => write!(f, "{}/{unit}", self.count),
+            n => write!(f, "{}/{n}{unit}", self.count),
         }
     }
 }

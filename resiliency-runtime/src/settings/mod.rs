@@ -2,7 +2,8 @@
 //! for every site of a policy, from code, a configuration file or the environment, without a
 //! rebuild.
 //!
-//! A *site* is one named policy: a `#[breaker]`, `#[too_busy]`, `#[race_retry]` or `#[timeout]` function (its
+//! A *site* is one named policy: a `#[breaker]`, `#[too_busy]`, `#[race_retry]`, `#[timeout]` or
+//! `#[rate_limit]` function (its
 //! name is its `name = "..."`, or the fn's path such as `my_app::db::query`), or a breaker
 //! registered from code. The attribute's arguments are the site's defaults; overrides come in
 //! three layers, the later winning:
@@ -84,7 +85,7 @@
 //!
 //! # Environment variables
 //!
-//! `RESILIENCY_` then the policy (`BREAKER`, `RACE_RETRY`, `TOO_BUSY`, `TIMEOUT`), then `__` and the site's
+//! `RESILIENCY_` then the policy (`BREAKER`, `RACE_RETRY`, `TOO_BUSY`, `TIMEOUT`, `RATE_LIMIT`), then `__` and the site's
 //! name (left out for every site), then `__` and the setting, in capitals:
 //!
 //! | site | setting | variable |
@@ -93,6 +94,7 @@
 //! | `my_app::db::query` | `total` | `RESILIENCY_RACE_RETRY__MY_APP__DB__QUERY__TOTAL=300ms` |
 //! | every `#[too_busy]` | `max_lag` | `RESILIENCY_TOO_BUSY__MAX_LAG=50ms` |
 //! | `catalog` | `total` | `RESILIENCY_TIMEOUT__CATALOG__TOTAL=2s` |
+//! | `partner-api` | `rate` | `RESILIENCY_RATE_LIMIT__PARTNER_API__RATE=200/s` |
 //!
 //! A site's name is written with `::` as `__`, letters in capitals and every other character
 //! that is not a letter or digit as `_` (`payments-eu` as `PAYMENTS_EU`); messages about a live

@@ -345,7 +345,7 @@ pub fn load_env() -> Result<(), SettingsError> {
 /// one [`Effective`](super::Effective) per setting of [`Policy::settings`]. A value another setting gives (a
 /// breaker's `error_timeout` from its `capacity`) is reported with [`Source::Derived`]; the
 /// value is `None` where the built-in default applies. `None` when no such site has been set up:
-/// a `#[breaker]`, `#[too_busy]`, `#[race_retry]` or `#[timeout]` site is set up by its first call.
+/// an attribute's site is set up by its first call.
 pub fn effective(policy: Policy, site: &str) -> Option<InForce> {
     locked(|store| {
         let i = *store.by_name.get(&(policy, site.to_owned()))?.first()?;
