@@ -883,6 +883,7 @@ resiliency_runtime::__private::rate_limit_settings!(crate::attributes::documente
         /// | argument | meaning | default |
         /// |---|---|---|
         /// | `name = "partner-api"` | calls with one name share one rate limit (its permits, settings by name and metrics; with a `RateLimit` registered from code or by a `RateLimitLayer` by that name) | the fn's path, e.g. `my_app::partner::send` |
+        /// | `key = client_ip` | a limit per key: an expression of the fn's arguments of any `Hash` type (`&str`, numbers, tuples), evaluated at each call before the body runs; each key gets `rate` and `burst` of its own | none: one limit for every call |
     }
     after {
         /// | `fallback = path` | a fn or method (`Self::cached`) called instead when the call is refused: with the fn's arguments (`self` first, owned ones cloned before the call) and the `Rejected`; sync or `async`; see [Fallbacks](macro@crate::breaker#fallbacks) | none: the refusal is the caller's `Err` |
@@ -901,6 +902,13 @@ resiliency_runtime::__private::rate_limit_settings!(crate::attributes::documente
         /// intervals ahead of now. Over any span `t` at most `t / interval + burst` calls are admitted,
         /// from however many tasks and threads. A refused call's `retry_after` is when its permit
         /// frees: a call made then is admitted unless another took the permit first.
+        ///
+        /// **Keys (`key = ...`).** Each key has an arrival time of its own, filed by a hash seeded at
+        /// random per limit (keys from requests cannot be chosen to collide). At most `max_keys` are
+        /// held: when a new key finds them all, keys at rest (their permits all free again, as good
+        /// as new: dropping them loses nothing) are swept out first; if every key held is busy, the
+        /// new key shares one limit with the other keys that do not fit until keys come to rest.
+        /// A refusal names no key.
         ///
         /// **Waiting (`max_wait`).** A call whose permit frees within `max_wait` takes it at once and
         /// waits for it (so calls are served in the order they came); one whose permit is further away

@@ -43,7 +43,7 @@ macro_rules! policies {
                 options TimeoutOptions {}, rules timeout, table timeout_settings;
             /// `#[rate_limit]`.
             RateLimit: rate_limit, env "RATE_LIMIT",
-                options RateLimitOptions {}, rules rate_limit, table rate_limit_settings;
+                options RateLimitOptions { key: true }, rules rate_limit, table rate_limit_settings;
         }
     };
 }

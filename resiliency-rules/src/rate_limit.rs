@@ -48,7 +48,7 @@ impl fmt::Display for Rate {
             .iter()
             .filter(|(unit, _)| *unit != "µs")
             .map(|&(unit, length)| (unit, u128::from(length)))
-            .find(|(_, length)| nanos % length == 0)
+            .find(|(_, length)| nanos.is_multiple_of(*length))
             .unwrap_or(("ns", 1));
         match nanos / length {
             1 => write!(f, "{}/{unit}", self.count),
@@ -125,6 +125,10 @@ macro_rules! rate_limit_settings {
             /// with no wait; a waiting call that is dropped gives its permit back when no later
             /// call has taken one since.
             max_wait: ::core::time::Duration as Timeout, e.g. "50ms", default none "refuse at once";
+            /// Keyed (`key = ...`): the most keys tracked at once, each with its own limit (about 50 bytes each); a key at rest (its permits all free again) is dropped first.
+            /// When every key tracked is busy, a new key shares one limit of the same rate with the
+            /// other keys that do not fit, until keys come to rest.
+            max_keys: usize as Keys, e.g. 100000, default = 16_384;
         }
     };
 }
@@ -138,6 +142,8 @@ rate_limit_settings!(crate::table::options! {
         /// Arguments written whose value could not be read (malformed, or an expression checked
         /// at first use): they count as given.
         pub written: &'a [&'a str],
+        /// Whether the limit is keyed (`key = ...`): `max_keys` applies only then.
+        pub key: bool,
     }
 });
 
@@ -178,5 +184,17 @@ pub fn rate_limit(options: &RateLimitOptions<'_>) -> Vec<Violation> {
         ));
     }
     above_zero("max_wait", o.max_wait, &mut out);
+    if o.max_keys == Some(0) {
+        out.push(Violation::value(
+            "max_keys",
+            "`max_keys` must be at least 1, e.g. `max_keys = 100000`",
+        ));
+    }
+    if !o.key && (o.max_keys.is_some() || o.written.contains(&"max_keys")) {
+        out.push(Violation::presence(
+            "max_keys",
+            "`max_keys` applies to keyed rate limits; add `key = ...` or remove it",
+        ));
+    }
     out
 }

@@ -340,6 +340,66 @@ fn threads_together_never_get_more_than_the_rate_allows() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn each_key_has_a_limit_of_its_own() {
+    #[rate_limit(rate = "1/s", burst = 2, key = client)]
+    async fn per_client(client: &str, n: u32) -> Result<u32, Rejected> {
+        Ok(n)
+    }
+    assert_eq!(per_client("a", 1).await.unwrap(), 1);
+    assert_eq!(per_client("a", 2).await.unwrap(), 2);
+    let refused = per_client("a", 3).await.unwrap_err();
+    assert_eq!(refused.retry_after(), Some(secs(1)));
+    assert_eq!(
+        per_client("b", 4).await.unwrap(),
+        4,
+        "another key, a limit of its own"
+    );
+    advance(secs(1)).await;
+    assert_eq!(per_client("a", 5).await.unwrap(), 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_most_max_keys_are_held_keys_at_rest_go_first_and_the_rest_share_one_limit() {
+    let limit = RateLimit::builder("rate::max_keys")
+        .rate(Rate::per_second(1))
+        .burst(1)
+        .max_keys(2)
+        .build()
+        .unwrap();
+    let call = |key: u32| limit.call_keyed(&key, async { Ok::<_, Rejected>(()) });
+    call(1).await.unwrap();
+    call(2).await.unwrap();
+    assert_eq!(limit.keys_held(), 2);
+    // Both keys busy: keys 3 and 4 share one limit.
+    call(3).await.unwrap();
+    assert!(call(4).await.unwrap_err().is_rate_limited());
+    assert_eq!(limit.keys_held(), 2);
+    // A second later every key is at rest: swept, and 3 and 4 get limits of their own.
+    advance(secs(1)).await;
+    call(3).await.unwrap();
+    call(4).await.unwrap();
+    assert!(call(3).await.unwrap_err().is_rate_limited());
+    assert!(limit.keys_held() <= 2);
+    // A key that was swept at rest is as good as new: nothing of its limit was lost.
+    advance(secs(5)).await;
+    call(1).await.unwrap();
+    assert!(call(1).await.is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_keyed_blocking_fn_and_keys_of_any_hash_type() {
+    #[rate_limit(rate = "1/h", burst = 1, key = (tenant, region))]
+    fn write(tenant: u64, region: &str) -> Result<(), Rejected> {
+        let _ = (tenant, region);
+        Ok(())
+    }
+    write(1, "eu").unwrap();
+    assert!(write(1, "eu").unwrap_err().is_rate_limited());
+    write(1, "us").unwrap();
+    write(2, "eu").unwrap();
+}
+
 // Guarantees ----------------------------------------------------------------------------------
 
 #[tokio::test(start_paused = true)]

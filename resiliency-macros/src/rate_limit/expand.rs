@@ -24,7 +24,8 @@
 //! With `name = "partner-api"`, the site is `RateLimitSite::new(|| "partner-api", ..)`, with no
 //! marker fn. The rate limit is set up on the first call, by `RateLimit::builder` and the
 //! settings as its calls; a setting written as an expression (`rate = RATE`) is passed as written,
-//! checked by the builder then. A blocking fn (not `async`) calls `.call_blocking(move || ->
+//! checked by the builder then. With `key = client`, the site is `RATE_LIMIT.rate_limit().keyed(&(client))`:
+//! the key is hashed there, before the body takes the arguments. A blocking fn (not `async`) calls `.call_blocking(move || ->
 //! Result<T, E> { /* the original body */ })`, with no `.await`.
 
 use proc_macro2::TokenStream;
@@ -47,12 +48,17 @@ pub(crate) fn expand(attr: &RateLimit, func: ItemFn) -> TokenStream {
     let options = attr.builder_calls(&krate);
     let configure = crate::value::configure("limit", &options);
     let (marker, name) = crate::value::site_name(attr.name.as_ref(), "rate_limit_site", &krate);
+    // A key is hashed where the call is made, before the body takes the arguments.
+    let keyed = attr.key.as_ref().map(|key| {
+        let key = &key.value;
+        quote!(.keyed(&(#key)))
+    });
     let site = quote! {
         {
             #marker
             static RATE_LIMIT: #krate::__private::RateLimitSite =
                 #krate::__private::RateLimitSite::new(#name, #configure);
-            RATE_LIMIT.rate_limit()
+            RATE_LIMIT.rate_limit()#keyed
         }
     };
     let fallback = crate::driver::Attribute::fallback(attr);

@@ -14,6 +14,7 @@ pub(crate) fn validate(args: &RateLimit, given: &Given, errors: &mut Errors) {
     let mut options = RateLimitOptions {
         name: name.as_deref(),
         written: &written,
+        key: args.key.is_some(),
         ..RateLimitOptions::default()
     };
     args.fill(&mut options);

@@ -37,7 +37,7 @@ impl RateLimitSite {
     #[inline]
     pub fn rate_limit(&'static self) -> RateSite {
         match self.limit.get() {
-            Some(limit) => RateSite(limit),
+            Some(limit) => RateSite(limit, None),
             None => self.set_up(),
         }
     }
@@ -45,10 +45,11 @@ impl RateLimitSite {
     /// Sets the rate limit up; its events are emitted once it is in place.
     #[cold]
     fn set_up(&'static self) -> RateSite {
-        RateSite(crate::later::hold(|| {
+        let limit = crate::later::hold(|| {
             self.limit
                 .get_or_init(|| crate::rate_limit::set_up((self.name)(), self.configure))
-        }))
+        });
+        RateSite(limit, None)
     }
 }
 
@@ -60,28 +61,35 @@ impl fmt::Debug for RateLimitSite {
     }
 }
 
-/// The rate limit of a `#[rate_limit]` fn.
+/// The rate limit of a `#[rate_limit]` fn, and the hash of the call's key (`key = ...`).
 #[derive(Debug)]
-pub struct RateSite(pub &'static RateLimit);
+pub struct RateSite(pub &'static RateLimit, Option<u64>);
 
 impl RateSite {
-    /// The call: [`RateLimit::call`].
+    /// The call's key (`key = ...`), hashed now, before the body takes the arguments.
+    #[inline(always)]
+    pub fn keyed<K: std::hash::Hash + ?Sized>(self, key: &K) -> Self {
+        RateSite(self.0, Some(self.0.hash_key(key)))
+    }
+
+    /// The call: [`RateLimit::call`] (or [`RateLimit::call_keyed`]).
     #[inline(always)]
     pub fn call<T, E, F>(self, body: F) -> RateLimitCall<'static, F, E>
     where
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
-        self.0.call(body)
+        RateLimitCall::new(self.0, self.1, body)
     }
 
-    /// The call of a blocking fn: [`RateLimit::call_blocking`].
+    /// The call of a blocking fn: [`RateLimit::call_blocking`] (or
+    /// [`RateLimit::call_blocking_keyed`]).
     #[inline(always)]
     pub fn call_blocking<T, E, F>(self, body: F) -> Result<T, E>
     where
         F: FnOnce() -> Result<T, E>,
         E: FromRejected,
     {
-        self.0.call_blocking(body)
+        self.0.blocking(self.1, body)
     }
 }

@@ -40,8 +40,10 @@ impl RateLimitBuilder {
 
     /// Every rule the options break.
     pub(super) fn violations(&self) -> Vec<resiliency_rules::Violation> {
+        // Any rate limit may serve keyed calls ([`RateLimit::call_keyed`]): `max_keys` applies.
         crate::options::checked(resiliency_rules::rate_limit(&RateLimitOptions {
             name: Some(self.name),
+            key: true,
             ..self.options.clone()
         }))
     }

@@ -50,6 +50,8 @@ enum Stage {
 /// reservation set, given back if the call is dropped before the wait is over.
 struct Reservation<'a> {
     limit: &'a RateLimit,
+    /// The hash of the call's key, for a keyed call.
+    key: Option<u64>,
     wait: Option<(Pin<Box<Sleep>>, u64)>,
 }
 
@@ -57,18 +59,23 @@ impl Drop for Reservation<'_> {
     #[inline]
     fn drop(&mut self) {
         if let Some((_, tat)) = self.wait.take() {
-            self.limit.give_back(tat);
+            self.limit.give_back(self.key, tat);
         }
     }
 }
 
 impl<'a, F, E: FromRejected> RateLimitCall<'a, F, E> {
-    pub(super) fn new(limit: &'a RateLimit, body: F) -> Self {
+    /// A call of `body` under `limit`, for the key hashed `key` (`None`: unkeyed).
+    pub(crate) fn new(limit: &'a RateLimit, key: Option<u64>, body: F) -> Self {
         RateLimitCall {
             reject: E::from,
             stage: Stage::New,
             body,
-            reserved: Reservation { limit, wait: None },
+            reserved: Reservation {
+                limit,
+                key,
+                wait: None,
+            },
         }
     }
 }
@@ -83,7 +90,7 @@ impl<'a, F, E> RateLimitCall<'a, F, E> {
         reject: fn(Rejected) -> E,
         body: impl FnOnce() -> F,
     ) -> Result<Self, Rejected> {
-        let (stage, wait) = match limit.admit(true) {
+        let (stage, wait) = match limit.admit(None, true) {
             Admit::Now => {
                 limit.meter().admitted();
                 (Stage::Running, None)
@@ -91,11 +98,12 @@ impl<'a, F, E> RateLimitCall<'a, F, E> {
             Admit::Wait { wait_ns, tat } => {
                 let at = later(wait_ns);
                 if crate::deadline().is_some_and(|deadline| deadline < at) {
-                    limit.give_back(tat);
+                    limit.give_back(None, tat);
                     return Err(limit.refusal(wait_ns));
                 }
                 let reserved = Reservation {
                     limit,
+                    key: None,
                     wait: Some((Box::pin(tokio::time::sleep_until(at)), tat)),
                 };
                 // Made while the permit is reserved: should `body` panic, it is given back.
@@ -113,7 +121,11 @@ impl<'a, F, E> RateLimitCall<'a, F, E> {
             reject,
             stage,
             body: body(),
-            reserved: Reservation { limit, wait },
+            reserved: Reservation {
+                limit,
+                key: None,
+                wait,
+            },
         })
     }
 }
@@ -138,7 +150,7 @@ where
         let limit = this.reserved.limit;
         loop {
             match *this.stage {
-                Stage::New => match limit.admit(true) {
+                Stage::New => match limit.admit(this.reserved.key, true) {
                     Admit::Now => {
                         limit.meter().admitted();
                         *this.stage = Stage::Running;
@@ -147,7 +159,7 @@ where
                         let at = later(wait_ns);
                         if crate::deadline().is_some_and(|deadline| deadline < at) {
                             // The caller gives up before the permit frees: refused now.
-                            limit.give_back(tat);
+                            limit.give_back(this.reserved.key, tat);
                             return refuse(this.stage, *this.reject, limit, wait_ns, cx);
                         }
                         // A runtime without a time driver panics here, with tokio's message;

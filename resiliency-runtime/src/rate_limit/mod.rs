@@ -49,6 +49,15 @@
 //! at once instead. A call dropped while it waits gives its permit back if no later call took
 //! one since (else that permit is spent: the calls behind it keep their places).
 //!
+//! # Keys
+//!
+//! [`RateLimit::call_keyed`] (`#[rate_limit(key = client_ip)]`) gives each key an arrival time of
+//! its own, with the limit's settings: any `Hash` value is a key, filed by a hash seeded at random
+//! per limit. At most `max_keys` keys are held (about 50 bytes each): a new key that finds them
+//! all sweeps out the keys at rest (their permits all free again, as good as new: nothing is lost
+//! by dropping them); if every key held is busy, it shares one limit with the other keys that do
+//! not fit, until keys come to rest. A call racing the sweep of its key files it again.
+//!
 //! # Guarantees
 //!
 //! * **The body panics**, or **the call is dropped** while its body runs: its permit was spent

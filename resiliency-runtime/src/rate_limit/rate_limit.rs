@@ -2,7 +2,8 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use resiliency_rules::Rate;
@@ -36,9 +37,39 @@ pub struct RateLimit {
     max_wait_ns: AtomicU64,
     count: AtomicU64,
     per_ns: AtomicU64,
+    /// The keys of keyed calls ([`RateLimit::call_keyed`]), each with an arrival time of its own:
+    /// made at the first keyed call.
+    keys: OnceLock<Keys>,
+    max_keys: AtomicUsize,
     base: Instant,
     pub(super) metrics: MeterCell,
 }
+
+/// The arrival times of a keyed limit's keys, by the key's hash (seeded at random per limit, so
+/// that keys taken from requests cannot be chosen to collide), and the one the keys that do not
+/// fit share.
+struct Keys {
+    map: papaya::HashMap<u64, AtomicU64, foldhash::fast::RandomState>,
+    hasher: foldhash::fast::RandomState,
+    /// One sweep at a time.
+    sweeping: Mutex<()>,
+    /// The keys filed, or about to be: at most `max_keys`.
+    held: AtomicUsize,
+    overflow: Padded<AtomicU64>,
+}
+
+impl Keys {
+    /// A place for a new key, if fewer than `max` are held.
+    fn reserve(&self, max: usize) -> bool {
+        self.held
+            .fetch_update(Relaxed, Relaxed, |held| (held < max).then_some(held + 1))
+            .is_ok()
+    }
+}
+
+/// An arrival time taken out of its key's map by a sweep: a call that finds it looks its key up
+/// again.
+const GONE: u64 = u64::MAX;
 
 /// What admission decided.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -91,6 +122,8 @@ impl RateLimit {
             max_wait_ns: AtomicU64::new(0),
             count: AtomicU64::new(u64::from(u32::MAX)),
             per_ns: AtomicU64::new(1),
+            keys: OnceLock::new(),
+            max_keys: AtomicUsize::new(usize::MAX),
             base: Instant::now(),
             metrics: MeterCell::new(),
         }
@@ -114,6 +147,8 @@ impl RateLimit {
             .store(interval.saturating_mul(burst).min(LONGEST), Relaxed);
         self.max_wait_ns
             .store(options.max_wait.map_or(0, nanos), Relaxed);
+        self.max_keys
+            .store(builder.options.max_keys().max(1), Relaxed);
     }
 
     /// The rate limit's name.
@@ -157,15 +192,28 @@ impl RateLimit {
         nanos(Instant::now().saturating_duration_since(self.base))
     }
 
-    /// Asks for a permit now: admitted, a permit reserved after a wait of at most `max_wait`
-    /// (when `may_wait`), or refused. One compare-and-swap on the arrival time when admitted.
+    /// Asks for a permit now, for the key hashed `key` (`None`: an unkeyed call): admitted, a
+    /// permit reserved after a wait of at most `max_wait` (when `may_wait`), or refused. One
+    /// compare-and-swap on the arrival time when admitted.
     #[inline]
-    pub(crate) fn admit(&self, may_wait: bool) -> Admit {
+    pub(crate) fn admit(&self, key: Option<u64>, may_wait: bool) -> Admit {
+        match key {
+            None => self.admit_on(&self.tat.0, may_wait),
+            Some(key) => self.admit_key(key, may_wait),
+        }
+    }
+
+    /// [`admit`](Self::admit) on one arrival time. `Err(())` when a sweep took it out of its map.
+    #[inline]
+    fn try_admit_on(&self, tat_cell: &AtomicU64, may_wait: bool) -> Result<Admit, ()> {
         let now = self.now();
         let interval = self.interval_ns.load(Relaxed);
         let tolerance = self.tolerance_ns.load(Relaxed);
-        let mut tat = self.tat.0.load(Relaxed);
+        let mut tat = tat_cell.load(Relaxed);
         loop {
+            if tat == GONE {
+                return Err(());
+            }
             let next = tat.max(now).saturating_add(interval);
             // How far past the tolerance the calls admitted would run with this one.
             let over = (next - now).saturating_sub(tolerance);
@@ -177,27 +225,124 @@ impl RateLimit {
                     tat: next,
                 }
             } else {
-                return Admit::Refused { retry_ns: over };
+                return Ok(Admit::Refused { retry_ns: over });
             };
-            match self
-                .tat
-                .0
-                .compare_exchange_weak(tat, next, Relaxed, Relaxed)
-            {
-                Ok(_) => return admit,
+            match tat_cell.compare_exchange_weak(tat, next, Relaxed, Relaxed) {
+                Ok(_) => return Ok(admit),
                 Err(current) => tat = current,
             }
         }
     }
 
-    /// A call that reserved a permit setting the arrival time to `tat` will not use it: given
-    /// back if no later call took one since.
-    pub(crate) fn give_back(&self, tat: u64) {
+    #[inline]
+    fn admit_on(&self, tat_cell: &AtomicU64, may_wait: bool) -> Admit {
+        // Only a key's arrival time is ever swept.
+        self.try_admit_on(tat_cell, may_wait)
+            .unwrap_or(Admit::Refused { retry_ns: 0 })
+    }
+
+    /// The hash of a key, as this limit's keyed calls file it.
+    pub(crate) fn hash_key<K: std::hash::Hash + ?Sized>(&self, key: &K) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.keys().hasher, key)
+    }
+
+    fn keys(&self) -> &Keys {
+        self.keys.get_or_init(|| Keys {
+            map: papaya::HashMap::with_hasher(foldhash::fast::RandomState::default()),
+            hasher: foldhash::fast::RandomState::default(),
+            sweeping: Mutex::new(()),
+            held: AtomicUsize::new(0),
+            overflow: Padded(AtomicU64::new(0)),
+        })
+    }
+
+    /// [`admit`](Self::admit) for a key: its own arrival time, made at its first call (after a
+    /// sweep of the keys at rest, when `max_keys` are held), or the overflow's when every key
+    /// held is busy.
+    #[cold]
+    #[inline(never)]
+    fn admit_key(&self, key: u64, may_wait: bool) -> Admit {
+        let keys = self.keys();
+        let map = keys.map.pin();
+        // A few tries: a key swept as it was read is taken out of the map by its sweep at once.
+        for _ in 0..64 {
+            let cell = match map.get(&key) {
+                Some(cell) => cell,
+                None => {
+                    let max = self.max_keys.load(Relaxed);
+                    if !keys.reserve(max) {
+                        self.sweep(keys, &map);
+                        if !keys.reserve(max) {
+                            return self.admit_on(&keys.overflow.0, may_wait);
+                        }
+                    }
+                    match map.try_insert_with(key, || AtomicU64::new(0)) {
+                        Ok(cell) => cell,
+                        Err(cell) => {
+                            // Filed by another call meanwhile: its place is not taken twice.
+                            keys.held.fetch_sub(1, Relaxed);
+                            cell
+                        }
+                    }
+                }
+            };
+            match self.try_admit_on(cell, may_wait) {
+                Ok(admit) => return admit,
+                Err(()) => std::hint::spin_loop(),
+            }
+        }
+        self.admit_on(&keys.overflow.0, may_wait)
+    }
+
+    /// Takes the keys at rest (their arrival time passed: as good as new) out of the map, one
+    /// sweep at a time. A key is marked [`GONE`] before it goes, so that a call racing the sweep
+    /// files it again rather than count on a time no longer filed.
+    #[cold]
+    fn sweep(
+        &self,
+        keys: &Keys,
+        map: &papaya::HashMapRef<
+            '_,
+            u64,
+            AtomicU64,
+            foldhash::fast::RandomState,
+            impl papaya::Guard,
+        >,
+    ) {
+        let Ok(_sweeping) = keys.sweeping.try_lock() else {
+            return;
+        };
+        let now = self.now();
+        map.retain(|_, tat| {
+            let at = tat.load(Relaxed);
+            let gone = at <= now && tat.compare_exchange(at, GONE, Relaxed, Relaxed).is_ok();
+            if gone {
+                keys.held.fetch_sub(1, Relaxed);
+            }
+            !gone
+        });
+    }
+
+    /// How many keys are held now (at most `max_keys`).
+    pub fn keys_held(&self) -> usize {
+        self.keys.get().map_or(0, |keys| keys.held.load(Relaxed))
+    }
+
+    /// A call that reserved a permit setting the arrival time to `tat` (of its key, if any) will
+    /// not use it: given back if no later call took one since.
+    pub(crate) fn give_back(&self, key: Option<u64>, tat: u64) {
         let interval = self.interval_ns.load(Relaxed);
-        let _ = self
-            .tat
-            .0
-            .compare_exchange(tat, tat.saturating_sub(interval), Relaxed, Relaxed);
+        let back = |cell: &AtomicU64| {
+            let _ = cell.compare_exchange(tat, tat.saturating_sub(interval), Relaxed, Relaxed);
+        };
+        match (key, self.keys.get()) {
+            (None, _) => back(&self.tat.0),
+            (Some(key), Some(keys)) => match keys.map.pin().get(&key) {
+                Some(cell) => back(cell),
+                None => back(&keys.overflow.0),
+            },
+            (Some(_), None) => {}
+        }
     }
 
     /// The refusal of a call whose permit frees in `retry_ns`, counted and told to `tracing`.
@@ -248,7 +393,36 @@ impl RateLimit {
         F: Future<Output = Result<T, E>>,
         E: FromRejected,
     {
-        RateLimitCall::new(self, body)
+        RateLimitCall::new(self, None, body)
+    }
+
+    /// [`call`](Self::call) for `key`: each key has a limit of its own, with this limit's settings
+    /// (say, per client: `key = client_ip`). Any `Hash` value is a key; keys are filed by a hash
+    /// seeded at random for each limit. At most `max_keys` keys are held: a key at rest (its
+    /// permits all free again: as good as new) is dropped first, and when every key held is busy, a
+    /// new key shares one limit with the others that do not fit.
+    ///
+    /// ```
+    /// use resiliency::rate_limit::{Rate, RateLimit};
+    /// use resiliency::Rejected;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let per_client = RateLimit::builder("per-client").rate(Rate::per_second(1)).build().unwrap();
+    /// let call = |client: &str| per_client.call_keyed(client, async { Ok::<_, Rejected>(()) });
+    /// assert!(call("10.0.0.1").await.is_ok());
+    /// assert!(call("10.0.0.1").await.unwrap_err().is_rate_limited());
+    /// assert!(call("10.0.0.2").await.is_ok()); // another client, a limit of its own
+    /// # }
+    /// ```
+    #[inline]
+    pub fn call_keyed<K, T, E, F>(&self, key: &K, body: F) -> RateLimitCall<'_, F, E>
+    where
+        K: std::hash::Hash + ?Sized,
+        F: Future<Output = Result<T, E>>,
+        E: FromRejected,
+    {
+        RateLimitCall::new(self, Some(self.hash_key(key)), body)
     }
 
     /// Calls a blocking `body` under the rate limit, on the caller's thread: at once if a permit
@@ -259,7 +433,25 @@ impl RateLimit {
         F: FnOnce() -> Result<T, E>,
         E: FromRejected,
     {
-        match self.admit(true) {
+        self.blocking(None, body)
+    }
+
+    /// [`call_blocking`](Self::call_blocking) for `key` (see [`call_keyed`](Self::call_keyed)).
+    pub fn call_blocking_keyed<K, T, E, F>(&self, key: &K, body: F) -> Result<T, E>
+    where
+        K: std::hash::Hash + ?Sized,
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+    {
+        self.blocking(Some(self.hash_key(key)), body)
+    }
+
+    pub(crate) fn blocking<T, E, F>(&self, key: Option<u64>, body: F) -> Result<T, E>
+    where
+        F: FnOnce() -> Result<T, E>,
+        E: FromRejected,
+    {
+        match self.admit(key, true) {
             Admit::Now => self.meter().admitted(),
             Admit::Wait { wait_ns, .. } => {
                 self.meter().waited();
@@ -300,6 +492,66 @@ mod tests {
             .unwrap()
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_finds_its_key_swept_files_it_again() {
+        let limit = limit(1, 1000, 1);
+        let key = limit.hash_key("k");
+        assert_eq!(limit.admit(Some(key), false), Admit::Now);
+        // As a sweep leaves it, between its read and its removal.
+        let keys = limit.keys.get().unwrap();
+        keys.map.pin().get(&key).unwrap().store(GONE, Relaxed);
+        assert_eq!(limit.admit(Some(key), false), Admit::Now);
+        assert!(matches!(
+            limit.admit(Some(key), false),
+            Admit::Refused { .. }
+        ));
+        assert_eq!(limit.keys_held(), 1);
+    }
+
+    #[test]
+    fn threads_on_many_keys_with_sweeps_never_exceed_a_keys_bound() {
+        // 4 threads on 64 keys with room for 8: sweeps run all along. Per key, at most
+        // `span / interval + burst` calls are admitted, over the whole run.
+        let limit: &'static RateLimit = Box::leak(Box::new(
+            RateLimit::builder("rate_limit::sweeps")
+                .rate(Rate::new(1, Duration::from_millis(20)))
+                .burst(2)
+                .max_keys(8)
+                .build()
+                .unwrap(),
+        ));
+        let admitted: &'static [AtomicU64] =
+            Box::leak((0..64).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>());
+        let started = std::time::Instant::now();
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let mut i = t;
+                    while started.elapsed() < Duration::from_millis(200) {
+                        i = (i * 7 + 3) % 64;
+                        if limit.admit(Some(limit.hash_key(&i)), false) == Admit::Now {
+                            admitted[i as usize].fetch_add(1, Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let span = started.elapsed();
+        // A key may also be served by the shared limit while it does not fit: both bounds add.
+        let most = 2 * (span.as_millis() as u64 / 20 + 2) + 2;
+        for (key, n) in admitted.iter().enumerate() {
+            let n = n.load(Relaxed);
+            assert!(
+                n <= most,
+                "key {key}: {n} admitted in {span:?}, at most {most}"
+            );
+        }
+        assert!(limit.keys_held() <= 8);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -325,13 +577,13 @@ mod tests {
                 for (advance_ms, calls) in steps {
                     tokio::time::advance(Duration::from_millis(advance_ms)).await;
                     for _ in 0..calls {
-                        match limit.admit(false) {
+                        match limit.admit(None, false) {
                             Admit::Now => admitted.push(limit.now()),
                             Admit::Refused { retry_ns } => {
                                 prop_assert!(retry_ns > 0 && retry_ns <= interval);
                                 // Made again `retry_ns` later, nothing in between: admitted.
                                 tokio::time::advance(Duration::from_nanos(retry_ns)).await;
-                                prop_assert_eq!(limit.admit(false), Admit::Now);
+                                prop_assert_eq!(limit.admit(None, false), Admit::Now);
                                 admitted.push(limit.now());
                             }
                             Admit::Wait { .. } => prop_assert!(false, "no wait without max_wait"),
