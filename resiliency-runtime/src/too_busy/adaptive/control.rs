@@ -29,6 +29,8 @@ pub(crate) struct Verdict {
     pub(crate) why: Option<Why>,
     pub(crate) baseline_ns: u64,
     pub(crate) next_window_ns: u64,
+    /// The window was one of few calls: the next closes on a few ([`Adaptive::sample`]).
+    pub(crate) short: bool,
 }
 
 /// A cut of the limit on a queue, and the window it was cut on: its latency, the wait (ns) it
@@ -268,7 +270,14 @@ impl Control {
         };
         self.limit = self.clamp(self.limit);
         let base = self.base();
-        let window = if let Stage::Settling { .. } = self.stage {
+        // Few calls came in the window (a pool of a few slots, whose queued calls take long):
+        // the next one is planned short and closes on a few calls ([`Adaptive::sample`]), so
+        // that a queue is judged in calls, not in seconds. (Not while a probe is under way:
+        // its windows are planned as calls take.)
+        let short = w.calls < FEW_CALLS && !self.probing();
+        let window = if short {
+            0.0
+        } else if let Stage::Settling { .. } = self.stage {
             w.mean_ns()
         } else {
             w.mean_ns().max(self.slow_calls())
@@ -279,6 +288,7 @@ impl Control {
             baseline_ns: base.map_or(0, |b| b.low as u64),
             next_window_ns: ((WINDOW_LATENCIES * window) as u64)
                 .clamp(WINDOW.as_nanos() as u64, MAX_WINDOW.as_nanos() as u64),
+            short,
         }
     }
 
@@ -416,6 +426,11 @@ impl Control {
             self.stage = Stage::Holding { cut: None };
         }
         Some(Why::Grow)
+    }
+
+    /// Whether a probe is under way.
+    fn probing(&self) -> bool {
+        matches!(self.stage, Stage::Settling { .. } | Stage::Probing { .. })
     }
 
     /// Starts a probe at `during`.

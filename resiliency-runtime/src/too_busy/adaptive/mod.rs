@@ -11,7 +11,12 @@
 //!
 //! A window lasts at least 100 ms and twice what calls take (its mean, and the median of recent
 //! windows' 90th percentiles, so that slow calls finish within it), and closes once 40 calls
-//! completed in it (10, a second later still, where few come). From it the controller reads, over
+//! completed in it (10, a second later still, where few come). Where a window counted fewer than
+//! 10 calls (a pool of a few slots, whose queued calls take seconds), the next is planned 100 ms
+//! long and closes on 5 calls once it lasted 200 ms: such a pool is judged every few completions,
+//! not every few seconds. The first window is judged so too. (A window planned 100 ms because
+//! calls are fast is not: it waits for its 40 calls, lest the slow calls of a latency with two
+//! modes be left out of it.) From it the controller reads, over
 //! the calls that **succeeded** only (a fast `Err` says nothing of how long the dependency takes
 //! to serve a call: failed calls would make a failing dependency look fast), their rate, their
 //! 10th percentile with the bounds its rank allows, their mean with its standard error, and the
@@ -263,6 +268,9 @@ pub(crate) struct Adaptive {
     /// When the window started, and when it may close, in ns on the guard's clock.
     window_start: AtomicU64,
     window_end: AtomicU64,
+    /// The window in progress is the first, or follows one of few calls: it closes on
+    /// [`MIN_SAMPLES`] calls once it lasted [`WINDOW`] past its end.
+    short: AtomicBool,
     control: Mutex<Control>,
 }
 
@@ -279,6 +287,7 @@ impl Adaptive {
             latencies: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             window_start: AtomicU64::new(now),
             window_end: AtomicU64::new(now.saturating_add(WINDOW.as_nanos() as u64)),
+            short: AtomicBool::new(true),
             control: Mutex::new(Control::new(bounds)),
         }
     }
@@ -320,13 +329,24 @@ impl Adaptive {
         }
         let end = self.window_end.load(Relaxed);
         // Over once it lasted long enough, with enough calls; or, where few calls come, with
-        // fewer but a window longer still.
+        // fewer but a window longer still; or, after a window of few calls, with a few.
+        if now < end {
+            return None;
+        }
         let enough = calls >= WINDOW_CALLS
-            || (calls >= FEW_CALLS && now >= end.saturating_add(MAX_WINDOW.as_nanos() as u64));
-        if now < end || !enough {
+            || (calls >= FEW_CALLS && now >= end.saturating_add(MAX_WINDOW.as_nanos() as u64))
+            || (calls >= MIN_SAMPLES && self.short(now, end));
+        if !enough {
             return None;
         }
         self.close(now, learning, limit)
+    }
+
+    /// Whether the window ending at `end` is the first or follows one of few calls, and lasted
+    /// [`WINDOW`] past its end: it closes on [`MIN_SAMPLES`] calls.
+    #[cold]
+    fn short(&self, now: u64, end: u64) -> bool {
+        now >= end.saturating_add(WINDOW.as_nanos() as u64) && self.short.load(Relaxed)
     }
 
     #[cold]
@@ -375,6 +395,7 @@ impl Adaptive {
             refused: self.refused.swap(0, Relaxed),
         };
         let verdict = control.close(&window);
+        self.short.store(verdict.short, Relaxed);
         self.window_end
             .store(now.saturating_add(verdict.next_window_ns), Relaxed);
         // A window of calls admitted while the limit was learned may close after it became a
@@ -399,6 +420,7 @@ impl Adaptive {
             n.store(0, Relaxed);
         }
         self.window_start.store(now, Relaxed);
+        self.short.store(true, Relaxed);
         self.window_end
             .store(now.saturating_add(WINDOW.as_nanos() as u64), Relaxed);
     }
