@@ -402,6 +402,13 @@ impl Control {
         self.ambiguous = 0;
         let clear = queue <= allowance / 4.0;
         self.clear = if clear { self.clear + 1 } else { 0 };
+        let first = self.latencies.iter().flatten().count() <= 1;
+        if first && w.calls < FEW_CALLS && w.in_flight() * ACCOUNTED < f64::from(w.peak) {
+            // A first window of few calls, most of those in flight not finished: nothing yet
+            // tells a queue from how long calls take, and growing on it would put a queue on a
+            // pool of a few slots before the next window can see one.
+            return None;
+        }
         let (limit, fast) = if self.calm && clear {
             let demand = (w.calls + w.refused) as f64 / w.calls.max(1) as f64;
             // Never more than doubled on the first window: nothing yet tells a queue.

@@ -78,9 +78,11 @@
 //!   quarter of the calls in flight;
 //! * calls pressing against the limit (some refused, or as many in flight as it allows) with no
 //!   queue: it grows, toward the demand (the calls that came, refused ones included, at most four
-//!   times the limit, twice on the first window) until a queue has been seen or while the limit
-//!   has not bound for three windows; after, by a tenth, or by half after three windows in a row
-//!   with none; with a little queue, by one call; a fast growth is followed by a hold;
+//!   times the limit, twice on the first window, and not on a first window of fewer than 10
+//!   calls most of whose calls in flight had not finished) until a queue has been seen or while
+//!   the limit has not bound for three windows; after, by a tenth, or by half after three
+//!   windows in a row with none; with a little queue, by one call; a fast growth is followed by
+//!   a hold;
 //! * a spike in the share of failed calls cuts it by a quarter; a steady share moves nothing.
 //!
 //! Windows in which calls stayed far below the limit (under half of it) never take it below
