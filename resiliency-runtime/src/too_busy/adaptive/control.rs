@@ -342,7 +342,9 @@ impl Control {
         } else {
             0
         };
-        if self.queued >= 2 || (cut.is_some() && queue > allowance) {
+        // Once, where it is far above the allowance: nothing that flips is that long.
+        let sure = cut.is_some() || queue > BIG_QUEUE * allowance;
+        if self.queued >= 2 || (sure && queue > allowance) {
             // What the dependency served, with a little queue left so that it never waits.
             let served = (in_flight - queue + allowance / 4.0)
                 .max(in_flight * MAX_CUT)

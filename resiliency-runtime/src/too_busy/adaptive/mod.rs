@@ -74,8 +74,8 @@
 //! With `allowance = max(1, limit / 10)` calls (a tenth of the latency):
 //!
 //! * a queue above the allowance in two windows in a row (a percentile near the boundary of a
-//!   latency with two modes flips now and then; a queue stays): a cut, as above, to no less than a
-//!   quarter of the calls in flight;
+//!   latency with two modes flips now and then; a queue stays), or in one where it is above three
+//!   times the allowance: a cut, as above, to no less than a quarter of the calls in flight;
 //! * calls pressing against the limit (some refused, or as many in flight as it allows) with no
 //!   queue: it grows, toward the demand (the calls that came, refused ones included, at most four
 //!   times the limit, twice on the first window, and not on a first window of fewer than 10
@@ -140,6 +140,8 @@ const MAX_CUT: f64 = 0.25;
 /// many times the one cut on is news, and is cut on.
 const SLOWER_SHARE: f64 = 0.25;
 const NEWS: f64 = 1.5;
+/// A queue this many times the allowance is cut on in one window.
+const BIG_QUEUE: f64 = 3.0;
 /// While calls press against the limit, one window in this many starts a probe at
 /// [`PROBE_DEPTH`] of the calls in flight, so that a `base` taken while calls queued is found
 /// out.
