@@ -324,7 +324,21 @@ impl Control {
             let wait = latency.wait(&base);
             let drained = (cut.in_flight - in_flight).max(0.0) / w.rate().max(f64::MIN_POSITIVE);
             let expected = (cut.wait - drained).max(0.0);
-            if wait <= cut.wait * NEWS && wait > expected + SLOWER_SHARE * cut.wait {
+            // Unless the rate says a queue for certain: the dependency serves as many calls per
+            // second with fewer in flight (those taken out were waiting), where calls become
+            // slower serve fewer, in proportion to the calls kept. A `base` measured while
+            // calls queued makes the wait cut on look smaller than it was, and the cut leaves
+            // part of it: a queue still, cut on in turn. The rate varies from window to window
+            // as the mean latency does (a count of calls that slots held for random times), so
+            // it tells only where both sides are beyond that: as high as before, within its
+            // noise, and above the calls kept, beyond it.
+            let kept = (in_flight / cut.in_flight.max(f64::MIN_POSITIVE)).min(1.0);
+            let served = w.rate() / cut.rate.max(f64::MIN_POSITIVE);
+            let noise = served * latency.spread().hypot(cut.latency.spread());
+            let queued = served >= 1.0 - MEAN_BOUND * noise
+                && served >= (1.0 + kept) / 2.0
+                && served - kept > MEAN_BOUND * noise;
+            if wait <= cut.wait * NEWS && wait > expected + SLOWER_SHARE * cut.wait && !queued {
                 // What calls take now, at lower concurrency, is `base`; against it, the window
                 // cut on held the queue that the cut took away, and the limit is what the
                 // dependency served then.

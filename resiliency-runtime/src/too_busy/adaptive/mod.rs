@@ -59,9 +59,17 @@
 //! (a window's peak above the limit says some are), then **checks**: had the wait been a queue,
 //! the calls taken out of flight would have taken it away at the rate calls complete. What stayed
 //! is calls becoming slower: their new latency is `base`, and the limit is set to what the
-//! dependency served against it (`Why::Slower`). A wait that rose well above the one cut on is
-//! news (the capacity fell as the cut took effect) and is cut on in turn. So a slower dependency
-//! costs a cut and a check, not a limit pinned at `auto_min` until a baseline's memory runs out.
+//! dependency served against it (`Why::Slower`). Unless the calls completed per second say a
+//! queue for certain: had the wait been a queue, the dependency serves as many with fewer calls
+//! in flight; had each call become slower, it serves fewer, in proportion to the calls kept. A
+//! rate as high as before within its noise (the standard error of the mean latency, as a share
+//! of it: how much the calls that slots complete vary from window to window) and above the calls
+//! kept beyond it is a queue that the cut took only part of (a `base` measured while calls queued
+//! makes a queue look smaller than it is), and what is left is cut on in turn. Where a queue and
+//! slower calls came together, the rate cannot tell, and the wait decides. A wait that rose well
+//! above the one cut on is news (the capacity fell as the cut took effect) and is cut on in
+//! turn. So a slower dependency costs a cut and a check, not a limit pinned at `auto_min` until a
+//! baseline's memory runs out.
 //!
 //! A `base` taken while calls queued (a limit that started above the dependency's capacity) is
 //! found by **probes**: a window that settles and one measured at a lower limit, after the first
@@ -214,6 +222,12 @@ impl Latency {
     fn wait(&self, base: &Latency) -> f64 {
         let by_mean = self.mean - base.mean - MEAN_BOUND * self.error.hypot(base.error);
         (self.low - base.low).max(by_mean).max(0.0)
+    }
+
+    /// The standard error of the mean, as a share of it: also how much the number of calls
+    /// that slots held for such times complete varies from window to window.
+    fn spread(&self) -> f64 {
+        self.error / self.mean.max(f64::MIN_POSITIVE)
     }
 
     /// Whether this mean is below `other`'s beyond both errors.
