@@ -334,15 +334,21 @@ fn stays_within_its_bounds() {
 
 /// A development aid: one run, printed second by second and window by window. `SHAPE` (0 to 3,
 /// of [`POOL_SHAPES`]), `SLOTS` (0: no capacity limit), `RATE` (calls per second) or `LOAD` (of
-/// the capacity), `SECS`, `SEED`, and `HALVE`, `RESTORE` or `SLOWER` (the second the slots
-/// halve, come back, or the holds double): `SHAPE=1 LOAD=5 HALVE=10 SECS=20 cargo test -p resiliency-runtime --lib
+/// the capacity), `SECS`, `SEED`, `HALVE`, `RESTORE` or `SLOWER` (the second the slots
+/// halve, come back, or the holds double), `FAIL` (the share of calls failing at once), `INITIAL`
+/// (`auto_initial`, and `auto_min` no higher) and `NOPOOL` (set: `SHAPE` is of [`SHAPES`]): `SHAPE=1 LOAD=5 HALVE=10 SECS=20 cargo test -p resiliency-runtime --lib
 /// adaptive::tests::trace -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn trace() {
     let arg =
         |name: &str, default: f64| std::env::var(name).map_or(default, |v| v.parse().unwrap());
-    let shape = POOL_SHAPES[arg("SHAPE", 0.0) as usize].1;
+    let shapes = if std::env::var("NOPOOL").is_ok() {
+        SHAPES
+    } else {
+        POOL_SHAPES
+    };
+    let shape = shapes[arg("SHAPE", 0.0) as usize].1;
     let slots = arg("SLOTS", 20.0) as usize;
     let mut scenario = Scenario::new(shape, (slots > 0).then_some(slots), 0.0);
     scenario.rate = match std::env::var("RATE") {
@@ -365,7 +371,11 @@ fn trace() {
             .changes
             .push((at.parse().unwrap(), Change::Slower(2.0)));
     }
-    let run = simulate(&scenario, true, arg("SEED", 1.0) as u64);
+    scenario.fail_fast = arg("FAIL", 0.0);
+    let mut bounds = default_bounds();
+    bounds.initial = arg("INITIAL", f64::from(bounds.initial)) as u32;
+    bounds.min = bounds.min.min(bounds.initial);
+    let run = simulate_within(&scenario, Some(bounds), arg("SEED", 1.0) as u64);
     for t in 0..scenario.secs as usize {
         eprintln!(
             "goodput {t}: {:.1}/s (capacity {:.1})",
