@@ -418,17 +418,18 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         /// and the runtime never lags while they do: latency grows until every caller times out. A
         /// fixed `max_in_flight` helps if it matches today's capacity. `"auto"` learns it instead, as
         /// TCP learns a congestion window: calls beyond the limit are refused at once, and after each
-        /// window of calls (at least 100 ms and twice what calls take, 40 calls or fewer where few come)
-        /// the limit moves on what that window showed.
+        /// window of calls (at least 100 ms and twice what calls take, 40 calls or fewer where few come;
+        /// after a window of fewer than 10 calls, 5 calls over 200 ms) the limit moves on what that
+        /// window showed.
         ///
         /// **What it reacts to: queueing.** A call that waits for a busy dependency waits before its own
         /// service starts, so a queue delays fast calls as much as slow ones. The limit reads the
         /// queue, in calls, from the rise of the successful calls' 10th percentile latency over what it
         /// is when nothing waits (or the rise of their mean beyond its noise, for a queue only some
         /// calls meet), times the rate at which they complete (Little's law). A queue above a tenth of
-        /// the limit, twice in a row, cuts the limit to what the dependency served, plus a little; with
-        /// no queue and calls pressing against the limit (one refused, or as many running as it
-        /// allows), it grows, toward the demand at first.
+        /// the limit twice in a row, or above three tenths once, cuts the limit to what the dependency
+        /// served, plus a little; with no queue and calls pressing against the limit (one refused, or
+        /// as many running as it allows), it grows, toward the demand at first.
         ///
         /// **What it ignores.** Uneven latency: a dependency whose calls take 5 ms or 400 ms, or have a
         /// lognormal or heavy tail, shows no queue where nothing waits, whatever the concurrency, so the
@@ -439,18 +440,21 @@ resiliency_runtime::__private::too_busy_settings!(crate::attributes::documented!
         /// dependency that became slower for good: each cut is checked against the next window; had the
         /// wait been a queue, the cut would have taken it away, so a wait that stays is the calls
         /// becoming slower, and the limit goes back to what the dependency serves at the new latency
-        /// within a couple of windows.
+        /// within a couple of windows (unless the calls completed per second stayed as high with fewer
+        /// in flight, beyond their noise: then the cut took only part of a queue, and the rest is cut
+        /// on in turn).
         ///
-        /// A limit that starts above the dependency's capacity is brought down by the queue it makes,
-        /// but the latency measured first then already held a queue: where service times are even and
-        /// the slots few, the limit stays above them, a queue of a few holds, until probes (a window at
+        /// A limit that starts above the dependency's capacity is brought down by the queue it makes.
+        /// Where the latency measured first already held a queue, service times are even and the
+        /// slots few, the limit may stay above them, a queue of a few holds, until probes (a window at
         /// a lower limit: after the first 10 windows that pressed against the limit, then one in 50)
-        /// find lower. The fewer the slots, the longer that takes: a window needs calls to complete,
-        /// so on a pool of 1 or 2 slots each lasts seconds, and a limit started at the default 20
-        /// stays at many times the slots for many of them (4 slots of exactly 20 ms below, started at
-        /// 20, come down within a few seconds). Set `auto_initial` near the capacity where it is
-        /// known, and `auto_min` at or below it: started there, pools of 1 to 4 slots keep a limit
-        /// within three times their slots. A window
+        /// find lower. On a pool of a few slots, whose queued calls take seconds, windows close on a
+        /// few calls, so a limit started at the default 20 comes down within a second or two: pools
+        /// of 2 and 4 slots of 100 ms keep a limit within three times their slots, a pool of 1 slot
+        /// within five (a queue of one call is a whole hold there); the calls admitted before it came
+        /// down wait behind those ahead of them. Set `auto_initial` near the capacity where it is
+        /// known: started there, pools of 1 to 4 slots keep a limit within three times their slots
+        /// from the start. A window
         /// whose calls stayed below half the limit never takes it below `auto_initial`, so a quiet
         /// service is never starved. The limit stays between `auto_min` and `auto_max`, and is read from
         /// code with

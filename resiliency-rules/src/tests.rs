@@ -613,7 +613,7 @@ fn too_busy_auto_rules() {
     })
     .is_empty());
     let all = too_busy(&TooBusyOptions {
-        auto_max: Some(2),
+        auto_max: Some(0),
         auto_initial: Some(3),
         ..auto()
     });
@@ -621,7 +621,7 @@ fn too_busy_auto_rules() {
     assert_eq!(names, ["auto_max", "auto_initial"]);
     assert_eq!(
         all[0].to_string(),
-        "`auto_max` (2) must be at least `auto_min` (4, its default)"
+        "`auto_max` (0) must be at least `auto_min` (1, its default)"
     );
 }
 

@@ -32,7 +32,7 @@ macro_rules! too_busy_settings {
             /// At least 1.
             max_in_flight: $crate::InFlight as InFlight, e.g. 256, default none "off";
             /// The lowest limit `max_in_flight = "auto"` learns; at least 1.
-            auto_min: u32 as Count, e.g. 8, default = 4;
+            auto_min: u32 as Count, e.g. 8, default = 1;
             /// The highest limit `max_in_flight = "auto"` learns.
             auto_max: u32 as Count, e.g. 500, default = 1000;
             /// The limit `max_in_flight = "auto"` starts from, within the bounds.
@@ -65,12 +65,12 @@ too_busy_settings!(crate::table::options! {
 /// assert_eq!(too_busy(&options)[0].argument(), "max_in_flight");
 ///
 /// // The bounds of a learned limit apply with `max_in_flight = "auto"` only.
-/// let options = TooBusyOptions { auto_max: Some(2), ..TooBusyOptions::default() };
+/// let options = TooBusyOptions { auto_max: Some(0), ..TooBusyOptions::default() };
 /// assert!(too_busy(&options).is_empty());
 /// let options = TooBusyOptions { max_in_flight: Some(InFlight::Auto), ..options };
 /// assert_eq!(
 ///     too_busy(&options)[0].to_string(),
-///     "`auto_max` (2) must be at least `auto_min` (4, its default)"
+///     "`auto_max` (0) must be at least `auto_min` (1, its default)"
 /// );
 /// ```
 pub fn too_busy(options: &TooBusyOptions<'_>) -> Vec<Violation> {

@@ -29,6 +29,8 @@ pub(crate) struct Verdict {
     pub(crate) why: Option<Why>,
     pub(crate) baseline_ns: u64,
     pub(crate) next_window_ns: u64,
+    /// The window was one of few calls: the next closes on a few ([`Adaptive::sample`]).
+    pub(crate) short: bool,
 }
 
 /// A cut of the limit on a queue, and the window it was cut on: its latency, the wait (ns) it
@@ -268,7 +270,14 @@ impl Control {
         };
         self.limit = self.clamp(self.limit);
         let base = self.base();
-        let window = if let Stage::Settling { .. } = self.stage {
+        // Few calls came in the window (a pool of a few slots, whose queued calls take long):
+        // the next one is planned short and closes on a few calls ([`Adaptive::sample`]), so
+        // that a queue is judged in calls, not in seconds. (Not while a probe is under way:
+        // its windows are planned as calls take.)
+        let short = w.calls < FEW_CALLS && !self.probing();
+        let window = if short {
+            0.0
+        } else if let Stage::Settling { .. } = self.stage {
             w.mean_ns()
         } else {
             w.mean_ns().max(self.slow_calls())
@@ -279,6 +288,7 @@ impl Control {
             baseline_ns: base.map_or(0, |b| b.low as u64),
             next_window_ns: ((WINDOW_LATENCIES * window) as u64)
                 .clamp(WINDOW.as_nanos() as u64, MAX_WINDOW.as_nanos() as u64),
+            short,
         }
     }
 
@@ -314,7 +324,21 @@ impl Control {
             let wait = latency.wait(&base);
             let drained = (cut.in_flight - in_flight).max(0.0) / w.rate().max(f64::MIN_POSITIVE);
             let expected = (cut.wait - drained).max(0.0);
-            if wait <= cut.wait * NEWS && wait > expected + SLOWER_SHARE * cut.wait {
+            // Unless the rate says a queue for certain: the dependency serves as many calls per
+            // second with fewer in flight (those taken out were waiting), where calls become
+            // slower serve fewer, in proportion to the calls kept. A `base` measured while
+            // calls queued makes the wait cut on look smaller than it was, and the cut leaves
+            // part of it: a queue still, cut on in turn. The rate varies from window to window
+            // as the mean latency does (a count of calls that slots held for random times), so
+            // it tells only where both sides are beyond that: as high as before, within its
+            // noise, and above the calls kept, beyond it.
+            let kept = (in_flight / cut.in_flight.max(f64::MIN_POSITIVE)).min(1.0);
+            let served = w.rate() / cut.rate.max(f64::MIN_POSITIVE);
+            let noise = served * latency.spread().hypot(cut.latency.spread());
+            let queued = served >= 1.0 - MEAN_BOUND * noise
+                && served >= (1.0 + kept) / 2.0
+                && served - kept > MEAN_BOUND * noise;
+            if wait <= cut.wait * NEWS && wait > expected + SLOWER_SHARE * cut.wait && !queued {
                 // What calls take now, at lower concurrency, is `base`; against it, the window
                 // cut on held the queue that the cut took away, and the limit is what the
                 // dependency served then.
@@ -332,7 +356,9 @@ impl Control {
         } else {
             0
         };
-        if self.queued >= 2 || (cut.is_some() && queue > allowance) {
+        // Once, where it is far above the allowance: nothing that flips is that long.
+        let sure = cut.is_some() || queue > BIG_QUEUE * allowance;
+        if self.queued >= 2 || (sure && queue > allowance) {
             // What the dependency served, with a little queue left so that it never waits.
             let served = (in_flight - queue + allowance / 4.0)
                 .max(in_flight * MAX_CUT)
@@ -392,6 +418,13 @@ impl Control {
         self.ambiguous = 0;
         let clear = queue <= allowance / 4.0;
         self.clear = if clear { self.clear + 1 } else { 0 };
+        let first = self.latencies.iter().flatten().count() <= 1;
+        if first && w.calls < FEW_CALLS && w.in_flight() * ACCOUNTED < f64::from(w.peak) {
+            // A first window of few calls, most of those in flight not finished: nothing yet
+            // tells a queue from how long calls take, and growing on it would put a queue on a
+            // pool of a few slots before the next window can see one.
+            return None;
+        }
         let (limit, fast) = if self.calm && clear {
             let demand = (w.calls + w.refused) as f64 / w.calls.max(1) as f64;
             // Never more than doubled on the first window: nothing yet tells a queue.
@@ -416,6 +449,11 @@ impl Control {
             self.stage = Stage::Holding { cut: None };
         }
         Some(Why::Grow)
+    }
+
+    /// Whether a probe is under way.
+    fn probing(&self) -> bool {
+        matches!(self.stage, Stage::Settling { .. } | Stage::Probing { .. })
     }
 
     /// Starts a probe at `during`.

@@ -11,7 +11,12 @@
 //!
 //! A window lasts at least 100 ms and twice what calls take (its mean, and the median of recent
 //! windows' 90th percentiles, so that slow calls finish within it), and closes once 40 calls
-//! completed in it (10, a second later still, where few come). From it the controller reads, over
+//! completed in it (10, a second later still, where few come). Where a window counted fewer than
+//! 10 calls (a pool of a few slots, whose queued calls take seconds), the next is planned 100 ms
+//! long and closes on 5 calls once it lasted 200 ms: such a pool is judged every few completions,
+//! not every few seconds. The first window is judged so too. (A window planned 100 ms because
+//! calls are fast is not: it waits for its 40 calls, lest the slow calls of a latency with two
+//! modes be left out of it.) From it the controller reads, over
 //! the calls that **succeeded** only (a fast `Err` says nothing of how long the dependency takes
 //! to serve a call: failed calls would make a failing dependency look fast), their rate, their
 //! 10th percentile with the bounds its rank allows, their mean with its standard error, and the
@@ -54,9 +59,17 @@
 //! (a window's peak above the limit says some are), then **checks**: had the wait been a queue,
 //! the calls taken out of flight would have taken it away at the rate calls complete. What stayed
 //! is calls becoming slower: their new latency is `base`, and the limit is set to what the
-//! dependency served against it (`Why::Slower`). A wait that rose well above the one cut on is
-//! news (the capacity fell as the cut took effect) and is cut on in turn. So a slower dependency
-//! costs a cut and a check, not a limit pinned at `auto_min` until a baseline's memory runs out.
+//! dependency served against it (`Why::Slower`). Unless the calls completed per second say a
+//! queue for certain: had the wait been a queue, the dependency serves as many with fewer calls
+//! in flight; had each call become slower, it serves fewer, in proportion to the calls kept. A
+//! rate as high as before within its noise (the standard error of the mean latency, as a share
+//! of it: how much the calls that slots complete vary from window to window) and above the calls
+//! kept beyond it is a queue that the cut took only part of (a `base` measured while calls queued
+//! makes a queue look smaller than it is), and what is left is cut on in turn. Where a queue and
+//! slower calls came together, the rate cannot tell, and the wait decides. A wait that rose well
+//! above the one cut on is news (the capacity fell as the cut took effect) and is cut on in
+//! turn. So a slower dependency costs a cut and a check, not a limit pinned at `auto_min` until a
+//! baseline's memory runs out.
 //!
 //! A `base` taken while calls queued (a limit that started above the dependency's capacity) is
 //! found by **probes**: a window that settles and one measured at a lower limit, after the first
@@ -69,13 +82,15 @@
 //! With `allowance = max(1, limit / 10)` calls (a tenth of the latency):
 //!
 //! * a queue above the allowance in two windows in a row (a percentile near the boundary of a
-//!   latency with two modes flips now and then; a queue stays): a cut, as above, to no less than a
-//!   quarter of the calls in flight;
+//!   latency with two modes flips now and then; a queue stays), or in one where it is above three
+//!   times the allowance: a cut, as above, to no less than a quarter of the calls in flight;
 //! * calls pressing against the limit (some refused, or as many in flight as it allows) with no
 //!   queue: it grows, toward the demand (the calls that came, refused ones included, at most four
-//!   times the limit, twice on the first window) until a queue has been seen or while the limit
-//!   has not bound for three windows; after, by a tenth, or by half after three windows in a row
-//!   with none; with a little queue, by one call; a fast growth is followed by a hold;
+//!   times the limit, twice on the first window, and not on a first window of fewer than 10
+//!   calls most of whose calls in flight had not finished) until a queue has been seen or while
+//!   the limit has not bound for three windows; after, by a tenth, or by half after three
+//!   windows in a row with none; with a little queue, by one call; a fast growth is followed by
+//!   a hold;
 //! * a spike in the share of failed calls cuts it by a quarter; a steady share moves nothing.
 //!
 //! Windows in which calls stayed far below the limit (under half of it) never take it below
@@ -133,6 +148,8 @@ const MAX_CUT: f64 = 0.25;
 /// many times the one cut on is news, and is cut on.
 const SLOWER_SHARE: f64 = 0.25;
 const NEWS: f64 = 1.5;
+/// A queue this many times the allowance is cut on in one window.
+const BIG_QUEUE: f64 = 3.0;
 /// While calls press against the limit, one window in this many starts a probe at
 /// [`PROBE_DEPTH`] of the calls in flight, so that a `base` taken while calls queued is found
 /// out.
@@ -207,6 +224,12 @@ impl Latency {
         (self.low - base.low).max(by_mean).max(0.0)
     }
 
+    /// The standard error of the mean, as a share of it: also how much the number of calls
+    /// that slots held for such times complete varies from window to window.
+    fn spread(&self) -> f64 {
+        self.error / self.mean.max(f64::MIN_POSITIVE)
+    }
+
     /// Whether this mean is below `other`'s beyond both errors.
     fn faster_than(&self, other: &Latency) -> bool {
         self.mean + MEAN_BOUND * self.error.hypot(other.error) < other.mean
@@ -263,6 +286,9 @@ pub(crate) struct Adaptive {
     /// When the window started, and when it may close, in ns on the guard's clock.
     window_start: AtomicU64,
     window_end: AtomicU64,
+    /// The window in progress is the first, or follows one of few calls: it closes on
+    /// [`MIN_SAMPLES`] calls once it lasted [`WINDOW`] past its end.
+    short: AtomicBool,
     control: Mutex<Control>,
 }
 
@@ -279,6 +305,7 @@ impl Adaptive {
             latencies: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             window_start: AtomicU64::new(now),
             window_end: AtomicU64::new(now.saturating_add(WINDOW.as_nanos() as u64)),
+            short: AtomicBool::new(true),
             control: Mutex::new(Control::new(bounds)),
         }
     }
@@ -320,13 +347,24 @@ impl Adaptive {
         }
         let end = self.window_end.load(Relaxed);
         // Over once it lasted long enough, with enough calls; or, where few calls come, with
-        // fewer but a window longer still.
+        // fewer but a window longer still; or, after a window of few calls, with a few.
+        if now < end {
+            return None;
+        }
         let enough = calls >= WINDOW_CALLS
-            || (calls >= FEW_CALLS && now >= end.saturating_add(MAX_WINDOW.as_nanos() as u64));
-        if now < end || !enough {
+            || (calls >= FEW_CALLS && now >= end.saturating_add(MAX_WINDOW.as_nanos() as u64))
+            || (calls >= MIN_SAMPLES && self.short(now, end));
+        if !enough {
             return None;
         }
         self.close(now, learning, limit)
+    }
+
+    /// Whether the window ending at `end` is the first or follows one of few calls, and lasted
+    /// [`WINDOW`] past its end: it closes on [`MIN_SAMPLES`] calls.
+    #[cold]
+    fn short(&self, now: u64, end: u64) -> bool {
+        now >= end.saturating_add(WINDOW.as_nanos() as u64) && self.short.load(Relaxed)
     }
 
     #[cold]
@@ -375,6 +413,7 @@ impl Adaptive {
             refused: self.refused.swap(0, Relaxed),
         };
         let verdict = control.close(&window);
+        self.short.store(verdict.short, Relaxed);
         self.window_end
             .store(now.saturating_add(verdict.next_window_ns), Relaxed);
         // A window of calls admitted while the limit was learned may close after it became a
@@ -399,6 +438,7 @@ impl Adaptive {
             n.store(0, Relaxed);
         }
         self.window_start.store(now, Relaxed);
+        self.short.store(true, Relaxed);
         self.window_end
             .store(now.saturating_add(WINDOW.as_nanos() as u64), Relaxed);
     }

@@ -334,15 +334,21 @@ fn stays_within_its_bounds() {
 
 /// A development aid: one run, printed second by second and window by window. `SHAPE` (0 to 3,
 /// of [`POOL_SHAPES`]), `SLOTS` (0: no capacity limit), `RATE` (calls per second) or `LOAD` (of
-/// the capacity), `SECS`, `SEED`, and `HALVE`, `RESTORE` or `SLOWER` (the second the slots
-/// halve, come back, or the holds double): `SHAPE=1 LOAD=5 HALVE=10 SECS=20 cargo test -p resiliency-runtime --lib
+/// the capacity), `SECS`, `SEED`, `HALVE`, `RESTORE` or `SLOWER` (the second the slots
+/// halve, come back, or the holds double), `FAIL` (the share of calls failing at once), `INITIAL`
+/// (`auto_initial`, and `auto_min` no higher) and `NOPOOL` (set: `SHAPE` is of [`SHAPES`]): `SHAPE=1 LOAD=5 HALVE=10 SECS=20 cargo test -p resiliency-runtime --lib
 /// adaptive::tests::trace -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn trace() {
     let arg =
         |name: &str, default: f64| std::env::var(name).map_or(default, |v| v.parse().unwrap());
-    let shape = POOL_SHAPES[arg("SHAPE", 0.0) as usize].1;
+    let shapes = if std::env::var("NOPOOL").is_ok() {
+        SHAPES
+    } else {
+        POOL_SHAPES
+    };
+    let shape = shapes[arg("SHAPE", 0.0) as usize].1;
     let slots = arg("SLOTS", 20.0) as usize;
     let mut scenario = Scenario::new(shape, (slots > 0).then_some(slots), 0.0);
     scenario.rate = match std::env::var("RATE") {
@@ -365,7 +371,11 @@ fn trace() {
             .changes
             .push((at.parse().unwrap(), Change::Slower(2.0)));
     }
-    let run = simulate(&scenario, true, arg("SEED", 1.0) as u64);
+    scenario.fail_fast = arg("FAIL", 0.0);
+    let mut bounds = default_bounds();
+    bounds.initial = arg("INITIAL", f64::from(bounds.initial)) as u32;
+    bounds.min = bounds.min.min(bounds.initial);
+    let run = simulate_within(&scenario, Some(bounds), arg("SEED", 1.0) as u64);
     for t in 0..scenario.secs as usize {
         eprintln!(
             "goodput {t}: {:.1}/s (capacity {:.1})",
@@ -603,6 +613,57 @@ fn a_small_pool_started_near_its_slots_stays_within_three_times_them() {
                     run.limits(2.0, 20.0)
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn a_small_pool_started_at_the_default_comes_down_to_its_slots() {
+    // 2 and 4 slots of 100 ms, offered 3 and 5 times what they serve, under the default bounds
+    // (`auto_initial` 20: 10 and 5 times the slots): over the benchmark's window (1 to 8 s),
+    // the limit averages within 3 times the slots, the slots stay busy, and the accepted p99
+    // stays within 3.5 times the unloaded one (it is near 3: the calls admitted in the first
+    // second, under 20, wait for those ahead of them). One slot comes within 5 times: a
+    // queue of one call is a whole hold there, and each window holds 5 completions.
+    for (slots, most) in [(1, 5.0), (2, 3.0), (4, 3.0)] {
+        for load in [3.0, 5.0] {
+            for seed in SEEDS {
+                let mut scenario = Scenario::new(Shape::Constant(100.0), Some(slots), 0.0);
+                let capacity = scenario.capacity();
+                scenario.rate = capacity * load;
+                scenario.secs = 8.0;
+                let run = simulate(&scenario, true, seed);
+                let limit = mean_limit(&run, (1.0, 8.0));
+                let goodput = run.goodput(1.0, 8.0);
+                let p99 = run.p99(1.0, 8.0) / 100.0;
+                let what = format!(
+                    "{slots} slots at {load}x, seed {seed}: mean limit {limit:.1}, goodput \
+                     {goodput:.1}/s of {capacity:.1}, p99 {p99:.2}x, limits {:?}",
+                    run.limits(0.0, 8.0)
+                );
+                assert!(limit <= most * slots as f64, "{what}");
+                assert!(goodput >= 0.9 * capacity, "{what}");
+                if slots > 1 {
+                    assert!(p99 <= 3.5, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pool_whose_slots_come_back_is_used_again_within_two_seconds() {
+    // 20 slots of 100 ms at 2 and 5 times what they serve, halved at 4 s and back at 8 s (the
+    // benchmark's pool-halving): from 9 to 11 s, at least 90% of the capacity is served, with
+    // an accepted p99 within 2.5 times the unloaded one.
+    for load in [2.0, 5.0] {
+        for seed in SEEDS {
+            let (mut scenario, capacity) = pool(Shape::Constant(100.0), load);
+            scenario.secs = 11.0;
+            scenario.changes = vec![(4.0, Change::Slots(10)), (8.0, Change::Slots(20))];
+            let run = simulate(&scenario, true, seed);
+            let what = format!("restored at {load}x, seed {seed}");
+            check_pool(&run, (9.0, 11.0), capacity, 0.9, 100.0, &what);
         }
     }
 }
