@@ -87,10 +87,11 @@ impl<'a, F, E> RateLimitCall<'a, F, E> {
     #[cfg(feature = "tower")]
     pub(crate) fn admit_now(
         limit: &'a RateLimit,
+        key: Option<u64>,
         reject: fn(Rejected) -> E,
         body: impl FnOnce() -> F,
     ) -> Result<Self, Rejected> {
-        let (stage, wait) = match limit.admit(None, true) {
+        let (stage, wait) = match limit.admit(key, true) {
             Admit::Now => {
                 limit.meter().admitted();
                 (Stage::Running, None)
@@ -98,12 +99,12 @@ impl<'a, F, E> RateLimitCall<'a, F, E> {
             Admit::Wait { wait_ns, tat } => {
                 let at = later(wait_ns);
                 if crate::deadline().is_some_and(|deadline| deadline < at) {
-                    limit.give_back(None, tat);
+                    limit.give_back(key, tat);
                     return Err(limit.refusal(wait_ns));
                 }
                 let reserved = Reservation {
                     limit,
-                    key: None,
+                    key,
                     wait: Some((Box::pin(tokio::time::sleep_until(at)), tat)),
                 };
                 // Made while the permit is reserved: should `body` panic, it is given back.
@@ -121,11 +122,7 @@ impl<'a, F, E> RateLimitCall<'a, F, E> {
             reject,
             stage,
             body: body(),
-            reserved: Reservation {
-                limit,
-                key: None,
-                wait,
-            },
+            reserved: Reservation { limit, key, wait },
         })
     }
 }

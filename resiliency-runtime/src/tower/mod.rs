@@ -245,6 +245,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub use crate::breaker::layer::{BreakerLayer, BreakerService, KeyBy, PerKey, Unkeyed};
 pub use crate::race_retry::layer::{RaceRetryLayer, RaceRetryService, RetryIf, RetryWith};
 pub use crate::rate_limit::layer::{RateLimitLayer, RateLimitService};
+/// What picks a [`RateLimitLayer`]'s limit for a request.
+pub mod rate_limit {
+    pub use crate::rate_limit::layer::{KeyBy, PickKey, Unkeyed};
+}
 pub use crate::timeout::layer::{TimeoutLayer, TimeoutService};
 pub use crate::too_busy::layer::{TooBusyLayer, TooBusyService};
 pub use classify::{server_errors, AnyError, Classify, FailureIf, ServerErrors};
