@@ -24,6 +24,7 @@ use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use resiliency::race_retry::RaceRetry;
+use resiliency::rate_limit::{Rate, RateLimit};
 use resiliency::retry_hint::parse_retry_after;
 use resiliency::settings::{self, Overrides, Policy, Value, ALL};
 use resiliency::timeout::Timeout;
@@ -152,15 +153,17 @@ fn plausible_text() -> impl Strategy<Value = String> {
         "[1-9][0-9]?",
         "0\\.[1-9]",
         select(vec![
-            "off", "auto", "p95", "p50", "2.0", "1.5s", "1m30s", "250us"
+            "off", "auto", "p95", "p50", "2.0", "1.5s", "1m30s", "250us", "100/s", "10/100ms",
+            "0/s", "5/0s"
         ])
         .prop_map(String::from),
     ]
 }
 
-/// Texts of each kind settings take: counts, shares, factors, durations, words.
-const SAMPLES: [&str; 14] = [
+/// Texts of each kind settings take: counts, shares, factors, durations, words, rates.
+const SAMPLES: [&str; 16] = [
     "1", "3", "10", "0.5", "0.9", "2.0", "50ms", "1s", "3s", "30s", "off", "auto", "p95", "p50",
+    "100/s", "5/m",
 ];
 
 /// Each policy's setting and the [`SAMPLES`] of its kind.
@@ -291,6 +294,7 @@ const BREAKER: &str = "input_never_panics::breaker";
 const RACE: &str = "input_never_panics::race";
 const BUSY: &str = "input_never_panics::busy";
 const TIMEOUT: &str = "input_never_panics::timeout";
+const RATE_LIMIT: &str = "input_never_panics::rate_limit";
 
 /// The paused runtimes the sites' calls run on, for every test: one for the breaker and the race,
 /// one for the guard (whose lag monitor wakes every few milliseconds of the paused clock, which
@@ -311,6 +315,7 @@ struct Sites {
     race: &'static RaceRetry,
     busy: &'static TooBusy,
     timeout: &'static Timeout,
+    rate_limit: &'static RateLimit,
 }
 
 static SITES: LazyLock<Sites> = LazyLock::new(|| {
@@ -332,6 +337,10 @@ static SITES: LazyLock<Sites> = LazyLock::new(|| {
             .total(Duration::from_secs(2))
             .register()
             .unwrap(),
+        rate_limit: RateLimit::builder(RATE_LIMIT)
+            .rate(Rate::per_second(100))
+            .register()
+            .unwrap(),
     }
 });
 
@@ -341,6 +350,7 @@ fn site_of(policy: Policy) -> &'static str {
         Policy::RaceRetry => RACE,
         Policy::TooBusy => BUSY,
         Policy::Timeout => TIMEOUT,
+        Policy::RateLimit => RATE_LIMIT,
     }
 }
 
@@ -394,6 +404,18 @@ fn use_every_site() -> Result<(), TestCaseError> {
             tokio::time::timeout(HANG, limited).await.is_ok(),
             "the time-limited call hung"
         );
+        // A rate limit of any rate, burst and `max_wait`: calls admitted, refused, or waiting
+        // (a `max_wait` of centuries), then dropped, which must not panic either.
+        let limited = async {
+            for _ in 0..3 {
+                let _ = sites
+                    .rate_limit
+                    .call(async { Ok::<(), BoxError>(()) })
+                    .await;
+            }
+            let _ = sites.rate_limit.available();
+        };
+        let _ = tokio::time::timeout(HANG, limited).await;
         Ok(())
     })?;
     RUNTIMES.busy.block_on(async {
@@ -1050,6 +1072,7 @@ fn env_variable() -> impl Strategy<Value = (String, OsString)> {
             Policy::RaceRetry => "RACE_RETRY",
             Policy::TooBusy => "TOO_BUSY",
             Policy::Timeout => "TIMEOUT",
+            Policy::RateLimit => "RATE_LIMIT",
         };
         let setting = misspelt.unwrap_or_else(|| name.to_ascii_uppercase());
         let key = if every_site {
