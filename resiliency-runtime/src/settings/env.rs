@@ -151,7 +151,8 @@ mod tests {
              (the units are ns, us, ms, s, m, h)"
         );
         assert!(texts[2].starts_with("environment variable RESILIENCY_BREAKR__TIMEOUT: "));
-        assert!(texts[2].contains("with BREAKER, RACE_RETRY, TOO_BUSY or TIMEOUT for <POLICY>"));
+        assert!(texts[2]
+            .contains("with BREAKER, RACE_RETRY, TOO_BUSY, TIMEOUT or RATE_LIMIT for <POLICY>"));
     }
 }
 
