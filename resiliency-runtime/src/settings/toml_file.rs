@@ -30,7 +30,7 @@ impl Overrides {
     /// let error = Overrides::from_toml("resiliency.toml", "[breakr.db]\ntimeout = \"2s\"\n").unwrap_err();
     /// assert_eq!(
     ///     error.to_string(),
-    ///     "resiliency.toml: `breakr` is not a policy; the policies are breaker, race_retry, too_busy, timeout"
+    ///     "resiliency.toml: `breakr` is not a policy; the policies are breaker, race_retry, too_busy, timeout, rate_limit"
     /// );
     /// ```
     pub fn from_toml(path: &str, text: &str) -> Result<Overrides, SettingsError> {
