@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use proc_macro2::TokenStream;
 use resiliency_runtime::race_retry::{After, RaceRetry as Raced};
+use resiliency_runtime::rate_limit::{Rate, RateLimit as Limiter};
 use resiliency_runtime::timeout::Timeout as TimeLimit;
 use resiliency_runtime::too_busy::TooBusy as BusyGuard;
 use resiliency_runtime::{Breaker as RtBreaker, ConfigError};
@@ -12,6 +13,7 @@ use resiliency_runtime::{Breaker as RtBreaker, ConfigError};
 use crate::breaker::ast::Breaker;
 use crate::driver::{parse_args, Attribute, Errors};
 use crate::race_retry::ast::RaceRetry;
+use crate::rate_limit::ast::RateLimit;
 use crate::timeout::ast::Timeout;
 use crate::too_busy::ast::TooBusy;
 
@@ -244,6 +246,57 @@ fn every_rule_refuses_the_same_through_attribute_and_builder() {
             "timeout",
             name,
             refused_by::<Timeout>(&written),
+            built,
+            args,
+        );
+    }
+
+    let r = || Limiter::builder("r").rate(Rate::per_second(100));
+    let rate_limit_cases = [
+        (
+            "name = \"\", rate = \"100/s\"",
+            Limiter::builder("").rate(Rate::per_second(100)).build(),
+        ),
+        ("", Limiter::builder("r").build()),
+        ("name = \"r\"", Limiter::builder("r").build()),
+        ("burst = 5", Limiter::builder("r").burst(5).build()),
+        ("rate = \"100/s\", burst = 0", r().burst(0).build()),
+        (
+            "rate = \"100/s\", max_wait = \"0s\"",
+            r().max_wait(Duration::ZERO).build(),
+        ),
+        (
+            "rate = \"100/s\", burst = 0, max_wait = \"0s\"",
+            r().burst(0).max_wait(Duration::ZERO).build(),
+        ),
+        // The rate first, without its name, is the `rate`.
+        ("\"100/s\", burst = 0", r().burst(0).build()),
+        (
+            "\"5/m\", max_wait = \"0ms\"",
+            Limiter::builder("r")
+                .rate(Rate::per_minute(5))
+                .max_wait(Duration::ZERO)
+                .build(),
+        ),
+    ];
+    for (args, built) in rate_limit_cases {
+        let name = if args.starts_with("name = \"\"") {
+            ""
+        } else {
+            "r"
+        };
+        let written = crate::positional::positional(
+            args.parse().unwrap(),
+            "rate_limit",
+            "rate",
+            "rate",
+            &mut Errors::default(),
+        );
+        let written = written.to_string();
+        check(
+            "rate_limit",
+            name,
+            refused_by::<RateLimit>(&written),
             built,
             args,
         );

@@ -80,7 +80,7 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
     let count: u32 = match count.parse() {
         Ok(0) => {
             return Err(format!(
-                "`{}`: the number of calls must be at least 1",
+                "`{}`: the number of calls must be at least 1: {SHAPE}",
                 text.trim()
             ))
         }
@@ -99,9 +99,12 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
     } else {
         parse_duration(per)
     }
-    .map_err(|e| format!("the period of `{}`: {e}", text.trim()))?;
+    .map_err(|e| format!("the period of `{}`: {e}: {SHAPE}", text.trim()))?;
     if per.is_zero() {
-        return Err(format!("`{}`: the period must be above zero", text.trim()));
+        return Err(format!(
+            "`{}`: the period must be above zero: {SHAPE}",
+            text.trim()
+        ));
     }
     Ok(Rate { count, per })
 }
@@ -169,7 +172,7 @@ pub fn rate_limit(options: &RateLimitOptions<'_>) -> Vec<Violation> {
     match o.rate {
         None if !o.written.contains(&"rate") => out.push(Violation::presence(
             "rate",
-            "`rate` is required: how many calls per period, such as `#[rate_limit(rate = \"100/s\")]`",
+            "`rate` is required: how many calls per period, such as `#[rate_limit(\"100/s\")]` or `#[rate_limit(rate = \"100/s\")]`",
         )),
         Some(rate) if rate.count == 0 || rate.per.is_zero() => out.push(Violation::value(
             "rate",

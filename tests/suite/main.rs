@@ -35,6 +35,7 @@ mod shapes_axum;
 mod shapes_breaker;
 mod shapes_common;
 mod shapes_race_retry;
+mod shapes_rate_limit;
 mod shapes_timeout;
 mod shapes_too_busy;
 mod timeout;

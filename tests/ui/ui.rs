@@ -1,8 +1,9 @@
 //! Compile errors of the attributes (trybuild), one folder per attribute or concern, each found
 //! here by its `fail/` folder (a new attribute's cases need no line in this file):
 //!
-//! - `ui/breaker/fail/`, `ui/race_retry/fail/`, `ui/timeout/fail/`, `ui/too_busy/fail/`: bad input
-//!   to that attribute, which must fail with the message pinned in the `.stderr` beside each case;
+//! - `ui/breaker/fail/`, `ui/race_retry/fail/`, `ui/rate_limit/fail/`, `ui/timeout/fail/`,
+//!   `ui/too_busy/fail/`: bad input to that attribute, which must fail with the message pinned in
+//!   the `.stderr` beside each case;
 //! - `ui/common/fail/`: errors of the argument and duration parser the three attributes share
 //!   (argument syntax, `crate = "..."`, duration literals), shown on `#[breaker]`;
 //! - `ui/fallback/fail/`: bad uses of `fallback` and `fallback_on`, which every attribute takes

@@ -1,0 +1,11 @@
+// `max_wait` is a duration.
+use resiliency::{rate_limit, Rejected};
+
+#[rate_limit("100/s", max_wait = "fast")]
+async fn fetch_price(sku: u64) -> Result<u64, Rejected> {
+    Ok(sku * 100)
+}
+
+fn main() {
+    let _ = fetch_price(7);
+}

@@ -1,0 +1,11 @@
+// `maxwait` is `max_wait`.
+use resiliency::{rate_limit, Rejected};
+
+#[rate_limit("100/s", maxwait = "50ms")]
+async fn fetch_price(sku: u64) -> Result<u64, Rejected> {
+    Ok(sku * 100)
+}
+
+fn main() {
+    let _ = fetch_price(7);
+}
