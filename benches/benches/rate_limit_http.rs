@@ -45,7 +45,8 @@
 //!
 //! * **Accepted** (status 200) against the most the limit allows over the run, `rate x time +
 //!   burst`; the goal (200/s scenario): within 1%. (In the slow scenarios a handful of Poisson
-//!   arrivals decide the count, so it is reported with no goal.) And the bound itself, replayed over the
+//!   arrivals decide the count, and with burst 1 a permit that frees while no request waits is
+//!   not kept, so the count stays well below the bound: reported with no goal.) And the bound itself, replayed over the
 //!   server's log: no span of time from one admission to a later one holds more admissions than
 //!   `span / interval + burst` (with 1 ms of slack for the log's timestamps).
 //! * **Retry-After**, for every 429: present and a whole number of seconds, and at least the true
