@@ -27,6 +27,10 @@ pub struct Callgrind {
     exe: PathBuf,
     /// `N`: the difference is taken between `N` and `2N` calls.
     pub calls: u64,
+    /// A function before whose (last) entry every count is zeroed (`--zero-before`): for a
+    /// benchmark whose set-up executes a number of instructions that varies from run to run (a
+    /// clock's calibration loop, bounded by time), which the difference would not cancel.
+    pub zero_before: Option<String>,
 }
 
 impl Callgrind {
@@ -40,7 +44,11 @@ impl Callgrind {
             .stderr(Stdio::null())
             .status()
         {
-            Ok(status) if status.success() => Ok(Callgrind { exe, calls }),
+            Ok(status) if status.success() => Ok(Callgrind {
+                exe,
+                calls,
+                zero_before: None,
+            }),
             Ok(status) => Err(format!("`valgrind --version` failed ({status})")),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 Err("valgrind is not installed".into())
@@ -63,9 +71,14 @@ impl Callgrind {
             std::process::id(),
             driver.name()
         ));
-        let run = Command::new("valgrind")
+        let mut valgrind = Command::new("valgrind");
+        valgrind
             .arg("--tool=callgrind")
-            .arg(format!("--callgrind-out-file={}", out.display()))
+            .arg(format!("--callgrind-out-file={}", out.display()));
+        if let Some(function) = &self.zero_before {
+            valgrind.arg(format!("--zero-before={function}"));
+        }
+        let run = valgrind
             .arg(&self.exe)
             .env("BENCH_PROFILE", which.to_string())
             .env("BENCH_DRIVER", driver.name())
@@ -85,13 +98,17 @@ impl Callgrind {
             return Err(format!("callgrind run failed ({}): {last}", run.status));
         }
         let text = text.map_err(|e| format!("callgrind's output could not be read ({e})"))?;
-        text.lines()
-            .find_map(|line| {
-                line.strip_prefix("totals:")
-                    .or_else(|| line.strip_prefix("summary:"))
+        // `totals:` (the events since the last zeroing, which `--zero-before` moves) when there
+        // is one, else `summary:` (the whole run's); without zeroing the two are the same.
+        let count = |prefix: &str| {
+            text.lines().find_map(|line| {
+                line.strip_prefix(prefix)
                     .and_then(|rest| rest.split_whitespace().next())
                     .and_then(|n| n.parse().ok())
             })
+        };
+        count("totals:")
+            .or_else(|| count("summary:"))
             .ok_or_else(|| "callgrind's output has no `totals:` or `summary:` line".into())
     }
 }

@@ -1,7 +1,7 @@
-//! What the cost benchmarks (`breaker`, `too_busy_cost`, `race_overhead`, `timeout_cost`) share:
-//! contenders that run on both [drivers](super::drive), their figures per driver and thread
-//! count, the table that shows them beside the instructions per call counted by
-//! [callgrind](super::callgrind), and their `BENCH_PROFILE` mode.
+//! What the cost benchmarks (`breaker`, `too_busy_cost`, `race_overhead`, `timeout_cost`,
+//! `rate_limit_cost`) share: contenders that run on both [drivers](super::drive), their figures
+//! per driver and thread count, the table that shows them beside the instructions per call
+//! counted by [callgrind](super::callgrind), and their `BENCH_PROFILE` mode.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -187,10 +187,18 @@ impl Instructions {
     /// Counts every contender on both drivers with callgrind, one run after another, printing
     /// progress on stderr.
     pub fn count(all: &[Contender], calls: u64) -> Instructions {
-        let callgrind = match Callgrind::find(calls) {
+        Instructions::count_from(all, calls, None)
+    }
+
+    /// As [`count`](Self::count), every count zeroed at the (last) entry to the function named
+    /// `zero_before` (callgrind's `--zero-before`, a demangled name or pattern) when given: for a
+    /// set-up whose instructions vary from run to run.
+    pub fn count_from(all: &[Contender], calls: u64, zero_before: Option<&str>) -> Instructions {
+        let mut callgrind = match Callgrind::find(calls) {
             Ok(callgrind) => callgrind,
             Err(why) => return Instructions::Skipped(why),
         };
+        callgrind.zero_before = zero_before.map(str::to_owned);
         let mut failures = Vec::new();
         let per_call = all
             .iter()
