@@ -528,7 +528,7 @@ fn tracing__deadlines() {
 #[resiliency::breaker(name = "seams.tracing.hint", error_threshold = 1, error_timeout = "5s")]
 async fn tracing_hint(throttled: bool) -> Result<u32, ApiError> {
     if throttled {
-        Err(ApiError::Throttled(secs(5)))
+        Err(ApiError::Throttled(secs(30)))
     } else {
         Ok(1)
     }
@@ -901,7 +901,7 @@ fn coop_budget__deadlines_of_a_body_that_spends_the_budget() {
 #[resiliency::breaker(name = "seams.coop.hint", error_threshold = 1, error_timeout = "5s")]
 async fn coop_hint(throttled: bool) -> Result<u32, ApiError> {
     if throttled {
-        Err(ApiError::Throttled(secs(5)))
+        Err(ApiError::Throttled(secs(30)))
     } else {
         Ok(1)
     }
