@@ -1,5 +1,5 @@
-//! 5. `#[rate_limit]`: a burst, then the rate's pace; refused with the time until the next
-//! permit, or waiting for it.
+//! 5. `#[rate_limit]`: a burst, then the rate's pace; refused with the time until the next permit,
+//!    or waiting for it.
 use std::time::Instant;
 
 use resiliency::rate_limit;

@@ -4,7 +4,7 @@
 use crate::support::{self, ms, secs};
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -478,6 +478,7 @@ async fn extreme_settings_saturate() {
 mod layer {
     use super::*;
     use resiliency::tower::RateLimitLayer;
+    use std::sync::atomic::AtomicU32;
     use tower::{service_fn, Layer, Service, ServiceExt};
 
     #[tokio::test(start_paused = true)]
