@@ -7,7 +7,7 @@
 //! (not keyed) `RateLimiter` with its default clock, checked in the same shape: an `async fn` of
 //! the same output whose body is `limiter.check()` and then the plain work (`limiter` a
 //! `&'static` of a limiter built once, the cheapest way to hold one), a refusal mapped to the
-//! error's `Down` variant. Two pairs:
+//! error's `Down` variant. Three pairs:
 //!
 //! * **admitting**: `#[rate_limit(rate = "1000000000/s", burst = 1000000000)]` and governor's
 //!   `Quota::per_second(u32::MAX)`: neither ever refuses here, so the figure is admission alone
@@ -25,16 +25,17 @@
 //! `DefaultClock::now()` (quanta's TSC-based clock, scaled to ns), what governor's `check()`
 //! reads. So the clock's share of each limiter's added cost can be read beside it.
 //!
-//! Keys: governor also has a keyed limiter (`RateLimiter::keyed`); `#[rate_limit]` has no key
-//! yet, so there is no keyed pair here.
+//! * **keyed, admitting**: `#[rate_limit(.., key = x % 1000)]` (a limit per key, 1,000 keys) and
+//!   governor's keyed limiter (`RateLimiter::keyed`, its default map) with `check_key(&(x %
+//!   1000))`: a hash of the key, a lookup in a concurrent map, then admission on the key's word.
 //!
 //! "added" is a contender's figure minus the plain `async fn`'s, on the same driver and thread
 //! count. Each on both drivers (below), on 1 thread and on 2 OS threads calling the same fn (so
 //! sharing its one static limit; for governor, one limiter).
 //!
-//! The goal: admitting, ours adds no more ns per call than governor's `check()` on every driver
-//! and thread count (medians; the table says by how much less or more). The refusing pair is
-//! reported beside it, with no goal.
+//! The goal: admitting, unkeyed and keyed, ours adds no more ns per call than governor's on every
+//! driver and thread count (medians; the table says by how much less or more). The refusing pair
+//! is reported beside them, with no goal.
 //!
 //! # How calls are driven
 //!
@@ -81,7 +82,7 @@ use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
 use governor::clock::{Clock as _, DefaultClock};
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 mod common;
 use common::cost::{
@@ -122,6 +123,26 @@ async fn ours_admitting(x: u64) -> Result<u64, CallError> {
 #[resiliency::rate_limit(rate = "1/h", burst = 1)]
 async fn ours_refusing(x: u64) -> Result<u64, CallError> {
     work(x)
+}
+
+/// Keys per keyed pair: each call's key is its number modulo this.
+const KEYS: u64 = 1000;
+
+/// Admits every call, with a limit per key (`x % 1,000`).
+#[resiliency::rate_limit(rate = "1000000000/s", burst = 1000000000, key = x % KEYS)]
+async fn ours_keyed(x: u64) -> Result<u64, CallError> {
+    work(x)
+}
+
+/// governor's keyed `check_key()` on `x % 1,000`, then the plain work.
+async fn governed_keyed(
+    limiter: &'static DefaultKeyedRateLimiter<u64>,
+    x: u64,
+) -> Result<u64, CallError> {
+    match limiter.check_key(&(x % KEYS)) {
+        Ok(()) => work(x),
+        Err(_not_until) => Err(CallError::Down),
+    }
 }
 
 /// governor's `check()`, then the plain work; a refusal is the error's `Down`.
@@ -169,11 +190,19 @@ const GOVERNOR_REFUSING: usize = 4;
 const TOKIO_CLOCK: usize = 5;
 const TOKIO_CLOCK_NS: usize = 6;
 const GOVERNOR_CLOCK: usize = 7;
+const OURS_KEYED: usize = 8;
+const GOVERNOR_KEYED: usize = 9;
 
-/// The two pairs: their name, ours, governor's.
-const PAIRS: [(&str, usize, usize); 2] = [
-    ("admitting", OURS, GOVERNOR),
-    ("refusing", OURS_REFUSING, GOVERNOR_REFUSING),
+/// The pairs: their name, ours, governor's, and whether the goal applies.
+const PAIRS: [(&str, usize, usize, bool); 3] = [
+    ("admitting", OURS, GOVERNOR, true),
+    ("refusing", OURS_REFUSING, GOVERNOR_REFUSING, false),
+    (
+        "keyed, admitting (1,000 keys)",
+        OURS_KEYED,
+        GOVERNOR_KEYED,
+        true,
+    ),
 ];
 
 fn contenders(lock: &str) -> Vec<Contender> {
@@ -183,6 +212,9 @@ fn contenders(lock: &str) -> Vec<Contender> {
     let admitting = leaked(Quota::per_second(NonZeroU32::MAX));
     let refusing = leaked(Quota::per_hour(NonZeroU32::MIN).allow_burst(NonZeroU32::MIN));
     let clock: &'static DefaultClock = Box::leak(Box::default());
+    let keyed: &'static DefaultKeyedRateLimiter<u64> = Box::leak(Box::new(RateLimiter::keyed(
+        Quota::per_second(NonZeroU32::MAX),
+    )));
     let base: &'static tokio::time::Instant = Box::leak(Box::new(tokio::time::Instant::now()));
     let all = vec![
         Contender::calls("plain `async fn`", Role::Baseline, PLAIN, (), |_, i| {
@@ -237,8 +269,22 @@ fn contenders(lock: &str) -> Vec<Contender> {
             clock,
             |clock, i| governor_clock(clock, i),
         ),
+        Contender::calls(
+            "`#[rate_limit(rate = \"1000000000/s\", burst = 1000000000, key = x % 1000)]`, admits",
+            Role::Ours,
+            PLAIN,
+            (),
+            |_, i| ours_keyed(i),
+        ),
+        Contender::calls(
+            format!("governor {governor} keyed `check_key(&(x % 1000))`, `Quota::per_second(u32::MAX)`, admits"),
+            Role::Peer,
+            PLAIN,
+            keyed,
+            |limiter, i| governed_keyed(limiter, i),
+        ),
     ];
-    assert_eq!(all.len(), GOVERNOR_CLOCK + 1);
+    assert_eq!(all.len(), GOVERNOR_KEYED + 1);
     all
 }
 
@@ -360,8 +406,8 @@ fn measure_all(lock: &str, plan: &Plan) {
         sizes.join(", ")
     );
 
-    for (goal, (pair, ours, peer)) in PAIRS.into_iter().enumerate() {
-        if goal == 0 {
+    for (pair, ours, peer, goal) in PAIRS {
+        if goal {
             outln!(
                 "### Goal: {pair}, `#[rate_limit]` adds no more ns per call than governor's \
                  `check()`, on every driver and thread count (medians)\n"
@@ -372,7 +418,7 @@ fn measure_all(lock: &str, plan: &Plan) {
                  `check()` (medians)\n"
             );
         }
-        pair_table(&all, &medians, ours, peer, goal == 0);
+        pair_table(&all, &medians, ours, peer, goal);
     }
 
     outln!(
@@ -385,7 +431,7 @@ fn measure_all(lock: &str, plan: &Plan) {
          governor's added | of which its clock | governor's less its clock |"
     );
     outln!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (pair, ours, peer) in PAIRS {
+    for (pair, ours, peer, _) in PAIRS {
         for (d, driver) in Driver::ALL.into_iter().enumerate() {
             for (t, threads) in [1, 2].into_iter().enumerate() {
                 let [a, ac, b, bc] = [ours, TOKIO_CLOCK_NS, peer, GOVERNOR_CLOCK]

@@ -56,7 +56,8 @@
 //! per limit. At most `max_keys` keys are held (about 50 bytes each): a new key that finds them
 //! all sweeps out the keys at rest (their permits all free again, as good as new: nothing is lost
 //! by dropping them); if every key held is busy, it shares one limit with the other keys that do
-//! not fit, until keys come to rest. A call racing the sweep of its key files it again.
+//! not fit, until keys come to rest. Keys are filed in shards, each behind a reader-writer lock:
+//! a call takes its shard's read lock, a new key or a sweep a write lock.
 //!
 //! # Guarantees
 //!

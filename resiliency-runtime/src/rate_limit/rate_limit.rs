@@ -1,9 +1,11 @@
 //! [`RateLimit`]: GCRA over one atomic word, its settings changeable at run time.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use resiliency_rules::Rate;
@@ -46,16 +48,41 @@ pub struct RateLimit {
 }
 
 /// The arrival times of a keyed limit's keys, by the key's hash (seeded at random per limit, so
-/// that keys taken from requests cannot be chosen to collide), and the one the keys that do not
-/// fit share.
+/// that keys taken from requests cannot be chosen to collide), in shards each behind a
+/// reader-writer lock (a call takes its shard's read lock; a new key and a sweep take a write
+/// lock), and the one the keys that do not fit share.
 struct Keys {
-    map: papaya::HashMap<u64, AtomicU64, foldhash::fast::RandomState>,
+    shards: Box<[Padded<RwLock<Shard>>]>,
     hasher: foldhash::fast::RandomState,
     /// One sweep at a time.
     sweeping: Mutex<()>,
     /// The keys filed, or about to be: at most `max_keys`.
     held: AtomicUsize,
     overflow: Padded<AtomicU64>,
+}
+
+/// One shard: the keys' arrival times by their hash (already mixed: not hashed again).
+type Shard = HashMap<u64, AtomicU64, BuildHasherDefault<Mixed>>;
+
+/// The hasher of a key's hash: the hash itself.
+#[derive(Default)]
+struct Mixed(u64);
+
+impl Hasher for Mixed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64`s are hashed here (`write_u64`); anything else is folded in, for safety.
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 impl Keys {
@@ -65,11 +92,12 @@ impl Keys {
             .fetch_update(Relaxed, Relaxed, |held| (held < max).then_some(held + 1))
             .is_ok()
     }
-}
 
-/// An arrival time taken out of its key's map by a sweep: a call that finds it looks its key up
-/// again.
-const GONE: u64 = u64::MAX;
+    /// The shard of the key hashed `key` (its top bits: the map's own buckets use the low ones).
+    fn shard(&self, key: u64) -> &RwLock<Shard> {
+        &self.shards[(key >> 48) as usize % self.shards.len()].0
+    }
+}
 
 /// What admission decided.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -203,17 +231,14 @@ impl RateLimit {
         }
     }
 
-    /// [`admit`](Self::admit) on one arrival time. `Err(())` when a sweep took it out of its map.
+    /// [`admit`](Self::admit) on one arrival time.
     #[inline]
-    fn try_admit_on(&self, tat_cell: &AtomicU64, may_wait: bool) -> Result<Admit, ()> {
+    fn admit_on(&self, tat_cell: &AtomicU64, may_wait: bool) -> Admit {
         let now = self.now();
         let interval = self.interval_ns.load(Relaxed);
         let tolerance = self.tolerance_ns.load(Relaxed);
         let mut tat = tat_cell.load(Relaxed);
         loop {
-            if tat == GONE {
-                return Err(());
-            }
             let next = tat.max(now).saturating_add(interval);
             // How far past the tolerance the calls admitted would run with this one.
             let over = (next - now).saturating_sub(tolerance);
@@ -225,20 +250,13 @@ impl RateLimit {
                     tat: next,
                 }
             } else {
-                return Ok(Admit::Refused { retry_ns: over });
+                return Admit::Refused { retry_ns: over };
             };
             match tat_cell.compare_exchange_weak(tat, next, Relaxed, Relaxed) {
-                Ok(_) => return Ok(admit),
+                Ok(_) => return admit,
                 Err(current) => tat = current,
             }
         }
-    }
-
-    #[inline]
-    fn admit_on(&self, tat_cell: &AtomicU64, may_wait: bool) -> Admit {
-        // Only a key's arrival time is ever swept.
-        self.try_admit_on(tat_cell, may_wait)
-            .unwrap_or(Admit::Refused { retry_ns: 0 })
     }
 
     /// The hash of a key, as this limit's keyed calls file it.
@@ -248,7 +266,7 @@ impl RateLimit {
 
     fn keys(&self) -> &Keys {
         self.keys.get_or_init(|| Keys {
-            map: papaya::HashMap::with_hasher(foldhash::fast::RandomState::default()),
+            shards: crate::stripes::stripes(),
             hasher: foldhash::fast::RandomState::default(),
             sweeping: Mutex::new(()),
             held: AtomicUsize::new(0),
@@ -256,71 +274,49 @@ impl RateLimit {
         })
     }
 
-    /// [`admit`](Self::admit) for a key: its own arrival time, made at its first call (after a
-    /// sweep of the keys at rest, when `max_keys` are held), or the overflow's when every key
-    /// held is busy.
-    #[cold]
+    /// [`admit`](Self::admit) for a key: its own arrival time (under its shard's read lock), made
+    /// at its first call (after a sweep of the keys at rest, when `max_keys` are held), or the
+    /// overflow's when every key held is busy.
     #[inline(never)]
     fn admit_key(&self, key: u64, may_wait: bool) -> Admit {
         let keys = self.keys();
-        let map = keys.map.pin();
-        // A few tries: a key swept as it was read is taken out of the map by its sweep at once.
-        for _ in 0..64 {
-            let cell = match map.get(&key) {
-                Some(cell) => cell,
-                None => {
-                    let max = self.max_keys.load(Relaxed);
-                    if !keys.reserve(max) {
-                        self.sweep(keys, &map);
-                        if !keys.reserve(max) {
-                            return self.admit_on(&keys.overflow.0, may_wait);
-                        }
-                    }
-                    match map.try_insert_with(key, || AtomicU64::new(0)) {
-                        Ok(cell) => cell,
-                        Err(cell) => {
-                            // Filed by another call meanwhile: its place is not taken twice.
-                            keys.held.fetch_sub(1, Relaxed);
-                            cell
-                        }
-                    }
-                }
-            };
-            match self.try_admit_on(cell, may_wait) {
-                Ok(admit) => return admit,
-                Err(()) => std::hint::spin_loop(),
+        let shard = keys.shard(key);
+        if let Some(cell) = read(shard).get(&key) {
+            return self.admit_on(cell, may_wait);
+        }
+        let max = self.max_keys.load(Relaxed);
+        if !keys.reserve(max) {
+            self.sweep(keys);
+            if !keys.reserve(max) {
+                return self.admit_on(&keys.overflow.0, may_wait);
             }
         }
-        self.admit_on(&keys.overflow.0, may_wait)
+        let mut map = write(shard);
+        let cell = match map.entry(key) {
+            std::collections::hash_map::Entry::Occupied(cell) => {
+                // Filed by another call meanwhile: its place is not taken twice.
+                keys.held.fetch_sub(1, Relaxed);
+                cell.into_mut()
+            }
+            std::collections::hash_map::Entry::Vacant(place) => place.insert(AtomicU64::new(0)),
+        };
+        self.admit_on(cell, may_wait)
     }
 
-    /// Takes the keys at rest (their arrival time passed: as good as new) out of the map, one
-    /// sweep at a time. A key is marked [`GONE`] before it goes, so that a call racing the sweep
-    /// files it again rather than count on a time no longer filed.
+    /// Takes the keys at rest (their arrival time passed: as good as new, so nothing is lost)
+    /// out of their shards, one sweep at a time, one shard's write lock at a time.
     #[cold]
-    fn sweep(
-        &self,
-        keys: &Keys,
-        map: &papaya::HashMapRef<
-            '_,
-            u64,
-            AtomicU64,
-            foldhash::fast::RandomState,
-            impl papaya::Guard,
-        >,
-    ) {
+    fn sweep(&self, keys: &Keys) {
         let Ok(_sweeping) = keys.sweeping.try_lock() else {
             return;
         };
         let now = self.now();
-        map.retain(|_, tat| {
-            let at = tat.load(Relaxed);
-            let gone = at <= now && tat.compare_exchange(at, GONE, Relaxed, Relaxed).is_ok();
-            if gone {
-                keys.held.fetch_sub(1, Relaxed);
-            }
-            !gone
-        });
+        for shard in keys.shards.iter() {
+            let mut map = write(&shard.0);
+            let before = map.len();
+            map.retain(|_, tat| tat.load(Relaxed) > now);
+            keys.held.fetch_sub(before - map.len(), Relaxed);
+        }
     }
 
     /// How many keys are held now (at most `max_keys`).
@@ -337,7 +333,7 @@ impl RateLimit {
         };
         match (key, self.keys.get()) {
             (None, _) => back(&self.tat.0),
-            (Some(key), Some(keys)) => match keys.map.pin().get(&key) {
+            (Some(key), Some(keys)) => match read(keys.shard(key)).get(&key) {
                 Some(cell) => back(cell),
                 None => back(&keys.overflow.0),
             },
@@ -463,6 +459,17 @@ impl RateLimit {
     }
 }
 
+/// A shard's read lock (a panic elsewhere while it was held leaves it usable: every update of a
+/// shard is whole).
+fn read(shard: &RwLock<Shard>) -> RwLockReadGuard<'_, Shard> {
+    shard.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A shard's write lock, likewise.
+fn write(shard: &RwLock<Shard>) -> RwLockWriteGuard<'_, Shard> {
+    shard.write().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The longest interval and tolerance, in ns (about 146 years): the arrival time, a sum of a
 /// time since the limit's start and at most two of these, never reaches `u64::MAX`.
 const LONGEST: u64 = 1 << 62;
@@ -493,19 +500,24 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_call_that_finds_its_key_swept_files_it_again() {
-        let limit = limit(1, 1000, 1);
-        let key = limit.hash_key("k");
-        assert_eq!(limit.admit(Some(key), false), Admit::Now);
-        // As a sweep leaves it, between its read and its removal.
-        let keys = limit.keys.get().unwrap();
-        keys.map.pin().get(&key).unwrap().store(GONE, Relaxed);
-        assert_eq!(limit.admit(Some(key), false), Admit::Now);
-        assert!(matches!(
-            limit.admit(Some(key), false),
-            Admit::Refused { .. }
-        ));
+    async fn a_key_at_rest_is_swept_and_comes_back_as_new() {
+        let limit = RateLimit::builder("rate_limit::swept")
+            .rate(Rate::per_second(1))
+            .burst(1)
+            .max_keys(1)
+            .build()
+            .unwrap();
+        let (a, b) = (limit.hash_key("a"), limit.hash_key("b"));
+        assert_eq!(limit.admit(Some(a), false), Admit::Now);
+        // `a` is busy: `b` goes to the shared limit, which it takes.
+        assert_eq!(limit.admit(Some(b), false), Admit::Now);
+        assert!(matches!(limit.admit(Some(b), false), Admit::Refused { .. }));
         assert_eq!(limit.keys_held(), 1);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        // `a` is at rest: swept to make room for `b`, whose limit is its own now.
+        assert_eq!(limit.admit(Some(b), false), Admit::Now);
+        assert_eq!(limit.keys_held(), 1);
+        assert!(matches!(limit.admit(Some(b), false), Admit::Refused { .. }));
     }
 
     #[test]
