@@ -500,6 +500,101 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn the_settings_read_back_as_given() {
+        let limit = RateLimit::builder("rate_limit::read_back")
+            .rate(Rate::new(10, Duration::from_millis(500)))
+            .burst(4)
+            .max_wait(Duration::from_millis(30))
+            .build()
+            .unwrap();
+        assert_eq!(limit.name(), "rate_limit::read_back");
+        assert_eq!(limit.rate(), Rate::new(10, Duration::from_millis(500)));
+        assert_eq!(limit.burst(), 4);
+        assert_eq!(limit.max_wait(), Some(Duration::from_millis(30)));
+        assert_eq!(limit.available(), 4);
+        assert_eq!(limit.admit(None, false), Admit::Now);
+        assert_eq!(limit.available(), 3);
+        assert!(format!("{limit:?}").contains("rate: \"10/500ms\", burst: 4"));
+        let unwaiting = RateLimit::builder("rate_limit::no_wait")
+            .rate(Rate::per_second(1))
+            .build()
+            .unwrap();
+        assert_eq!(unwaiting.max_wait(), None);
+        assert_eq!(unwaiting.burst(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_within_max_wait_is_reserved_and_one_past_it_refused_and_given_back() {
+        // 20 per second (50 ms apart), burst 1, waits of at most 120 ms.
+        let limit = RateLimit::builder("rate_limit::waits")
+            .rate(Rate::per_second(20))
+            .burst(1)
+            .max_wait(Duration::from_millis(120))
+            .build()
+            .unwrap();
+        let ms = |n: u64| n * 1_000_000;
+        assert_eq!(limit.admit(None, true), Admit::Now);
+        let Admit::Wait {
+            wait_ns,
+            tat: first,
+        } = limit.admit(None, true)
+        else {
+            panic!("a wait of 50 ms is within max_wait");
+        };
+        assert_eq!(wait_ns, ms(50));
+        let Admit::Wait {
+            wait_ns,
+            tat: second,
+        } = limit.admit(None, true)
+        else {
+            panic!("a wait of 100 ms is within max_wait");
+        };
+        assert_eq!(wait_ns, ms(100));
+        // 150 ms is past `max_wait`: refused, with the time until its permit.
+        assert_eq!(
+            limit.admit(None, true),
+            Admit::Refused { retry_ns: ms(150) }
+        );
+        // Without waiting, the same call is refused too.
+        assert_eq!(
+            limit.admit(None, false),
+            Admit::Refused { retry_ns: ms(150) }
+        );
+        // A reservation given back out of turn (a later one was taken since) is not taken back.
+        limit.give_back(None, first);
+        assert_eq!(
+            limit.admit(None, false),
+            Admit::Refused { retry_ns: ms(150) }
+        );
+        // The last one is: the next call's wait is 100 ms again.
+        limit.give_back(None, second);
+        assert!(
+            matches!(limit.admit(None, true), Admit::Wait { wait_ns, .. } if wait_ns == ms(100))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_keys_reservation_is_given_back_to_its_own_key() {
+        let limit = RateLimit::builder("rate_limit::keyed_waits")
+            .rate(Rate::per_second(10))
+            .burst(1)
+            .max_wait(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        let (a, b) = (limit.hash_key(&1u32), limit.hash_key(&2u32));
+        assert_eq!(limit.admit(Some(a), true), Admit::Now);
+        let Admit::Wait { tat, .. } = limit.admit(Some(a), true) else {
+            panic!("a wait");
+        };
+        assert_eq!(limit.admit(Some(b), true), Admit::Now);
+        limit.give_back(Some(a), tat);
+        assert!(
+            matches!(limit.admit(Some(a), true), Admit::Wait { wait_ns, .. } if wait_ns == 100_000_000)
+        );
+        assert_eq!(limit.keys_held(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_key_at_rest_is_swept_and_comes_back_as_new() {
         let limit = RateLimit::builder("rate_limit::swept")
             .rate(Rate::per_second(1))
@@ -513,7 +608,10 @@ mod tests {
         assert_eq!(limit.admit(Some(b), false), Admit::Now);
         assert!(matches!(limit.admit(Some(b), false), Admit::Refused { .. }));
         assert_eq!(limit.keys_held(), 1);
-        tokio::time::advance(Duration::from_secs(1)).await;
+        tokio::time::advance(Duration::from_millis(999)).await;
+        // `a` is still busy (its permit frees in 1 ms): not swept; `b` shares the overflow.
+        assert!(matches!(limit.admit(Some(b), false), Admit::Refused { .. }));
+        tokio::time::advance(Duration::from_millis(1)).await;
         // `a` is at rest: swept to make room for `b`, whose limit is its own now.
         assert_eq!(limit.admit(Some(b), false), Admit::Now);
         assert_eq!(limit.keys_held(), 1);
