@@ -616,6 +616,9 @@ mod tests {
         assert_eq!(limit.admit(Some(b), false), Admit::Now);
         assert_eq!(limit.keys_held(), 1);
         assert!(matches!(limit.admit(Some(b), false), Admit::Refused { .. }));
+        // `b` left the shared limit: a third key, with no place, finds it free.
+        let c = limit.hash_key("c");
+        assert_eq!(limit.admit(Some(c), false), Admit::Now);
     }
 
     #[test]
