@@ -319,6 +319,14 @@ impl RateLimit {
         }
     }
 
+    /// The keys in the shards, counted one by one.
+    #[cfg(test)]
+    fn filed(&self) -> usize {
+        self.keys.get().map_or(0, |keys| {
+            keys.shards.iter().map(|shard| read(&shard.0).len()).sum()
+        })
+    }
+
     /// How many keys are held now (at most `max_keys`).
     pub fn keys_held(&self) -> usize {
         self.keys.get().map_or(0, |keys| keys.held.load(Relaxed))
@@ -608,6 +616,7 @@ mod tests {
         assert_eq!(limit.admit(Some(b), false), Admit::Now);
         assert!(matches!(limit.admit(Some(b), false), Admit::Refused { .. }));
         assert_eq!(limit.keys_held(), 1);
+        assert_eq!(limit.filed(), 1, "never more keys filed than max_keys");
         tokio::time::advance(Duration::from_millis(999)).await;
         // `a` is still busy (its permit frees in 1 ms): not swept; `b` shares the overflow.
         assert!(matches!(limit.admit(Some(b), false), Admit::Refused { .. }));
@@ -615,10 +624,12 @@ mod tests {
         // `a` is at rest: swept to make room for `b`, whose limit is its own now.
         assert_eq!(limit.admit(Some(b), false), Admit::Now);
         assert_eq!(limit.keys_held(), 1);
+        assert_eq!(limit.filed(), 1, "never more keys filed than max_keys");
         assert!(matches!(limit.admit(Some(b), false), Admit::Refused { .. }));
         // `b` left the shared limit: a third key, with no place, finds it free.
         let c = limit.hash_key("c");
         assert_eq!(limit.admit(Some(c), false), Admit::Now);
+        assert_eq!((limit.filed(), limit.keys_held()), (1, 1));
     }
 
     #[test]
