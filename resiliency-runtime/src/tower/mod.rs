@@ -283,7 +283,7 @@ pub fn authority_of<B>(request: &http::Request<B>) -> String {
 }
 
 /// With the `axum` feature: the response for a layer's error, for axum's `HandleErrorLayer`
-/// (axum's `Router::layer` takes services whose error is `Infallible`). A refusal is the 503 (with
+/// (axum's `Router::layer` takes services whose error is `Infallible`). A refusal is the 503 or 429 (with
 /// `Retry-After`) or 504 of [`http`](crate::http), naming nothing inside the service; any other
 /// error is a bare `500 Internal Server Error`, its message sent to `tracing` (target
 /// `resiliency::http`, level `debug`).
