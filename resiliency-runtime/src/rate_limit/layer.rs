@@ -11,7 +11,7 @@ use tower_service::Service;
 
 use super::future::RateLimitCall;
 use super::{RateLimit, RateLimitBuilder};
-use crate::tower::BoxError;
+use crate::tower::{BoxError, ErrInto};
 use crate::{ConfigError, Rejected};
 
 /// A [`Layer`] that limits the rate of a service's requests with the [`RateLimit`] registered
@@ -196,8 +196,8 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         let inner = &mut self.inner;
         let key = self.key.pick(self.limit, &request);
-        let admitted = RateLimitCall::admit_now(self.limit, key, BoxError::from, || ErrInto {
-            inner: inner.call(request),
+        let admitted = RateLimitCall::admit_now(self.limit, key, BoxError::from, || {
+            ErrInto::new(inner.call(request))
         });
         RateLimitFuture {
             state: match admitted {
@@ -207,27 +207,6 @@ where
                 },
             },
         }
-    }
-}
-
-pin_project! {
-    /// The inner service's future, its error boxed.
-    struct ErrInto<F> {
-        #[pin]
-        inner: F,
-    }
-}
-
-impl<F, Res, Err> Future for ErrInto<F>
-where
-    F: Future<Output = Result<Res, Err>>,
-    Err: Into<BoxError>,
-{
-    type Output = Result<Res, BoxError>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx).map_err(Into::into)
     }
 }
 

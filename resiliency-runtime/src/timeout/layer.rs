@@ -11,7 +11,7 @@ use tower_service::Service;
 
 use super::future::TimeoutCall;
 use super::{Timeout, TimeoutBuilder};
-use crate::tower::BoxError;
+use crate::tower::{BoxError, ErrInto};
 use crate::ConfigError;
 
 /// A [`Layer`] that bounds each call of a service with the [`Timeout`] registered under the
@@ -111,31 +111,8 @@ where
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         TimeoutFuture {
-            call: self.limit.call(ErrInto {
-                inner: self.inner.call(request),
-            }),
+            call: self.limit.call(ErrInto::new(self.inner.call(request))),
         }
-    }
-}
-
-pin_project! {
-    /// The inner service's future, its error boxed.
-    struct ErrInto<F> {
-        #[pin]
-        inner: F,
-    }
-}
-
-impl<F, Res, Err> Future for ErrInto<F>
-where
-    F: Future<Output = Result<Res, Err>>,
-    Err: Into<BoxError>,
-{
-    type Output = Result<Res, BoxError>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx).map_err(Into::into)
     }
 }
 

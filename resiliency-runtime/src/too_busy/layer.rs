@@ -11,7 +11,7 @@ use tower_service::Service;
 
 use super::future::TooBusyCall;
 use super::{TooBusy, TooBusyBuilder};
-use crate::tower::BoxError;
+use crate::tower::{BoxError, ErrInto};
 use crate::{ConfigError, Rejected};
 
 /// A [`Layer`] that sheds load at a service's entry with the [`TooBusy`] guard registered under
@@ -112,9 +112,7 @@ where
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         let inner = &mut self.inner;
-        let admitted = self.guard.admit_now(|| ErrInto {
-            inner: inner.call(request),
-        });
+        let admitted = self.guard.admit_now(|| ErrInto::new(inner.call(request)));
         TooBusyFuture {
             state: match admitted {
                 Ok(call) => State::Admitted { call },
@@ -123,27 +121,6 @@ where
                 },
             },
         }
-    }
-}
-
-pin_project! {
-    /// The inner service's future, its error boxed.
-    struct ErrInto<F> {
-        #[pin]
-        inner: F,
-    }
-}
-
-impl<F, Res, Err> Future for ErrInto<F>
-where
-    F: Future<Output = Result<Res, Err>>,
-    Err: Into<BoxError>,
-{
-    type Output = Result<Res, BoxError>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx).map_err(Into::into)
     }
 }
 

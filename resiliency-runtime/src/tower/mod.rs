@@ -237,6 +237,9 @@
 //!   boxed by the engine, as for `#[race_retry]`.
 
 mod classify;
+mod err_into;
+
+pub(crate) use err_into::ErrInto;
 
 /// The error of every layer's service: a [`Rejected`](crate::Rejected) when the policy refused
 /// the request, else the inner service's error, boxed as it is (tower's `BoxError`).
