@@ -91,39 +91,47 @@ impl<'a, F, E> RateLimitCall<'a, F, E> {
         reject: fn(Rejected) -> E,
         body: impl FnOnce() -> F,
     ) -> Result<Self, Rejected> {
-        let (stage, wait) = match limit.admit(key, true) {
+        let mut reserved = Reservation {
+            limit,
+            key,
+            wait: None,
+        };
+        let stage = reserved.ask().map_err(|retry_ns| limit.refusal(retry_ns))?;
+        // Made while a permit waited for is reserved: should `body` panic, it is given back.
+        let body = body();
+        Ok(RateLimitCall {
+            reject,
+            stage,
+            body,
+            reserved,
+        })
+    }
+}
+
+impl Reservation<'_> {
+    /// Asks the limit for a permit: the stage the call goes on in (running, or waiting with its
+    /// timer and reservation held here), or the time until its permit frees when it is refused
+    /// (its permit too far, or past the deadline of a guard around it, then given back).
+    fn ask(&mut self) -> Result<Stage, u64> {
+        match self.limit.admit(self.key, true) {
             Admit::Now => {
-                limit.meter().admitted();
-                (Stage::Running, None)
+                self.limit.meter().admitted();
+                Ok(Stage::Running)
             }
             Admit::Wait { wait_ns, tat } => {
                 let at = later(wait_ns);
                 if crate::deadline().is_some_and(|deadline| deadline < at) {
-                    limit.give_back(key, tat);
-                    return Err(limit.refusal(wait_ns));
+                    // The caller gives up before the permit frees: refused now.
+                    self.limit.give_back(self.key, tat);
+                    return Err(wait_ns);
                 }
-                let reserved = Reservation {
-                    limit,
-                    key,
-                    wait: Some((Box::pin(tokio::time::sleep_until(at)), tat)),
-                };
-                // Made while the permit is reserved: should `body` panic, it is given back.
-                let body = body();
-                return Ok(RateLimitCall {
-                    reject,
-                    stage: Stage::Waiting,
-                    body,
-                    reserved,
-                });
+                // A runtime without a time driver panics here, with tokio's message; the
+                // reservation is given back as the call is dropped.
+                self.wait = Some((Box::pin(tokio::time::sleep_until(at)), tat));
+                Ok(Stage::Waiting)
             }
-            Admit::Refused { retry_ns } => return Err(limit.refusal(retry_ns)),
-        };
-        Ok(RateLimitCall {
-            reject,
-            stage,
-            body: body(),
-            reserved: Reservation { limit, key, wait },
-        })
+            Admit::Refused { retry_ns } => Err(retry_ns),
+        }
     }
 }
 
@@ -147,26 +155,9 @@ where
         let limit = this.reserved.limit;
         loop {
             match *this.stage {
-                Stage::New => match limit.admit(this.reserved.key, true) {
-                    Admit::Now => {
-                        limit.meter().admitted();
-                        *this.stage = Stage::Running;
-                    }
-                    Admit::Wait { wait_ns, tat } => {
-                        let at = later(wait_ns);
-                        if crate::deadline().is_some_and(|deadline| deadline < at) {
-                            // The caller gives up before the permit frees: refused now.
-                            limit.give_back(this.reserved.key, tat);
-                            return refuse(this.stage, *this.reject, limit, wait_ns, cx);
-                        }
-                        // A runtime without a time driver panics here, with tokio's message;
-                        // the reservation is given back as the call is dropped.
-                        this.reserved.wait = Some((Box::pin(tokio::time::sleep_until(at)), tat));
-                        *this.stage = Stage::Waiting;
-                    }
-                    Admit::Refused { retry_ns } => {
-                        return refuse(this.stage, *this.reject, limit, retry_ns, cx);
-                    }
+                Stage::New => match this.reserved.ask() {
+                    Ok(stage) => *this.stage = stage,
+                    Err(retry_ns) => return refuse(this.stage, *this.reject, limit, retry_ns, cx),
                 },
                 Stage::Waiting => {
                     let (timer, _) = this.reserved.wait.as_mut().expect("a waiting call's timer");

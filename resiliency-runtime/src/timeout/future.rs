@@ -112,7 +112,9 @@ where
         let BodyProj::Running { future } = this.body.as_mut().project() else {
             panic!("a `#[timeout]` call was polled after it completed");
         };
-        let had_budget = tokio::task::coop::has_budget_remaining();
+        // Whether the body had budget left before this poll: read once the timer runs, so a call
+        // that answers at once does not pay for it.
+        let mut had_budget = false;
         let total_ns = match *this.stage {
             Stage::New => {
                 let total_ns = this.limit.total_ns();
@@ -128,6 +130,7 @@ where
                 total_ns
             }
             Stage::Waiting { deadline, total_ns } => {
+                had_budget = tokio::task::coop::has_budget_remaining();
                 let scope = Scope::at(deadline);
                 let poll = future.poll(cx);
                 drop(scope);
